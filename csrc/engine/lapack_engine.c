@@ -1,0 +1,261 @@
+/* The CPU engine: LAPACK on a matrix gathered from the block-cyclic layout.
+ *
+ * CPU devices share host memory, so the engine gathers the distributed columns
+ * into one column-major matrix, runs LAPACK, and scatters the result back into
+ * the block-cyclic layout. The gather is the CPU stand-in for what
+ * cuSOLVERMg does across GPUs; what matters is that the ops, the layout and
+ * the rendezvous above it run exactly as they do on GPUs. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/lapack_table.h"
+#include "layout/cyclic.h"
+
+/* ---- memory ---------------------------------------------------------------*/
+
+static int cpu_copy(const jmg_engine *e, const jmg_dist_matrix *m, void *dst,
+                    int dst_dev, const void *src, int src_dev, size_t bytes,
+                    jmg_error *err) {
+  (void)e, (void)m, (void)dst_dev, (void)src_dev, (void)err;
+  if (bytes != 0 && dst != src) memmove(dst, src, bytes);
+  return 0;
+}
+
+static int cpu_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                     size_t bytes, void **out, jmg_error *err) {
+  (void)e, (void)m;
+  *out = malloc(bytes ? bytes : 1);
+  if (*out == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                         "cannot allocate %zu bytes for device %d", bytes,
+                         dev);
+  return 0;
+}
+
+static void cpu_release(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                        void *ptr) {
+  (void)e, (void)m, (void)dev;
+  free(ptr);
+}
+
+static int cpu_fill_nan(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                        void *ptr, size_t count, jmg_dtype dtype,
+                        jmg_error *err) {
+  (void)e, (void)m, (void)dev, (void)err;
+  size_t reals = count * (jmg_dtype_is_complex(dtype) ? 2 : 1);
+  if (jmg_dtype_real_size(dtype) == 4) {
+    float *p = ptr;
+    for (size_t i = 0; i < reals; ++i) p[i] = NAN;
+  } else {
+    double *p = ptr;
+    for (size_t i = 0; i < reals; ++i) p[i] = (double)NAN;
+  }
+  return 0;
+}
+
+static int cpu_sync(const jmg_engine *e, const jmg_dist_matrix *m,
+                    jmg_error *err) {
+  (void)e, (void)m, (void)err;
+  return 0;
+}
+
+/* ---- gather / scatter -----------------------------------------------------*/
+
+/* Copies between the block-cyclic columns and a full column-major matrix. */
+static void move_columns(const jmg_dist_matrix *a, void *full, int to_full) {
+  const size_t col_bytes = (size_t)a->n * jmg_dtype_size(a->dtype);
+  for (int64_t j = 0; j < a->n; ++j) {
+    int dev;
+    int64_t lc;
+    jmg_cyclic_locate(j, a->ndev, a->tile, &dev, &lc);
+    char *dist = (char *)a->data[dev] + (size_t)lc * col_bytes;
+    char *whole = (char *)full + (size_t)j * col_bytes;
+    if (to_full)
+      memcpy(whole, dist, col_bytes);
+    else
+      memcpy(dist, whole, col_bytes);
+  }
+}
+
+static int gather(const jmg_dist_matrix *a, const char *op, void **full,
+                  int *n_int, jmg_error *err) {
+  if (a->n > INT_MAX)
+    return jmg_error_set(err, JMG_EINVAL, op, "LAPACK",
+                         "N=%lld exceeds LAPACK's 32-bit int", (long long)a->n);
+  *n_int = (int)a->n;
+  size_t bytes = (size_t)a->n * (size_t)a->n * jmg_dtype_size(a->dtype);
+  *full = malloc(bytes ? bytes : 1);
+  if (*full == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate %zu bytes to gather the matrix",
+                         bytes);
+  move_columns(a, *full, 1);
+  return 0;
+}
+
+/* Copies the lower triangle onto the upper one, conjugated for complex
+ * dtypes: LAPACK's potri leaves the other triangle untouched. */
+static void fill_upper_from_lower(void *full, int64_t n, jmg_dtype t) {
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < j; ++i) {
+      size_t up = (size_t)j * (size_t)n + (size_t)i; /* (i, j), i < j */
+      size_t lo = (size_t)i * (size_t)n + (size_t)j; /* (j, i) */
+      switch (t) {
+        case JMG_F32:
+          ((float *)full)[up] = ((float *)full)[lo];
+          break;
+        case JMG_F64:
+          ((double *)full)[up] = ((double *)full)[lo];
+          break;
+        case JMG_C64:
+          ((float *)full)[2 * up] = ((float *)full)[2 * lo];
+          ((float *)full)[2 * up + 1] = -((float *)full)[2 * lo + 1];
+          break;
+        case JMG_C128:
+          ((double *)full)[2 * up] = ((double *)full)[2 * lo];
+          ((double *)full)[2 * up + 1] = -((double *)full)[2 * lo + 1];
+          break;
+      }
+    }
+  }
+}
+
+/* ---- solvers ---------------------------------------------------------------*/
+
+static int lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                        int64_t nrhs, int *info, jmg_error *err) {
+  (void)e;
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
+  int rc = jmg_lapack_require((const void *)r->potrf, a->dtype, "potrf",
+                              "potrs", err);
+  if (rc == 0)
+    rc = jmg_lapack_require((const void *)r->potrs, a->dtype, "potrs", "potrs",
+                            err);
+  if (rc != 0) return rc;
+  if (nrhs > INT_MAX)
+    return jmg_error_set(err, JMG_EINVAL, "potrs", "LAPACK",
+                         "NRHS=%lld exceeds LAPACK's 32-bit int",
+                         (long long)nrhs);
+  void *full;
+  int n;
+  if ((rc = gather(a, "potrs", &full, &n, err)) != 0) return rc;
+  char lower = 'L';
+  int k = (int)nrhs;
+  *info = 0;
+  r->potrf(&lower, &n, full, &n, info);
+  if (*info == 0 && k > 0) r->potrs(&lower, &n, &k, full, &n, b, &n, info);
+  if (*info < 0)
+    rc = jmg_error_set(err, JMG_ELAPACK, "potrs", "LAPACK potrf/potrs",
+                       "argument %d was rejected", -*info);
+  /* A holds its factor now; the ops layer never returns it, so no scatter. */
+  free(full);
+  return rc;
+}
+
+static int lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a,
+                        int *info, jmg_error *err) {
+  (void)e;
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
+  int rc = jmg_lapack_require((const void *)r->potrf, a->dtype, "potrf",
+                              "potri", err);
+  if (rc == 0)
+    rc = jmg_lapack_require((const void *)r->potri, a->dtype, "potri", "potri",
+                            err);
+  if (rc != 0) return rc;
+  void *full;
+  int n;
+  if ((rc = gather(a, "potri", &full, &n, err)) != 0) return rc;
+  char lower = 'L';
+  *info = 0;
+  r->potrf(&lower, &n, full, &n, info);
+  if (*info == 0) r->potri(&lower, &n, full, &n, info);
+  if (*info < 0) {
+    rc = jmg_error_set(err, JMG_ELAPACK, "potri", "LAPACK potrf/potri",
+                       "argument %d was rejected", -*info);
+  } else if (*info == 0) {
+    fill_upper_from_lower(full, a->n, a->dtype);
+    move_columns(a, full, 0);
+  }
+  free(full);
+  return rc;
+}
+
+static int lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
+                        int want_vectors, int *info, jmg_error *err) {
+  (void)e;
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
+  int rc = jmg_lapack_require(r->syevd, a->dtype, "syevd", "syevd", err);
+  if (rc != 0) return rc;
+  void *full;
+  int n;
+  if ((rc = gather(a, "syevd", &full, &n, err)) != 0) return rc;
+  char jobz = want_vectors ? 'V' : 'N', lower = 'L';
+  const int cplx = jmg_dtype_is_complex(a->dtype);
+  const size_t esize = jmg_dtype_size(a->dtype);
+  const size_t rsize = jmg_dtype_real_size(a->dtype);
+
+  /* Workspace query: lwork = liwork = lrwork = -1. The sizes come back as
+   * the first element of work (a float for s/c, a double for d/z). */
+  union {
+    float f[4];
+    double d[2];
+  } qwork = {{0}}, qrwork = {{0}};
+  int qiwork = 0, minus1 = -1;
+  *info = 0;
+  if (cplx)
+    ((jmg_heevd_fn)r->syevd)(&jobz, &lower, &n, full, &n, w, &qwork, &minus1,
+                             &qrwork, &minus1, &qiwork, &minus1, info);
+  else
+    ((jmg_syevd_fn)r->syevd)(&jobz, &lower, &n, full, &n, w, &qwork, &minus1,
+                             &qiwork, &minus1, info);
+  if (*info != 0) {
+    free(full);
+    return jmg_error_set(err, JMG_ELAPACK, "syevd", "LAPACK syevd",
+                         "workspace query failed with info=%d", *info);
+  }
+  double lwork_d = rsize == 4 ? (double)qwork.f[0] : qwork.d[0];
+  double lrwork_d = rsize == 4 ? (double)qrwork.f[0] : qrwork.d[0];
+  int lwork = (int)lwork_d + 1, lrwork = (int)lrwork_d + 1, liwork = qiwork;
+  void *work = malloc((size_t)lwork * esize);
+  void *rwork = cplx ? malloc((size_t)lrwork * rsize) : NULL;
+  int *iwork = malloc((size_t)(liwork > 0 ? liwork : 1) * sizeof(int));
+  if (!work || !iwork || (cplx && !rwork)) {
+    rc = jmg_error_set(err, JMG_ENOMEM, "syevd", "malloc",
+                       "cannot allocate the LAPACK workspace (%d elements)",
+                       lwork);
+  } else {
+    if (cplx)
+      ((jmg_heevd_fn)r->syevd)(&jobz, &lower, &n, full, &n, w, work, &lwork,
+                               rwork, &lrwork, iwork, &liwork, info);
+    else
+      ((jmg_syevd_fn)r->syevd)(&jobz, &lower, &n, full, &n, w, work, &lwork,
+                               iwork, &liwork, info);
+    if (*info < 0)
+      rc = jmg_error_set(err, JMG_ELAPACK, "syevd", "LAPACK syevd",
+                         "argument %d was rejected", -*info);
+    else if (*info == 0 && want_vectors)
+      move_columns(a, full, 0);
+  }
+  free(work);
+  free(rwork);
+  free(iwork);
+  free(full);
+  return rc;
+}
+
+static const jmg_engine g_lapack_engine = {
+    .name = "lapack",
+    .copy = cpu_copy,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .fill_nan = cpu_fill_nan,
+    .sync = cpu_sync,
+    .potrs = lapack_potrs,
+    .potri = lapack_potri,
+    .syevd = lapack_syevd,
+};
+
+const jmg_engine *jmg_lapack_engine(void) { return &g_lapack_engine; }

@@ -1,0 +1,47 @@
+/* LAPACK routines for the CPU engine, handed over at import time.
+ *
+ * jaxmg needs no system LAPACK: the Python layer takes the function pointers
+ * that SciPy exports in scipy.linalg.cython_lapack.__pyx_capi__ (as jaxlib
+ * does) and registers each one by its LAPACK name ("dpotrf", "zheevd", ...).
+ * Until a routine is registered, calling an op that needs it is an error that
+ * names the routine. */
+#ifndef JMG_ENGINE_LAPACK_TABLE_H
+#define JMG_ENGINE_LAPACK_TABLE_H
+
+#include "common/dtype.h"
+#include "common/error.h"
+
+/* Fortran calling convention: every argument by pointer. Element pointers are
+ * void * here; the dtype picks the routine. */
+typedef void (*jmg_potrf_fn)(char *uplo, int *n, void *a, int *lda, int *info);
+typedef void (*jmg_potrs_fn)(char *uplo, int *n, int *nrhs, void *a, int *lda,
+                             void *b, int *ldb, int *info);
+typedef void (*jmg_potri_fn)(char *uplo, int *n, void *a, int *lda, int *info);
+/* ssyevd / dsyevd */
+typedef void (*jmg_syevd_fn)(char *jobz, char *uplo, int *n, void *a, int *lda,
+                             void *w, void *work, int *lwork, int *iwork,
+                             int *liwork, int *info);
+/* cheevd / zheevd */
+typedef void (*jmg_heevd_fn)(char *jobz, char *uplo, int *n, void *a, int *lda,
+                             void *w, void *work, int *lwork, void *rwork,
+                             int *lrwork, int *iwork, int *liwork, int *info);
+
+typedef struct jmg_lapack_routines {
+  jmg_potrf_fn potrf;
+  jmg_potrs_fn potrs;
+  jmg_potri_fn potri;
+  void *syevd; /* jmg_syevd_fn for real dtypes, jmg_heevd_fn for complex */
+} jmg_lapack_routines;
+
+/* Registers one routine by its LAPACK name. Returns 0, or -JMG_EINVAL for a
+ * name jaxmg does not use or a NULL pointer. Exported: called through ctypes. */
+int jmg_lapack_register(const char *name, void *fn);
+
+/* The routines registered for dtype; entries may be NULL. */
+const jmg_lapack_routines *jmg_lapack_routines_for(jmg_dtype dtype);
+
+/* Fails with a message naming the routine when it was never registered. */
+int jmg_lapack_require(const void *fn, jmg_dtype dtype, const char *family,
+                       const char *op, jmg_error *err);
+
+#endif

@@ -1,0 +1,60 @@
+/* The CPU platform and its registration table: the handlers libjaxmg_cpu.so
+ * exports, one per op, registered by the Python layer for platform "cpu". */
+#include <string.h>
+
+#include "engine/lapack_table.h"
+#include "ffi/ffi_common.h"
+
+static int cpu_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
+                          int32_t *out, jmg_error *err) {
+  (void)frame, (void)err;
+  memcpy(out, buf, sizeof *out); /* CPU device memory is host memory */
+  return 0;
+}
+
+static int cpu_make_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
+                               jmg_error *err) {
+  (void)frame, (void)err;
+  *ctx = NULL;
+  return 0;
+}
+
+static void cpu_free_device_ctx(void *ctx) { (void)ctx; }
+
+static int cpu_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
+                          jmg_error *err) {
+  (void)ctx, (void)err;
+  memmove(dst, src, bytes);
+  return 0;
+}
+
+static const jmg_ffi_platform g_cpu = {
+    .name = "cpu",
+    .engine = jmg_lapack_engine,
+    .rendezvous = jmg_rendezvous_threads,
+    .read_shard = cpu_read_shard,
+    .make_device_ctx = cpu_make_device_ctx,
+    .free_device_ctx = cpu_free_device_ctx,
+    .copy_local = cpu_copy_local,
+};
+
+static const jmg_ffi_platform *cpu_platform(void) { return &g_cpu; }
+
+#define JMG_EXPORT __attribute__((visibility("default")))
+
+JMG_EXPORT XLA_FFI_Error *jaxmg_potrs_cpu(XLA_FFI_CallFrame *frame) {
+  return jmg_ffi_potrs(frame, cpu_platform());
+}
+
+JMG_EXPORT XLA_FFI_Error *jaxmg_potri_cpu(XLA_FFI_CallFrame *frame) {
+  return jmg_ffi_potri(frame, cpu_platform());
+}
+
+JMG_EXPORT XLA_FFI_Error *jaxmg_syevd_cpu(XLA_FFI_CallFrame *frame) {
+  return jmg_ffi_syevd(frame, cpu_platform());
+}
+
+/* Called by the Python layer at import with SciPy's LAPACK pointers. */
+JMG_EXPORT int jaxmg_cpu_register_lapack(const char *name, void *fn) {
+  return jmg_lapack_register(name, fn);
+}

@@ -1,0 +1,297 @@
+#include "ffi/ffi_common.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+int jmg_ffi_answer_metadata(XLA_FFI_CallFrame *frame) {
+  const jmg_xla_extension *ext = jmg_xla_first_extension(frame);
+  if (ext == NULL || ext->type != JMG_XLA_EXTENSION_METADATA) return 0;
+  const jmg_xla_metadata_extension *meta =
+      (const jmg_xla_metadata_extension *)(const void *)ext;
+  meta->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
+  meta->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
+  meta->metadata->traits = 0;
+  return 1;
+}
+
+int jmg_ffi_check_counts(const XLA_FFI_CallFrame *frame, const char *op,
+                         int64_t nargs, int64_t nrets, jmg_error *err) {
+  if (frame->args.size != nargs || frame->rets.size != nrets)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "expected %lld arguments and %lld results, got %lld "
+                         "and %lld",
+                         (long long)nargs, (long long)nrets,
+                         (long long)frame->args.size,
+                         (long long)frame->rets.size);
+  return 0;
+}
+
+static int decode_buffer(void *raw, int is_buffer, const char *op,
+                         const char *kind, int64_t i, const char *what,
+                         int64_t rank, jmg_ffi_buffer *out, jmg_error *err) {
+  if (!is_buffer || raw == NULL)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "%s %lld (%s) is not a buffer", kind, (long long)i,
+                         what);
+  const XLA_FFI_Buffer *b = raw;
+  if (b->rank != rank)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "%s %lld (%s) has rank %lld, expected %lld", kind,
+                         (long long)i, what, (long long)b->rank,
+                         (long long)rank);
+  out->xla_dtype = b->dtype;
+  out->data = b->data;
+  out->rank = b->rank;
+  out->dims = b->dims;
+  for (int64_t k = 0; k < rank; ++k)
+    if (b->dims[k] < 0)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "%s %lld (%s) has a negative dimension", kind,
+                           (long long)i, what);
+  return 0;
+}
+
+int jmg_ffi_arg(const XLA_FFI_CallFrame *frame, const char *op, int64_t i,
+                const char *what, int64_t rank, jmg_ffi_buffer *out,
+                jmg_error *err) {
+  if (i < 0 || i >= frame->args.size)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "argument %lld (%s) is missing", (long long)i, what);
+  return decode_buffer(frame->args.args[i],
+                       frame->args.types[i] == XLA_FFI_ArgType_BUFFER, op,
+                       "argument", i, what, rank, out, err);
+}
+
+int jmg_ffi_ret(const XLA_FFI_CallFrame *frame, const char *op, int64_t i,
+                const char *what, int64_t rank, jmg_ffi_buffer *out,
+                jmg_error *err) {
+  if (i < 0 || i >= frame->rets.size)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "result %lld (%s) is missing", (long long)i, what);
+  return decode_buffer(frame->rets.rets[i],
+                       frame->rets.types[i] == XLA_FFI_RetType_BUFFER, op,
+                       "result", i, what, rank, out, err);
+}
+
+int jmg_ffi_dtype(XLA_FFI_DataType t, const char *op, const char *what,
+                  jmg_dtype *out, jmg_error *err) {
+  switch (t) {
+    case XLA_FFI_DataType_F32:
+      *out = JMG_F32;
+      return 0;
+    case XLA_FFI_DataType_F64:
+      *out = JMG_F64;
+      return 0;
+    case XLA_FFI_DataType_C64:
+      *out = JMG_C64;
+      return 0;
+    case XLA_FFI_DataType_C128:
+      *out = JMG_C128;
+      return 0;
+    default:
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "%s has XLA element type %d; jaxmg solves in "
+                           "float32, float64, complex64 and complex128",
+                           what, (int)t);
+  }
+}
+
+int jmg_ffi_expect_dtype(const jmg_ffi_buffer *buf, XLA_FFI_DataType t,
+                         const char *op, const char *what, jmg_error *err) {
+  if (buf->xla_dtype != t)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "%s has XLA element type %d, expected %d", what,
+                         (int)buf->xla_dtype, (int)t);
+  return 0;
+}
+
+int jmg_ffi_expect_dims(const jmg_ffi_buffer *buf, const int64_t *dims,
+                        const char *op, const char *what, jmg_error *err) {
+  for (int64_t k = 0; k < buf->rank; ++k)
+    if (buf->dims[k] != dims[k])
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "%s has dimension %lld of size %lld, expected %lld",
+                           what, (long long)k, (long long)buf->dims[k],
+                           (long long)dims[k]);
+  return 0;
+}
+
+static int name_is(const XLA_FFI_ByteSpan *span, const char *name) {
+  size_t len = strlen(name);
+  return span->len == len && memcmp(span->ptr, name, len) == 0;
+}
+
+int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
+                     const char *name, int64_t *out, jmg_error *err) {
+  const XLA_FFI_Attrs *attrs = &frame->attrs;
+  for (int64_t i = 0; i < attrs->size; ++i) {
+    if (!name_is(attrs->names[i], name)) continue;
+    if (attrs->types[i] != XLA_FFI_AttrType_SCALAR)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "attribute %s is not a scalar", name);
+    const XLA_FFI_Scalar *s = attrs->attrs[i];
+    switch (s->dtype) {
+      case XLA_FFI_DataType_S64:
+        *out = *(const int64_t *)s->value;
+        return 0;
+      case XLA_FFI_DataType_S32:
+        *out = *(const int32_t *)s->value;
+        return 0;
+      case XLA_FFI_DataType_PRED:
+        *out = *(const uint8_t *)s->value ? 1 : 0;
+        return 0;
+      default:
+        return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                             "attribute %s has element type %d, expected an "
+                             "integer",
+                             name, (int)s->dtype);
+    }
+  }
+  return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                       "attribute %s is missing", name);
+}
+
+static void destroy_xla_error(const XLA_FFI_Api *api, XLA_FFI_Error *e) {
+  XLA_FFI_Error_Destroy_Args args;
+  memset(&args, 0, sizeof args);
+  args.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
+  args.error = e;
+  api->XLA_FFI_Error_Destroy(&args);
+}
+
+int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
+                   jmg_error *err) {
+  *out = 0;
+  const XLA_FFI_Api *api = frame->api;
+  if (!JMG_XLA_API_HAS(api, XLA_FFI_RunId_Get) ||
+      api->XLA_FFI_RunId_Get == NULL)
+    return 0; /* older runtime: sequence numbers alone tell calls apart */
+  XLA_FFI_RunId_Get_Args args;
+  memset(&args, 0, sizeof args);
+  args.struct_size = XLA_FFI_RunId_Get_Args_STRUCT_SIZE;
+  args.ctx = frame->ctx;
+  XLA_FFI_Error *e = api->XLA_FFI_RunId_Get(&args);
+  if (e != NULL) {
+    XLA_FFI_Error_GetMessage_Args m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
+    m.error = e;
+    api->XLA_FFI_Error_GetMessage(&m);
+    jmg_error_set(err, JMG_EINTERNAL, op, "XLA_FFI_RunId_Get", "%s",
+                  m.message ? m.message : "failed");
+    destroy_xla_error(api, e);
+    return -JMG_EINTERNAL;
+  }
+  *out = args.run_id;
+  return 0;
+}
+
+static XLA_FFI_Error_Code xla_code(jmg_status s) {
+  switch (s) {
+    case JMG_EINVAL:
+      return XLA_FFI_Error_Code_INVALID_ARGUMENT;
+    case JMG_ENOMEM:
+      return XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
+    case JMG_ETIMEDOUT:
+      return XLA_FFI_Error_Code_DEADLINE_EXCEEDED;
+    case JMG_EPEER:
+      return XLA_FFI_Error_Code_ABORTED;
+    case JMG_EUNSUPPORTED:
+      return XLA_FFI_Error_Code_UNIMPLEMENTED;
+    default:
+      return XLA_FFI_Error_Code_INTERNAL;
+  }
+}
+
+XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
+                             const jmg_error *err) {
+  if (err == NULL || err->code == JMG_OK) return NULL;
+  char msg[JMG_ERROR_OP_LEN + JMG_ERROR_CALL_LEN + JMG_ERROR_MSG_LEN + 64];
+  jmg_error_format(err, msg, sizeof msg);
+  XLA_FFI_Error_Create_Args args;
+  memset(&args, 0, sizeof args);
+  args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
+  args.message = msg; /* XLA copies the message */
+  args.errc = xla_code(err->code);
+  return frame->api->XLA_FFI_Error_Create(&args);
+}
+
+int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
+                  const char *op, int64_t nargs, int64_t nrets,
+                  jmg_op_call *call, jmg_shard_io *io, jmg_ffi_buffer *a,
+                  jmg_error *err) {
+  memset(call, 0, sizeof *call);
+  memset(io, 0, sizeof *io);
+  jmg_ffi_buffer shard_buf = {0};
+  int rc = jmg_ffi_check_counts(frame, op, nargs, nrets, err);
+  if (rc == 0) rc = jmg_ffi_arg(frame, op, 0, "A", 2, a, err);
+  if (rc == 0) rc = jmg_ffi_arg(frame, op, nargs - 1, "shard index", 0,
+                                &shard_buf, err);
+  if (rc == 0) rc = jmg_ffi_dtype(a->xla_dtype, op, "A", &io->dtype, err);
+  if (rc != 0) return rc;
+  /* This shard of A: local_cols rows of n, i.e. n x local_cols column-major. */
+  io->local_cols = a->dims[0];
+  io->n = a->dims[1];
+  if (io->local_cols < 1 || io->n % io->local_cols != 0 ||
+      io->n / io->local_cols > INT32_MAX)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "A's shard is %lld x %lld: the shard's rows must "
+                         "divide N",
+                         (long long)io->local_cols, (long long)io->n);
+  const int nparts = (int)(io->n / io->local_cols);
+
+  call->engine = platform->engine();
+  call->rdv = platform->rendezvous();
+  call->timeout_s = jmg_rdv_default_timeout();
+  call->key.op = op;
+  call->key.nparts = nparts;
+  int32_t shard = -1;
+  rc = jmg_ffi_expect_dtype(&shard_buf, XLA_FFI_DataType_S32, op,
+                            "the shard index", err);
+  if (rc == 0) rc = platform->read_shard(frame, shard_buf.data, &shard, err);
+  if (rc == 0 && (shard < 0 || shard >= nparts))
+    rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                       "shard index %d is outside [0, %d)", (int)shard,
+                       nparts);
+  if (rc == 0)
+    rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &call->key.mesh_id, err);
+  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "T_A", &io->tile, err);
+  if (rc == 0) rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
+  if (rc != 0) return rc;
+  call->shard = shard;
+  call->key.seq =
+      jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);
+  io->a = a->data;
+  return 0;
+}
+
+int jmg_ffi_run(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
+                jmg_op_run_fn run, jmg_op_call *call, jmg_shard_io *io,
+                const jmg_ffi_buffer *a, jmg_error *err) {
+  const char *op = call->key.op;
+  jmg_ffi_buffer a_out = {0};
+  void *ctx = NULL;
+  int rc = jmg_ffi_ret(frame, op, 0, "A", 2, &a_out, err);
+  if (rc == 0) rc = jmg_ffi_expect_dtype(&a_out, a->xla_dtype, op, "result A",
+                                         err);
+  if (rc == 0) rc = jmg_ffi_expect_dims(&a_out, a->dims, op, "result A", err);
+  if (rc == 0) rc = platform->make_device_ctx(frame, &ctx, err);
+  /* input_output_aliases makes result 0 A's own buffer; should XLA ever hand
+   * a distinct one, work there on a copy. */
+  if (rc == 0 && a_out.data != a->data) {
+    size_t bytes = (size_t)a->dims[0] * (size_t)a->dims[1] *
+                   jmg_dtype_size(io->dtype);
+    rc = platform->copy_local(ctx, a_out.data, a->data, bytes, err);
+  }
+  if (rc != 0) {
+    if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_op_abort(call, op, err);
+  } else {
+    io->a = a_out.data;
+    io->device_ctx = ctx;
+    rc = run(call, io, err);
+  }
+  if (ctx != NULL) platform->free_device_ctx(ctx);
+  return rc;
+}

@@ -1,0 +1,116 @@
+/* Decoding XLA FFI call frames in plain C.
+ *
+ * This layer is the only one that sees XLA's types. It answers the
+ * registration-time metadata query, checks counts, element types and shapes of
+ * arguments and results, reads attributes by name, and turns a jmg_error into
+ * an XLA_FFI_Error. It never caches the api pointer: the CPU and CUDA
+ * registries hand out different ones. */
+#ifndef JMG_FFI_FFI_COMMON_H
+#define JMG_FFI_FFI_COMMON_H
+
+#include <stdint.h>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "engine/engine.h"
+#include "ffi/xla_compat.h"
+#include "ops/ops.h"
+#include "rendezvous/rendezvous.h"
+
+/* What differs between platforms (CPU, CUDA) for a handler. */
+typedef struct jmg_ffi_platform {
+  const char *name; /* "cpu", "CUDA" */
+  const jmg_engine *(*engine)(void);
+  const jmg_rendezvous *(*rendezvous)(void);
+  /* Reads the int32 shard index from its buffer (device memory on GPUs). */
+  int (*read_shard)(XLA_FFI_CallFrame *frame, const void *buf, int32_t *out,
+                    jmg_error *err);
+  /* Makes this participant's engine context (NULL on CPU). */
+  int (*make_device_ctx)(XLA_FFI_CallFrame *frame, void **ctx, jmg_error *err);
+  void (*free_device_ctx)(void *ctx);
+  /* Copies bytes within this participant's device memory. */
+  int (*copy_local)(void *device_ctx, void *dst, const void *src, size_t bytes,
+                    jmg_error *err);
+} jmg_ffi_platform;
+
+/* A decoded buffer argument or result. */
+typedef struct jmg_ffi_buffer {
+  XLA_FFI_DataType xla_dtype;
+  void *data;
+  int64_t rank;
+  const int64_t *dims;
+} jmg_ffi_buffer;
+
+/* If frame is the metadata query, answers it (API version of the headers we
+ * built against, traits 0: never captured into a command buffer / CUDA graph)
+ * and returns 1; else returns 0. */
+int jmg_ffi_answer_metadata(XLA_FFI_CallFrame *frame);
+
+/* Checks the numbers of arguments and results. */
+int jmg_ffi_check_counts(const XLA_FFI_CallFrame *frame, const char *op,
+                         int64_t nargs, int64_t nrets, jmg_error *err);
+
+/* Argument / result i, which must be a buffer of the given rank. */
+int jmg_ffi_arg(const XLA_FFI_CallFrame *frame, const char *op, int64_t i,
+                const char *what, int64_t rank, jmg_ffi_buffer *out,
+                jmg_error *err);
+int jmg_ffi_ret(const XLA_FFI_CallFrame *frame, const char *op, int64_t i,
+                const char *what, int64_t rank, jmg_ffi_buffer *out,
+                jmg_error *err);
+
+/* Maps an XLA element type to ours; fails for types jaxmg does not solve in. */
+int jmg_ffi_dtype(XLA_FFI_DataType t, const char *op, const char *what,
+                  jmg_dtype *out, jmg_error *err);
+
+/* Checks that buf has element type t (what names it in the message). */
+int jmg_ffi_expect_dtype(const jmg_ffi_buffer *buf, XLA_FFI_DataType t,
+                         const char *op, const char *what, jmg_error *err);
+
+/* Checks that buf's dims equal dims[0..rank). */
+int jmg_ffi_expect_dims(const jmg_ffi_buffer *buf, const int64_t *dims,
+                        const char *op, const char *what, jmg_error *err);
+
+/* The int64 scalar attribute `name` (attributes arrive sorted by name and
+ * are not NUL-terminated). Missing or of another type: an error. */
+int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
+                     const char *name, int64_t *out, jmg_error *err);
+
+/* XLA's run id for this execution (0 when the runtime has none). */
+int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
+                   jmg_error *err);
+
+/* Makes an XLA_FFI_Error from err (NULL if err is success). */
+XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
+                             const jmg_error *err);
+
+/* The common start of every op handler. Every op's frame begins the same
+ * way: argument 0 is this shard of A (local_cols x n, read column-major),
+ * the last argument is the int32 shard index, result 0 is A's aliased output;
+ * attributes mesh_id and T_A. Decodes those, reads the run id and sequence
+ * number, and fills call and the call-wide fields of io (not its buffers
+ * beyond a). Once it returns 0, later failures must go through
+ * jmg_op_abort so that the other participants are released. */
+int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
+                  const char *op, int64_t nargs, int64_t nrets,
+                  jmg_op_call *call, jmg_shard_io *io, jmg_ffi_buffer *a,
+                  jmg_error *err);
+
+/* The op body on this participant: jmg_potrs_run and its siblings. */
+typedef int (*jmg_op_run_fn)(jmg_op_call *call, jmg_shard_io *io,
+                             jmg_error *err);
+
+/* The common end of every op handler: makes the device context, brings A
+ * into its aliased result buffer, runs the op and releases the context. */
+int jmg_ffi_run(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
+                jmg_op_run_fn run, jmg_op_call *call, jmg_shard_io *io,
+                const jmg_ffi_buffer *a, jmg_error *err);
+
+/* The three ops' handlers, for any platform. */
+XLA_FFI_Error *jmg_ffi_potrs(XLA_FFI_CallFrame *frame,
+                             const jmg_ffi_platform *platform);
+XLA_FFI_Error *jmg_ffi_potri(XLA_FFI_CallFrame *frame,
+                             const jmg_ffi_platform *platform);
+XLA_FFI_Error *jmg_ffi_syevd(XLA_FFI_CallFrame *frame,
+                             const jmg_ffi_platform *platform);
+
+#endif

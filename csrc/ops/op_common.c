@@ -1,0 +1,174 @@
+#include "ops/op_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_local(const char *op, const jmg_shard_io *io, int nparts,
+                       jmg_error *err) {
+  if (io->n < 1 || io->local_cols < 1 || io->tile < 1)
+    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
+                         "need N >= 1, shard size >= 1 and T_A >= 1 (got "
+                         "N=%lld, shard=%lld, T_A=%lld)",
+                         (long long)io->n, (long long)io->local_cols,
+                         (long long)io->tile);
+  if (io->local_cols * nparts != io->n)
+    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
+                         "shard of %lld rows times %d shards is not N=%lld",
+                         (long long)io->local_cols, nparts, (long long)io->n);
+  if (io->a == NULL || io->status == NULL)
+    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
+                         "missing A or status buffer");
+  return 0;
+}
+
+int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err) {
+  call->key.op = op;
+  call->rdv->abort(&call->key, call->shard, err);
+  return -(int)err->code;
+}
+
+int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
+                jmg_leader_fn leader, jmg_error *err) {
+  call->key.op = op;
+  if (check_local(op, io, call->key.nparts, err) != 0)
+    return jmg_op_abort(call, op, err);
+  return call->rdv->join(&call->key, call->shard, io, leader, call,
+                         call->timeout_s, err);
+}
+
+int jmg_leader_view_init(jmg_leader_view *v, const char *op,
+                         const jmg_engine *engine, void *const *posts,
+                         int nparts, jmg_error *err) {
+  memset(v, 0, sizeof *v);
+  v->op = op;
+  v->engine = engine;
+  v->io = (jmg_shard_io *const *)posts;
+  v->ndev = nparts;
+  const jmg_shard_io *first = v->io[0];
+  for (int d = 1; d < nparts; ++d) {
+    const jmg_shard_io *p = v->io[d];
+    if (p->dtype != first->dtype || p->n != first->n ||
+        p->local_cols != first->local_cols || p->tile != first->tile ||
+        p->nrhs != first->nrhs || p->want_vectors != first->want_vectors)
+      return jmg_error_set(err, JMG_EINVAL, op, "rendezvous",
+                           "shard %d describes a different call than shard 0 "
+                           "(N %lld vs %lld, T_A %lld vs %lld, dtype %s vs %s)",
+                           d, (long long)p->n, (long long)first->n,
+                           (long long)p->tile, (long long)first->tile,
+                           jmg_dtype_name(p->dtype),
+                           jmg_dtype_name(first->dtype));
+  }
+  v->a_data = calloc((size_t)nparts, sizeof *v->a_data);
+  v->device_ctx = calloc((size_t)nparts, sizeof *v->device_ctx);
+  if (!v->a_data || !v->device_ctx) {
+    jmg_leader_view_free(v);
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate the leader's view");
+  }
+  for (int d = 0; d < nparts; ++d) {
+    v->a_data[d] = v->io[d]->a;
+    v->device_ctx[d] = v->io[d]->device_ctx;
+  }
+  v->a.ndev = nparts;
+  v->a.n = first->n;
+  v->a.tile = first->tile;
+  v->a.local_cols = first->local_cols;
+  v->a.dtype = first->dtype;
+  v->a.data = v->a_data;
+  v->a.device_ctx = v->device_ctx;
+  int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, first->tile, err);
+  if (rc != 0) {
+    snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_leader_view_free(v);
+  }
+  return rc;
+}
+
+void jmg_leader_view_free(jmg_leader_view *v) {
+  free(v->a_data);
+  free(v->device_ctx);
+  jmg_cyclic_plan_free(&v->plan);
+  v->a_data = NULL;
+  v->device_ctx = NULL;
+}
+
+/* ---- permutation ----------------------------------------------------------*/
+
+typedef struct permute_ctx {
+  jmg_leader_view *v;
+  void *stage[2];
+  size_t unit_bytes;
+} permute_ctx;
+
+static void *unit_ptr(permute_ctx *c, jmg_unit_loc loc, int *dev) {
+  if (loc.dev < 0) {
+    *dev = 0; /* staging buffers live on the leader's device */
+    return c->stage[loc.dev == JMG_STAGE_0 ? 0 : 1];
+  }
+  *dev = loc.dev;
+  return (char *)c->v->a_data[loc.dev] + (size_t)loc.unit * c->unit_bytes;
+}
+
+static int copy_unit(void *ctx, jmg_unit_loc dst, jmg_unit_loc src,
+                     jmg_error *err) {
+  permute_ctx *c = ctx;
+  int ddev, sdev;
+  void *d = unit_ptr(c, dst, &ddev);
+  void *s = unit_ptr(c, src, &sdev);
+  return c->v->engine->copy(c->v->engine, &c->v->a, d, ddev, s, sdev,
+                            c->unit_bytes, err);
+}
+
+int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
+                       jmg_error *err) {
+  if (v->plan.ncycles == 0) return 0; /* one device, or T_A = shard size */
+  const jmg_engine *e = v->engine;
+  permute_ctx c = {v, {NULL, NULL}, 0};
+  c.unit_bytes =
+      (size_t)v->plan.unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
+  int rc = e->alloc(e, &v->a, 0, c.unit_bytes, &c.stage[0], err);
+  if (rc == 0) rc = e->alloc(e, &v->a, 0, c.unit_bytes, &c.stage[1], err);
+  if (rc == 0) rc = jmg_cyclic_apply(&v->plan, dir, copy_unit, &c, err);
+  /* Copies may be in flight: finish them before the staging goes away. */
+  if (rc == 0) rc = e->sync(e, &v->a, err);
+  if (c.stage[0]) e->release(e, &v->a, 0, c.stage[0]);
+  if (c.stage[1]) e->release(e, &v->a, 0, c.stage[1]);
+  if (rc != 0 && err->op[0] == '\0')
+    snprintf(err->op, sizeof err->op, "%s", v->op);
+  return rc;
+}
+
+/* ---- outputs ----------------------------------------------------------------*/
+
+int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
+                         jmg_error *err) {
+  const void *src = pick(v->io[0]);
+  for (int d = 1; d < v->ndev; ++d) {
+    int rc = v->engine->copy(v->engine, &v->a, pick(v->io[d]), d, src, 0,
+                             bytes, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err) {
+  size_t count = (size_t)v->a.n * (size_t)v->a.local_cols;
+  for (int d = 0; d < v->ndev; ++d) {
+    int rc = v->engine->fill_nan(v->engine, &v->a, d, v->a_data[d], count,
+                                 v->a.dtype, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err) {
+  int32_t status = (int32_t)info;
+  for (int d = 0; d < v->ndev; ++d) {
+    int rc = v->engine->copy(v->engine, &v->a, v->io[d]->status, d, &status,
+                             JMG_HOST, sizeof status, err);
+    if (rc != 0) return rc;
+  }
+  /* status is on the host stack: the copies must finish before we return. */
+  return v->engine->sync(v->engine, &v->a, err);
+}

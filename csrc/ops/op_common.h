@@ -1,0 +1,49 @@
+/* Steps shared by the ops (internal to the ops layer). */
+#ifndef JMG_OPS_OP_COMMON_H
+#define JMG_OPS_OP_COMMON_H
+
+#include "layout/cyclic.h"
+#include "ops/ops.h"
+
+/* The leader's view of one call: the posts and the distributed matrix. */
+typedef struct jmg_leader_view {
+  const char *op;
+  const jmg_engine *engine;
+  jmg_shard_io *const *io; /* io[d]: shard d's post */
+  int ndev;
+  void **a_data;     /* a of every shard */
+  void **device_ctx; /* device_ctx of every shard */
+  jmg_dist_matrix a;
+  jmg_cyclic_plan plan;
+} jmg_leader_view;
+
+/* Checks that every post describes the same call, builds the distributed
+ * matrix and the layout plan. On failure nothing needs freeing. */
+int jmg_leader_view_init(jmg_leader_view *v, const char *op,
+                         const jmg_engine *engine, void *const *posts,
+                         int nparts, jmg_error *err);
+void jmg_leader_view_free(jmg_leader_view *v);
+
+/* Permutes A in place between the contiguous and block-cyclic layouts. */
+int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
+                       jmg_error *err);
+
+/* Copies count elements of buf from shard 0's buffer (src) to the same
+ * buffer of every other shard; pick selects the buffer from a post. */
+typedef void *(*jmg_io_field)(jmg_shard_io *io);
+int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
+                         jmg_error *err);
+
+/* Fills every shard's A with NaN. */
+int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err);
+
+/* Writes info into every shard's status and waits for all issued work. */
+int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err);
+
+/* Joins the rendezvous with io and runs leader (the op's body) on shard 0.
+ * Validates the local arguments first: a participant with bad arguments
+ * aborts the call for everyone. */
+int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
+                jmg_leader_fn leader, jmg_error *err);
+
+#endif

@@ -1,0 +1,28 @@
+/* potri: the inverse of a Hermitian positive definite A (Cholesky), both
+ * triangles, returned in A's own buffers in A's own (contiguous) layout. */
+#include "ops/op_common.h"
+
+static int potri_leader(void *ctx, void *const *posts, int nparts,
+                        jmg_error *err) {
+  jmg_op_call *call = ctx;
+  jmg_leader_view v;
+  int rc = jmg_leader_view_init(&v, "potri", call->engine, posts, nparts, err);
+  if (rc != 0) return rc;
+  int info = 0;
+
+  rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
+  if (rc == 0) rc = v.engine->potri(v.engine, &v.a, &info, err);
+  if (rc == 0) {
+    if (info == 0)
+      rc = jmg_leader_permute(&v, JMG_FROM_CYCLIC, err);
+    else
+      rc = jmg_leader_nan_a(&v, err);
+  }
+  if (rc == 0) rc = jmg_leader_finish(&v, info, err);
+  jmg_leader_view_free(&v);
+  return rc;
+}
+
+int jmg_potri_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
+  return jmg_op_join(call, "potri", io, potri_leader, err);
+}

@@ -1,0 +1,71 @@
+/* Gathering the participants of one call.
+ *
+ * XLA calls an op's handler once per device (one thread each in SPMD). The
+ * solver must be called once, by one caller that holds every device's
+ * buffers. The rendezvous gathers the participants of one call (one per shard),
+ * lets the leader (shard 0) run the op over everyone's posts, and releases
+ * every participant with the leader's result.
+ *
+ * Promises:
+ *  - Calls never mix: a call is keyed by (op, mesh id, run id, sequence
+ *    number, participant count). The run id is XLA's (XLA_FFI_RunId_Get); the
+ *    sequence number tells apart successive calls under one run id (several
+ *    jaxmg calls in one program, or a platform whose run id does not change),
+ *    and the mesh id tells apart calls on disjoint meshes.
+ *  - Nobody hangs: an error on any participant, on the leader, or a participant
+ *    that does not arrive within the timeout becomes an error on every
+ *    participant. The timeout bounds only the wait for the others to arrive,
+ *    never the leader's work (an eigensolve can take minutes).
+ *  - A participant that arrives after its call has failed fails at once.
+ *
+ * Two implementations behind this interface: threads of one process (here),
+ * and processes of one node (shared memory; later). */
+#ifndef JMG_RENDEZVOUS_RENDEZVOUS_H
+#define JMG_RENDEZVOUS_RENDEZVOUS_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef struct jmg_rdv_key {
+  const char *op;   /* op name, e.g. "potrs" (at most 31 characters kept) */
+  int64_t mesh_id;  /* identifies the device set (chosen by the Python layer) */
+  int64_t run_id;   /* XLA's run id */
+  int64_t seq;      /* see jmg_rdv_next_seq */
+  int nparts;       /* number of participants (shards) */
+} jmg_rdv_key;
+
+/* Run by the leader once every participant has arrived. posts[i] is what
+ * shard i posted. Returns 0 or a negative status with err filled. */
+typedef int (*jmg_leader_fn)(void *ctx, void *const *posts, int nparts,
+                             jmg_error *err);
+
+typedef struct jmg_rendezvous {
+  const char *name;
+  /* Joins call `key` as participant `shard` (0 <= shard < key->nparts) with
+   * `post`, and returns once the call is over: 0 if the leader's fn returned
+   * 0, else a negative status with err filled (the leader's error, or why the
+   * call failed). Only the leader's fn and fn_ctx are used. */
+  int (*join)(const jmg_rdv_key *key, int shard, void *post, jmg_leader_fn fn,
+              void *fn_ctx, double timeout_s, jmg_error *err);
+  /* Tells the call `key` that participant `shard` failed before it could join
+   * (why says how); everyone waiting for the call, and everyone arriving
+   * later, fails with that error. Returns at once. */
+  void (*abort)(const jmg_rdv_key *key, int shard, const jmg_error *why);
+} jmg_rendezvous;
+
+/* Threads of one process: mutex + condition variable. */
+const jmg_rendezvous *jmg_rendezvous_threads(void);
+
+/* The sequence number of the next call of `op` by participant `shard` of
+ * mesh `mesh_id` under run id `run_id`: 0 for the first call under a run id,
+ * then 1, 2, ... Every participant executes the same program, so the k-th
+ * call on one shard meets the k-th call on the others. */
+int64_t jmg_rdv_next_seq(const char *op, int64_t mesh_id, int shard,
+                         int64_t run_id);
+
+/* Seconds to wait for all participants: $JAXMG_RENDEZVOUS_TIMEOUT if set to a
+ * positive number, else 300. */
+double jmg_rdv_default_timeout(void);
+
+#endif
