@@ -246,19 +246,28 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   call->timeout_s = jmg_rdv_default_timeout();
   call->key.op = op;
   call->key.nparts = nparts;
-  int32_t shard = -1;
+  /* The position operand is group * nparts + shard: the shard is this
+   * device's index along the sharded mesh axes, the group its index along
+   * the other axes (a mesh ("S", "T") with A sharded over "T" solves one
+   * independent copy per value of "S"). */
+  int32_t position = -1;
+  int64_t mesh_id = 0;
   rc = jmg_ffi_expect_dtype(&shard_buf, XLA_FFI_DataType_S32, op,
                             "the shard index", err);
-  if (rc == 0) rc = platform->read_shard(frame, shard_buf.data, &shard, err);
-  if (rc == 0 && (shard < 0 || shard >= nparts))
-    rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                       "shard index %d is outside [0, %d)", (int)shard,
-                       nparts);
   if (rc == 0)
-    rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &call->key.mesh_id, err);
+    rc = platform->read_shard(frame, shard_buf.data, &position, err);
+  if (rc == 0 && position < 0)
+    rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                       "shard position %d is negative", (int)position);
+  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &mesh_id, err);
   if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "T_A", &io->tile, err);
   if (rc == 0) rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
   if (rc != 0) return rc;
+  const int shard = position % nparts;
+  const uint64_t group = (uint64_t)(position / nparts);
+  /* Fold the group into the mesh id: groups are independent calls. */
+  call->key.mesh_id =
+      (int64_t)((uint64_t)mesh_id ^ (group * UINT64_C(0x9E3779B97F4A7C15)));
   call->shard = shard;
   call->key.seq =
       jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);

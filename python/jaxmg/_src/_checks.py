@@ -1,0 +1,190 @@
+"""Argument checks shared by the ops, run before anything is traced.
+
+Each check raises ``TypeError`` or ``ValueError`` naming the argument and what
+was expected, so that misuse never reaches XLA or the C library.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec
+
+SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64),
+                    np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def check_matrix(op: str, a: Any) -> tuple[int, np.dtype]:
+    """``a`` must be a square 2-D array of a supported dtype; returns (N, dtype)."""
+    shape = getattr(a, "shape", None)
+    dtype = getattr(a, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"jaxmg.{op}: a must be an array, got {type(a).__name__}")
+    if len(shape) != 2:
+        raise ValueError(f"jaxmg.{op}: a must be 2-D (N x N), got shape {tuple(shape)}")
+    if shape[0] != shape[1]:
+        raise ValueError(f"jaxmg.{op}: a must be square, got shape {tuple(shape)}")
+    dtype = np.dtype(dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"jaxmg.{op}: a has dtype {dtype}; supported are float32, float64, "
+            "complex64 and complex128"
+        )
+    if shape[0] < 1:
+        raise ValueError(f"jaxmg.{op}: a must not be empty, got shape {tuple(shape)}")
+    return int(shape[0]), dtype
+
+
+def check_rhs(op: str, b: Any, n: int, dtype: np.dtype) -> int:
+    """``b`` must be (N,) or (N, NRHS) of a's dtype; returns NRHS (1 for 1-D)."""
+    shape = getattr(b, "shape", None)
+    if shape is None or getattr(b, "dtype", None) is None:
+        raise TypeError(f"jaxmg.{op}: b must be an array, got {type(b).__name__}")
+    if len(shape) not in (1, 2):
+        raise ValueError(f"jaxmg.{op}: b must be (N,) or (N, NRHS), got shape {tuple(shape)}")
+    if shape[0] != n:
+        raise ValueError(
+            f"jaxmg.{op}: b has {shape[0]} rows but a is {n} x {n}; b must have N={n} rows"
+        )
+    if np.dtype(b.dtype) != dtype:
+        raise TypeError(
+            f"jaxmg.{op}: b has dtype {np.dtype(b.dtype)} but a has dtype {dtype}; "
+            "they must match"
+        )
+    return int(shape[1]) if len(shape) == 2 else 1
+
+
+def check_tile(op: str, T_A: Any) -> int:
+    """``T_A`` must be an integer >= 1."""
+    if isinstance(T_A, bool) or not isinstance(T_A, (int, np.integer)):
+        raise TypeError(f"jaxmg.{op}: T_A must be an int, got {T_A!r}")
+    if T_A < 1:
+        raise ValueError(f"jaxmg.{op}: T_A must be >= 1, got {T_A}")
+    return int(T_A)
+
+
+def check_mesh(op: str, mesh: Any) -> Mesh:
+    if mesh is None:
+        raise ValueError(f"jaxmg.{op}: mesh is required (a jax.sharding.Mesh)")
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"jaxmg.{op}: mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+    return mesh
+
+
+def _spec_entries(op: str, what: str, spec: Any) -> tuple[Any, ...]:
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"jaxmg.{op}: {what} must be a PartitionSpec, got {spec!r}")
+    entries = tuple(spec)
+    if len(entries) > 2:
+        raise ValueError(f"jaxmg.{op}: {what} has {len(entries)} entries for a 2-D array: {spec}")
+    return entries + (None,) * (2 - len(entries))
+
+
+def _axes_of(entry: Any) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    if isinstance(entry, (tuple, list)):
+        return tuple(entry)
+    return (entry,)
+
+
+@dataclass(frozen=True)
+class RowSharding:
+    """How A is split: its rows over ``axes`` (in order), everything else replicated."""
+
+    axes: tuple[str, ...]    # mesh axes the rows are sharded over
+    nparts: int              # product of their sizes: the number of shards
+    others: tuple[str, ...]  # the remaining mesh axes (independent copies)
+    spec: PartitionSpec      # A's spec, normalized to two entries
+
+
+def check_specs(op: str, mesh: Mesh, in_specs: Any, n_specs: int) -> RowSharding:
+    """``in_specs``: A's spec ``P(axis, None)``, then (for potrs) b's, replicated.
+
+    A single spec (or a one-element tuple) is accepted; b's spec then defaults
+    to fully replicated, as in the seed README's example.
+    """
+    if isinstance(in_specs, PartitionSpec):
+        in_specs = (in_specs,)
+    if not isinstance(in_specs, (tuple, list)) or not 1 <= len(in_specs) <= n_specs:
+        want = "(P(axis, None),)" if n_specs == 1 else "(P(axis, None), P(None, None))"
+        raise ValueError(f"jaxmg.{op}: in_specs must be {want}, got {in_specs!r}")
+    row, col = _spec_entries(op, "in_specs[0] (the spec of a)", in_specs[0])
+    axes = _axes_of(row)
+    if not axes or col is not None:
+        raise ValueError(
+            f"jaxmg.{op}: in_specs[0] must shard a's rows and replicate its columns, "
+            f"like P('x', None); got {in_specs[0]}"
+        )
+    for name in axes:
+        if name not in mesh.axis_names:
+            raise ValueError(
+                f"jaxmg.{op}: in_specs[0] names axis {name!r}, which is not an axis of "
+                f"the mesh {tuple(mesh.axis_names)}"
+            )
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"jaxmg.{op}: in_specs[0] names an axis twice: {in_specs[0]}")
+    if len(in_specs) > 1:
+        entries = _spec_entries(op, "in_specs[1] (the spec of b)", in_specs[1])
+        if any(e is not None for e in entries):
+            raise ValueError(
+                f"jaxmg.{op}: in_specs[1] must replicate b on every device, "
+                f"P(None, None); got {in_specs[1]}"
+            )
+    nparts = math.prod(int(mesh.shape[name]) for name in axes)
+    others = tuple(name for name in mesh.axis_names if name not in axes)
+    return RowSharding(axes, nparts, others, PartitionSpec(row, None))
+
+
+def check_divisible(op: str, n: int, nparts: int) -> None:
+    if n % nparts != 0:
+        raise ValueError(
+            f"jaxmg.{op}: N={n} is not divisible by the {nparts} devices a's rows "
+            "are sharded over"
+        )
+
+
+def check_local_shard(
+    op: str, a: Any, manual_axes: dict[str, int], axis_name: Any
+) -> tuple[RowSharding, int, np.dtype]:
+    """For the ``*_shardmap_ctx`` forms: ``a`` is this device's (N/devices, N)
+    rows of A, inside a shard_map over ``manual_axes``; ``axis_name`` names the
+    axes A's rows are sharded over (may be omitted with a single axis)."""
+    if not manual_axes:
+        raise ValueError(f"jaxmg.{op} must be called inside jax.shard_map")
+    if axis_name is None:
+        if len(manual_axes) != 1:
+            raise ValueError(
+                f"jaxmg.{op}: the shard_map has axes {tuple(manual_axes)}; pass "
+                "axis_name= to say which one a's rows are sharded over"
+            )
+        axes = tuple(manual_axes)
+    else:
+        axes = _axes_of(axis_name)
+        for name in axes:
+            if name not in manual_axes:
+                raise ValueError(
+                    f"jaxmg.{op}: axis_name {name!r} is not an axis of the "
+                    f"shard_map {tuple(manual_axes)}"
+                )
+    nparts = math.prod(manual_axes[name] for name in axes)
+    others = tuple(name for name in manual_axes if name not in axes)
+    shape = getattr(a, "shape", None)
+    if shape is None or getattr(a, "dtype", None) is None:
+        raise TypeError(f"jaxmg.{op}: a must be an array, got {type(a).__name__}")
+    if len(shape) != 2 or shape[0] < 1 or shape[1] != shape[0] * nparts:
+        raise ValueError(
+            f"jaxmg.{op}: a must be this device's (N/{nparts}, N) rows of A, got "
+            f"shape {tuple(shape)}"
+        )
+    dtype = np.dtype(a.dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"jaxmg.{op}: a has dtype {dtype}; supported are float32, float64, "
+            "complex64 and complex128"
+        )
+    spec = PartitionSpec(axes if len(axes) > 1 else axes[0], None)
+    return RowSharding(axes, nparts, others, spec), int(shape[1]), dtype

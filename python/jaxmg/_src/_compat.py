@@ -1,0 +1,40 @@
+"""Every use of a JAX API that moved between versions, in one place.
+
+Tested with jax 0.10.2 (CPU, PyPI) and 0.11.2 (CUDA 13).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+
+try:  # jax >= 0.6
+    _shard_map = jax.shard_map
+    _NOCHECK = {"check_vma": False}
+except AttributeError:  # pragma: no cover - older jax
+    from jax.experimental.shard_map import shard_map as _shard_map
+
+    _NOCHECK = {"check_rep": False}
+
+
+def shard_map_unchecked(
+    f: Callable[..., Any], mesh: Any, in_specs: Any, out_specs: Any
+) -> Callable[..., Any]:
+    """``jax.shard_map`` without replication checks (FFI calls cannot be checked)."""
+    return _shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **_NOCHECK)
+
+
+def current_manual_axes() -> dict[str, int]:
+    """Inside ``shard_map``: the mesh axes being mapped over and their sizes."""
+    get = getattr(jax.sharding, "get_abstract_mesh", None)
+    if get is None:  # pragma: no cover - older jax
+        from jax._src import mesh as mesh_lib
+
+        get = mesh_lib.get_abstract_mesh
+    mesh = get()
+    if mesh is None or not getattr(mesh, "axis_names", ()):
+        return {}
+    manual = getattr(mesh, "manual_axes", None)
+    names = [n for n in mesh.axis_names if manual is None or n in manual]
+    return {n: int(mesh.shape[n]) for n in names}

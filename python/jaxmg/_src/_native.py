@@ -1,0 +1,97 @@
+"""Loading the native libraries and registering their FFI targets.
+
+``libjaxmg_cpu.so`` (no CUDA dependency) is always loaded; its LAPACK engine
+gets SciPy's LAPACK routines here, from ``scipy.linalg.cython_lapack``, as
+jaxlib does, so no system LAPACK is needed. ``libjaxmg_cuda.so`` is loaded
+when it was built and its CUDA libraries can be found. Both register the same
+target names, for platforms "cpu" and "CUDA"; registration is a table.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import pathlib
+
+import jax
+
+_HERE = pathlib.Path(__file__).resolve().parent.parent
+
+# Target name -> exported handler, per library. One row per op.
+OPS = ("potrs", "potri", "syevd")
+_CPU_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cpu" for op in OPS}
+_CUDA_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cuda" for op in OPS}
+
+# The LAPACK routines the CPU engine uses, by SciPy's names.
+_LAPACK_ROUTINES = tuple(
+    f"{p}{r}" for p in "sdcz" for r in ("potrf", "potrs", "potri")
+) + ("ssyevd", "dsyevd", "cheevd", "zheevd")
+
+
+class NativeLibraryError(ImportError):
+    """The jaxmg native library could not be loaded."""
+
+
+def _capsule_pointer(capsule: object) -> int:
+    """The address held by a PyCapsule (SciPy exports LAPACK as capsules)."""
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    return api.PyCapsule_GetPointer(capsule, name)
+
+
+def _find_library(stem: str) -> pathlib.Path | None:
+    path = _HERE / f"lib{stem}.so"
+    return path if path.exists() else None
+
+
+def _register_lapack(lib: ctypes.CDLL) -> None:
+    from scipy.linalg import cython_lapack
+
+    capi = cython_lapack.__pyx_capi__
+    register = lib.jaxmg_cpu_register_lapack
+    register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    register.restype = ctypes.c_int
+    for name in _LAPACK_ROUTINES:
+        rc = register(name.encode(), _capsule_pointer(capi[name]))
+        if rc != 0:
+            raise NativeLibraryError(f"jaxmg: registering LAPACK {name} failed ({rc})")
+
+
+def _register_targets(lib: ctypes.CDLL, table: dict[str, str], platform: str) -> None:
+    for target, symbol in table.items():
+        handler = getattr(lib, symbol)
+        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform=platform)
+
+
+@functools.cache
+def load() -> dict[str, bool]:
+    """Loads the libraries once and registers their targets.
+
+    Returns which platforms are available, e.g. ``{"cpu": True, "CUDA": False}``.
+    """
+    cpu_path = _find_library("jaxmg_cpu")
+    if cpu_path is None:
+        raise NativeLibraryError(
+            f"jaxmg: libjaxmg_cpu.so not found in {_HERE}; install jaxmg with "
+            "`pip install .` so that the C library is built"
+        )
+    cpu = ctypes.CDLL(str(cpu_path))
+    _register_lapack(cpu)
+    _register_targets(cpu, _CPU_HANDLERS, "cpu")
+    platforms = {"cpu": True, "CUDA": False}
+
+    cuda_path = _find_library("jaxmg_cuda")
+    if cuda_path is not None:
+        try:
+            cuda = ctypes.CDLL(str(cuda_path))
+        except OSError:
+            # Built, but its CUDA libraries are not on this machine: CPU only.
+            cuda = None
+        if cuda is not None:
+            _register_targets(cuda, _CUDA_HANDLERS, "CUDA")
+            platforms["CUDA"] = True
+    return platforms

@@ -1,0 +1,140 @@
+"""What every op does on one shard around its FFI call: tile and padding
+geometry, padding and unpadding, the shard's position, the call itself.
+
+Conventions. A shard of A is ``r`` rows of the N x N matrix, row-major. The C
+library reads it column-major: since A is Hermitian, those are the columns of
+conj(A). The ops account for the conjugation on the right-hand side and the
+outputs.
+
+Padding. cuSOLVERMg's 1D block-cyclic layout needs every shard to be a whole
+number of tiles. When ``r`` is not a multiple of T_A, each shard is padded to
+``rp`` rows (the next multiple) with rows and columns of the identity (scaled
+for syevd), placed at the end of every shard: the padded matrix is a symmetric
+permutation of diag(A, c*I), so the answer for A is read off exactly.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Sizes of one call: N over ``nparts`` shards of ``r`` rows, padded to ``rp``."""
+
+    n: int
+    nparts: int
+    tile: int  # the T_A given to the solver
+    r: int
+    rp: int
+
+    @property
+    def padded(self) -> bool:
+        return self.rp != self.r
+
+    @property
+    def n_padded(self) -> int:
+        return self.nparts * self.rp
+
+
+def geometry(op: str, n: int, nparts: int, tile: int, pad: bool) -> Geometry:
+    """The call's sizes. A T_A larger than the shard is reduced to the shard
+    size: both mean one tile per device, and the smaller needs no padding."""
+    r = n // nparts
+    tile = min(tile, r)
+    rp = -(-r // tile) * tile
+    if rp != r and not pad:
+        raise ValueError(
+            f"jaxmg.{op}: the shard size N/devices = {r} is not a multiple of "
+            f"T_A={tile}; pass pad=True or choose a T_A that divides {r}"
+        )
+    return Geometry(n=n, nparts=nparts, tile=tile, r=r, rp=rp)
+
+
+def mesh_id(device_ids: Sequence[int], axes: Sequence[str]) -> int:
+    """A stable id for the device set of a call: calls on disjoint meshes never
+    meet in the rendezvous. Stable across processes (no salted hashing)."""
+    text = ",".join(map(str, device_ids)) + "|" + ",".join(map(str, axes))
+    return zlib.crc32(text.encode())
+
+
+def position(axes: Sequence[str], others: Sequence[str], nparts: int) -> jax.Array:
+    """This device's position as the C library wants it: group * nparts + shard,
+    where shard is the index along the sharded axes and group the index along
+    the others (each group solves its own copy)."""
+    shard = jax.lax.axis_index(tuple(axes) if len(axes) > 1 else axes[0])
+    if others:
+        group = jax.lax.axis_index(tuple(others) if len(others) > 1 else others[0])
+        shard = group * nparts + shard
+    return jnp.asarray(shard, dtype=jnp.int32)
+
+
+def pad_shard(a: jax.Array, g: Geometry, shard: jax.Array, diag: Any) -> jax.Array:
+    """A shard (r x N) -> padded shard (rp x N'), ``diag`` on the new diagonal."""
+    if not g.padded:
+        return a
+    extra = g.rp - g.r
+    a = a.reshape(g.r, g.nparts, g.r)
+    a = jnp.pad(a, ((0, extra), (0, 0), (0, extra)))
+    a = a.reshape(g.rp, g.n_padded)
+    rows = jnp.arange(g.r, g.rp)
+    return a.at[rows, shard * g.rp + rows].set(jnp.asarray(diag, a.dtype))
+
+
+def unpad_shard(a: jax.Array, g: Geometry) -> jax.Array:
+    """Padded shard (rp x N') -> shard (r x N)."""
+    if not g.padded:
+        return a
+    a = a.reshape(g.rp, g.nparts, g.rp)[: g.r, :, : g.r]
+    return a.reshape(g.r, g.n)
+
+
+def pad_rows(x: jax.Array, g: Geometry) -> jax.Array:
+    """A replicated (N x k) array -> (N' x k), zero rows at the end of each shard."""
+    if not g.padded:
+        return x
+    k = x.shape[1]
+    x = x.reshape(g.nparts, g.r, k)
+    x = jnp.pad(x, ((0, 0), (0, g.rp - g.r), (0, 0)))
+    return x.reshape(g.n_padded, k)
+
+
+def unpad_rows(x: jax.Array, g: Geometry) -> jax.Array:
+    """(N' x k) -> (N x k): drops the padding rows."""
+    if not g.padded:
+        return x
+    k = x.shape[1]
+    return x.reshape(g.nparts, g.rp, k)[:, : g.r, :].reshape(g.n, k)
+
+
+def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
+    """Maps a failing leading minor's order from padded to original numbering.
+    Padding rows are identity rows and never fail."""
+    if not g.padded:
+        return info
+    p = jnp.maximum(info, 1) - 1
+    original = (p // g.rp) * g.r + (p % g.rp) + 1
+    return jnp.where(info > 0, original, info).astype(info.dtype)
+
+
+def ffi_call(
+    op: str,
+    operands: Sequence[jax.Array],
+    results: Sequence[jax.ShapeDtypeStruct],
+    **attrs: int,
+) -> Sequence[jax.Array]:
+    """Calls target ``jaxmg_<op>`` with A (operand 0) aliased to result 0, so
+    that XLA reuses A's buffer when the caller donates it and copies A first
+    when it is still live: the user's array is never modified."""
+    call = jax.ffi.ffi_call(
+        f"jaxmg_{op}",
+        tuple(results),
+        input_output_aliases={0: 0},
+    )
+    return call(*operands, **{k: np.int64(v) for k, v in attrs.items()})

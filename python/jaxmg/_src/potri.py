@@ -1,0 +1,113 @@
+"""potri: the inverse of a Hermitian positive definite A across devices."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _native, _shard
+from jaxmg._src._compat import current_manual_axes, shard_map_unchecked
+
+
+def _potri_shard(
+    a: jax.Array,
+    *,
+    g: _shard.Geometry,
+    axes: tuple[str, ...],
+    others: tuple[str, ...],
+    mesh_id: int,
+) -> tuple[jax.Array, jax.Array]:
+    """One shard's part: a is r x N. Returns this shard's rows of A^-1 and the
+    status (int32 scalar, the same on every shard)."""
+    pos = _shard.position(axes, others, g.nparts)
+    a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
+    # The solver inverts conj(A) column-major; read row-major, its full
+    # (both triangles) inverse conj(A^-1)^T is A^-1 itself.
+    inv, info = _shard.ffi_call(
+        "potri",
+        (a_p, pos),
+        (jax.ShapeDtypeStruct(a_p.shape, a.dtype), jax.ShapeDtypeStruct((), jnp.int32)),
+        T_A=g.tile,
+        mesh_id=mesh_id,
+    )
+    return _shard.unpad_shard(inv, g), _shard.unpad_info(info, g)
+
+
+@functools.lru_cache(maxsize=256)
+def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    body = functools.partial(
+        _potri_shard, g=g, axes=rows.axes, others=rows.others,
+        mesh_id=_shard.mesh_id(ids, mesh.axis_names),
+    )
+    return jax.jit(shard_map_unchecked(body, mesh=mesh, in_specs=(rows.spec,),
+                                       out_specs=(rows.spec, P())))
+
+
+def potri(
+    a: jax.Array,
+    T_A: int,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """The inverse of a Hermitian positive definite ``a``, computed on all devices.
+
+    Args:
+      a: the N x N matrix, rows sharded as ``in_specs[0]`` says (e.g.
+        ``P("x", None)``). Only its upper triangle is read. It is not modified.
+      T_A: tile size of the 1D block-cyclic layout (see ``potrs``).
+      mesh: the device mesh.
+      in_specs: ``(P(axis, None),)``.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      A^-1, both triangles, sharded like ``a``; with ``return_status``,
+      ``(inverse, status)``: status 0 on success, k > 0 when the leading minor
+      of order k is not positive definite (the inverse is then NaN).
+    """
+    n, _ = _checks.check_matrix("potri", a)
+    tile = _checks.check_tile("potri", T_A)
+    mesh = _checks.check_mesh("potri", mesh)
+    rows = _checks.check_specs("potri", mesh, in_specs, 1)
+    _checks.check_divisible("potri", n, rows.nparts)
+    g = _shard.geometry("potri", n, rows.nparts, tile, pad)
+    _native.load()
+    inv, status = _program(mesh, rows, g)(a)
+    return (inv, status) if return_status else inv
+
+
+def potri_shardmap_ctx(
+    a: jax.Array,
+    T_A: int,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """``potri`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      T_A, pad: as in ``potri``.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(inverse_rows, status)``: this device's rows of A^-1 and the status as
+      an int32 array of shape (1,). Declare ``out_specs`` like
+      ``(P("x", None), P(None))`` and pass ``check_vma=False`` to shard_map.
+    """
+    rows, n, _ = _checks.check_local_shard("potri_shardmap_ctx", a,
+                                           current_manual_axes(), axis_name)
+    tile = _checks.check_tile("potri_shardmap_ctx", T_A)
+    g = _shard.geometry("potri_shardmap_ctx", n, rows.nparts, tile, pad)
+    _native.load()
+    inv, status = _potri_shard(a, g=g, axes=rows.axes, others=rows.others,
+                               mesh_id=_shard.mesh_id([], rows.axes + rows.others))
+    return inv, status.reshape(1)

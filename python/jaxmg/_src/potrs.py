@@ -1,0 +1,144 @@
+"""potrs: solve A x = b for Hermitian positive definite A across devices."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _native, _shard
+from jaxmg._src._compat import current_manual_axes, shard_map_unchecked
+
+
+def _potrs_shard(
+    a: jax.Array,
+    b: jax.Array,
+    *,
+    g: _shard.Geometry,
+    axes: tuple[str, ...],
+    others: tuple[str, ...],
+    mesh_id: int,
+) -> tuple[jax.Array, jax.Array]:
+    """One shard's part: a is r x N, b is N x k (replicated). Returns x (N x k)
+    and the status (int32 scalar), the same on every shard."""
+    pos = _shard.position(axes, others, g.nparts)
+    shard = pos % g.nparts
+    a_p = _shard.pad_shard(a, g, shard, 1)
+    # The solver sees conj(A) (see _shard): solve conj(A) y = conj(b), x = conj(y).
+    # It wants B column-major, which is B^T row-major.
+    b_cm = jnp.conj(_shard.pad_rows(b, g)).T
+    dtype = a.dtype
+    _, y_cm, info = _shard.ffi_call(
+        "potrs",
+        (a_p, b_cm, pos),
+        (
+            jax.ShapeDtypeStruct(a_p.shape, dtype),
+            jax.ShapeDtypeStruct(b_cm.shape, dtype),
+            jax.ShapeDtypeStruct((), jnp.int32),
+        ),
+        T_A=g.tile,
+        mesh_id=mesh_id,
+    )
+    x = _shard.unpad_rows(jnp.conj(y_cm).T, g)
+    return x, _shard.unpad_info(info, g)
+
+
+@functools.lru_cache(maxsize=256)
+def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    body = functools.partial(
+        _potrs_shard,
+        g=g,
+        axes=rows.axes,
+        others=rows.others,
+        mesh_id=_shard.mesh_id(ids, mesh.axis_names),
+    )
+    mapped = shard_map_unchecked(
+        body, mesh=mesh, in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())
+    )
+    return jax.jit(mapped)
+
+
+def potrs(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """Solves ``a @ x = b`` for Hermitian positive definite ``a`` on all devices.
+
+    Args:
+      a: the N x N matrix, rows sharded over the mesh axis named in
+        ``in_specs[0]`` (e.g. ``P("x", None)``). Only its upper triangle is read
+        (the lower triangle of its transpose). It is not modified.
+      b: right-hand sides, (N, NRHS) or (N,), replicated (``P(None, None)``).
+      T_A: tile size (columns per block of the 1D block-cyclic layout). A T_A
+        above the shard size N/devices is reduced to it.
+      mesh: the device mesh.
+      in_specs: ``(P(axis, None), P(None, None))``, or just ``(P(axis, None),)``.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      x with b's shape, replicated on every device; with ``return_status``,
+      ``(x, status)`` where status is an int32 scalar: 0 on success, k > 0 when
+      the leading minor of order k is not positive definite (x is then NaN).
+    """
+    n, dtype = _checks.check_matrix("potrs", a)
+    _checks.check_rhs("potrs", b, n, dtype)
+    tile = _checks.check_tile("potrs", T_A)
+    mesh = _checks.check_mesh("potrs", mesh)
+    rows = _checks.check_specs("potrs", mesh, in_specs, 2)
+    _checks.check_divisible("potrs", n, rows.nparts)
+    g = _shard.geometry("potrs", n, rows.nparts, tile, pad)
+    _native.load()
+    b2 = b if b.ndim == 2 else b[:, None]
+    x, status = _program(mesh, rows, g)(a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    return (x, status) if return_status else x
+
+
+def potrs_shardmap_ctx(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """``potrs`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      b: the right-hand sides, (N, NRHS) or (N,), the same on every device.
+      T_A: tile size, as in ``potrs``.
+      pad: as in ``potrs``.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(x, status)``: x with b's shape (the same on every device) and the
+      status as an int32 array of shape (1,). Declare ``out_specs`` like
+      ``(P(None, None), P(None))`` and pass ``check_vma=False`` to shard_map.
+    """
+    rows, n, dtype = _checks.check_local_shard(
+        "potrs_shardmap_ctx", a, current_manual_axes(), axis_name
+    )
+    _checks.check_rhs("potrs_shardmap_ctx", b, n, dtype)
+    tile = _checks.check_tile("potrs_shardmap_ctx", T_A)
+    g = _shard.geometry("potrs_shardmap_ctx", n, rows.nparts, tile, pad)
+    _native.load()
+    b2 = b if b.ndim == 2 else b[:, None]
+    x, status = _potrs_shard(
+        a, b2, g=g, axes=rows.axes, others=rows.others,
+        mesh_id=_shard.mesh_id([], rows.axes + rows.others),
+    )
+    x = x if b.ndim == 2 else x[:, 0]
+    return x, status.reshape(1)
+

@@ -1,0 +1,166 @@
+"""syevd: eigenvalues and eigenvectors of a Hermitian A across devices."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _native, _shard
+from jaxmg._src._compat import current_manual_axes, shard_map_unchecked
+
+
+def _pad_value(a: jax.Array, axes: tuple[str, ...]) -> jax.Array:
+    """A diagonal value for padding that lies above every eigenvalue of A, so
+    that the padding's eigenpairs sort last and are dropped: 1 + 2 * the
+    largest absolute row sum (a Gershgorin bound on the spectral radius)."""
+    local = jnp.max(jnp.sum(jnp.abs(a), axis=1))
+    bound = jax.lax.pmax(local, axes if len(axes) > 1 else axes[0])
+    return 1 + 2 * bound
+
+
+def _syevd_shard(
+    a: jax.Array,
+    *,
+    g: _shard.Geometry,
+    axes: tuple[str, ...],
+    others: tuple[str, ...],
+    mesh_id: int,
+    want_vectors: bool,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One shard's part: a is r x N. Returns the N' eigenvalues (padded size,
+    ascending, padding's last), this shard's rp columns of the eigenvectors
+    with padding rows removed (N x rp), and the status."""
+    pos = _shard.position(axes, others, g.nparts)
+    diag = _pad_value(a, axes) if g.padded else 1
+    a_p = _shard.pad_shard(a, g, pos % g.nparts, diag)
+    real = jnp.finfo(a.dtype).dtype
+    u, w, info = _shard.ffi_call(
+        "syevd",
+        (a_p, pos),
+        (
+            jax.ShapeDtypeStruct(a_p.shape, a.dtype),
+            jax.ShapeDtypeStruct((g.n_padded,), real),
+            jax.ShapeDtypeStruct((), jnp.int32),
+        ),
+        T_A=g.tile,
+        mesh_id=mesh_id,
+        want_vectors=int(want_vectors),
+    )
+    # The solver diagonalized conj(A) column-major: row i of u is its
+    # eigenvector j (this shard's j-th), so A's eigenvector is conj(u[i]).
+    v = jnp.conj(u).T  # N' x rp, columns are eigenvectors
+    if g.padded:
+        v = v.reshape(g.nparts, g.rp, g.rp)[:, : g.r, :].reshape(g.n, g.rp)
+    return w, v, info
+
+
+@functools.lru_cache(maxsize=256)
+def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+             want_vectors: bool):
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    body = functools.partial(
+        _syevd_shard, g=g, axes=rows.axes, others=rows.others,
+        mesh_id=_shard.mesh_id(ids, mesh.axis_names), want_vectors=want_vectors,
+    )
+    col_spec = P(None, rows.spec[0])
+    mapped = shard_map_unchecked(body, mesh=mesh, in_specs=(rows.spec,),
+                                 out_specs=(P(None), col_spec, P()))
+
+    def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        w, v, info = mapped(a)
+        # Padding's eigenpairs come last: keep the first N.
+        return w[: g.n], v[:, : g.n], info
+
+    return jax.jit(run)
+
+
+def syevd(
+    a: jax.Array,
+    T_A: int,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_eigenvectors: bool = True,
+    return_status: bool = False,
+    pad: bool = True,
+) -> Any:
+    """Eigenvalues and eigenvectors of a Hermitian ``a``, computed on all devices.
+
+    Args:
+      a: the N x N matrix, rows sharded as ``in_specs[0]`` says (e.g.
+        ``P("x", None)``). Only its upper triangle is read. It is not modified.
+      T_A: tile size of the 1D block-cyclic layout (see ``potrs``).
+      mesh: the device mesh.
+      in_specs: ``(P(axis, None),)``.
+      return_eigenvectors: also return the eigenvectors.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      ``w``, ``(w, V)``, ``(w, status)`` or ``(w, V, status)``. ``w``: the N
+      eigenvalues in ascending order, real, replicated. ``V``: the eigenvectors
+      as columns (``a @ V = V * w``, as in ``jnp.linalg.eigh``; JAXMg returns
+      them as rows), sharded by columns (``P(None, axis)``), the layout the
+      solver leaves them in. ``status``: 0 on success, > 0 if the solver did not
+      converge (outputs are then NaN).
+    """
+    n, _ = _checks.check_matrix("syevd", a)
+    tile = _checks.check_tile("syevd", T_A)
+    mesh = _checks.check_mesh("syevd", mesh)
+    rows = _checks.check_specs("syevd", mesh, in_specs, 1)
+    _checks.check_divisible("syevd", n, rows.nparts)
+    g = _shard.geometry("syevd", n, rows.nparts, tile, pad)
+    _native.load()
+    w, v, status = _program(mesh, rows, g, bool(return_eigenvectors))(a)
+    out: tuple[jax.Array, ...] = (w, v) if return_eigenvectors else (w,)
+    if return_status:
+        out = out + (status,)
+    return out[0] if len(out) == 1 else out
+
+
+def syevd_shardmap_ctx(
+    a: jax.Array,
+    T_A: int,
+    return_eigenvectors: bool = True,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> Any:
+    """``syevd`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      T_A, return_eigenvectors: as in ``syevd``.
+      pad: as in ``syevd``; padding is not possible here when eigenvectors are
+        wanted (they would not be evenly split), so the shard size must then be
+        a multiple of T_A.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(w, status)`` or ``(w, V_local, status)``: all N eigenvalues (the same
+      on every device), this device's N/devices columns of V (eigenvectors
+      ``d*N/devices ...``; out_specs ``P(None, "x")``), and the status as an
+      int32 array of shape (1,).
+    """
+    rows, n, _ = _checks.check_local_shard("syevd_shardmap_ctx", a,
+                                           current_manual_axes(), axis_name)
+    tile = _checks.check_tile("syevd_shardmap_ctx", T_A)
+    g = _shard.geometry("syevd_shardmap_ctx", n, rows.nparts, tile, pad)
+    if g.padded and return_eigenvectors:
+        raise ValueError(
+            f"jaxmg.syevd_shardmap_ctx: the shard size {g.r} is not a multiple of "
+            f"T_A={g.tile}, and padded eigenvectors cannot be split evenly inside "
+            "shard_map; choose a T_A that divides the shard size, or use jaxmg.syevd"
+        )
+    _native.load()
+    w, v, status = _syevd_shard(
+        a, g=g, axes=rows.axes, others=rows.others,
+        mesh_id=_shard.mesh_id([], rows.axes + rows.others),
+        want_vectors=bool(return_eigenvectors),
+    )
+    w = w[: g.n]
+    return (w, v, status.reshape(1)) if return_eigenvectors else (w, status.reshape(1))
