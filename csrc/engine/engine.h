@@ -48,7 +48,7 @@ typedef struct jmg_engine {
   int (*alloc)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
                size_t bytes, void **out, jmg_error *err);
   void (*release)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-                  int dev, void *ptr);
+                  int dev, void *ptr, size_t bytes);
   /* Fills count elements of a dtype buffer on device dev with NaN. */
   int (*fill_nan)(const struct jmg_engine *e, const jmg_dist_matrix *m,
                   int dev, void *ptr, size_t count, jmg_dtype dtype,
@@ -59,19 +59,31 @@ typedef struct jmg_engine {
 
   /* ---- solvers: one per op ----------------------------------------------*/
   /* Solves A X = B for SPD/HPD A (lower triangle used; A is overwritten by
-   * its factor). b: n x nrhs, column-major, on device 0, overwritten by X. */
-  int (*potrs)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *b,
-               int64_t nrhs, int *info, jmg_error *err);
-  /* Replaces A by its inverse, both triangles (Hermitian). */
+   * its factor). b[0]: n x nrhs, column-major, on device 0, overwritten by X;
+   * b[d] for d > 0: buffers of the same size on device d, which the engine may
+   * use (cuSOLVERMg wants a B pointer on every device of its grid). */
+  int (*potrs)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+               void *const *b, int64_t nrhs, int *info, jmg_error *err);
+  /* Replaces the lower triangle of A by that of its inverse (the upper
+   * triangle is left as it is, as LAPACK and cuSOLVER do). */
   int (*potri)(const struct jmg_engine *e, const jmg_dist_matrix *a, int *info,
                jmg_error *err);
+  /* For A in the CONTIGUOUS layout (device d holds columns d*local_cols ...):
+   * overwrites the strict upper triangle with the conjugate transpose of the
+   * strict lower one, making A Hermitian. */
+  int (*fill_upper)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+                    jmg_error *err);
   /* Eigenvalues (ascending, real, n of them, written to w on device 0) and,
    * if want_vectors, eigenvectors in place of A (column j is the j-th). */
   int (*syevd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *w,
                int want_vectors, int *info, jmg_error *err);
 } jmg_engine;
 
-/* The LAPACK engine for CPU devices. */
+/* The LAPACK engine for CPU devices (device_ctx unused). */
 const jmg_engine *jmg_lapack_engine(void);
+
+/* The cuSOLVERMg engine for CUDA GPUs (device_ctx: jmg_cuda_device, see
+ * engine/cuda_device.h). Defined in libjaxmg_cuda.so only. */
+const jmg_engine *jmg_cusolvermg_engine(void);
 
 #endif

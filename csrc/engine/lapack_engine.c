@@ -36,8 +36,8 @@ static int cpu_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
 }
 
 static void cpu_release(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
-                        void *ptr) {
-  (void)e, (void)m, (void)dev;
+                        void *ptr, size_t bytes) {
+  (void)e, (void)m, (void)dev, (void)bytes;
   free(ptr);
 }
 
@@ -96,37 +96,46 @@ static int gather(const jmg_dist_matrix *a, const char *op, void **full,
   return 0;
 }
 
-/* Copies the lower triangle onto the upper one, conjugated for complex
- * dtypes: LAPACK's potri leaves the other triangle untouched. */
-static void fill_upper_from_lower(void *full, int64_t n, jmg_dtype t) {
-  for (int64_t j = 0; j < n; ++j) {
+/* The element (i, j) of a matrix in the contiguous layout. */
+static char *element(const jmg_dist_matrix *a, int64_t i, int64_t j) {
+  const size_t esize = jmg_dtype_size(a->dtype);
+  const int dev = (int)(j / a->local_cols);
+  const int64_t lc = j % a->local_cols;
+  return (char *)a->data[dev] + ((size_t)lc * (size_t)a->n + (size_t)i) * esize;
+}
+
+static int cpu_fill_upper(const jmg_engine *e, const jmg_dist_matrix *a,
+                          jmg_error *err) {
+  (void)e, (void)err;
+  const size_t esize = jmg_dtype_size(a->dtype);
+  const int cplx = jmg_dtype_is_complex(a->dtype);
+  for (int64_t j = 0; j < a->n; ++j) {
     for (int64_t i = 0; i < j; ++i) {
-      size_t up = (size_t)j * (size_t)n + (size_t)i; /* (i, j), i < j */
-      size_t lo = (size_t)i * (size_t)n + (size_t)j; /* (j, i) */
-      switch (t) {
-        case JMG_F32:
-          ((float *)full)[up] = ((float *)full)[lo];
-          break;
-        case JMG_F64:
-          ((double *)full)[up] = ((double *)full)[lo];
-          break;
-        case JMG_C64:
-          ((float *)full)[2 * up] = ((float *)full)[2 * lo];
-          ((float *)full)[2 * up + 1] = -((float *)full)[2 * lo + 1];
-          break;
-        case JMG_C128:
-          ((double *)full)[2 * up] = ((double *)full)[2 * lo];
-          ((double *)full)[2 * up + 1] = -((double *)full)[2 * lo + 1];
-          break;
+      char *up = element(a, i, j);
+      memcpy(up, element(a, j, i), esize);
+      if (!cplx) continue;
+      if (a->dtype == JMG_C64) {
+        float im;
+        memcpy(&im, up + 4, 4);
+        im = -im;
+        memcpy(up + 4, &im, 4);
+      } else {
+        double im;
+        memcpy(&im, up + 8, 8);
+        im = -im;
+        memcpy(up + 8, &im, 8);
       }
     }
   }
+  return 0;
 }
 
 /* ---- solvers ---------------------------------------------------------------*/
 
-static int lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                        int64_t nrhs, int *info, jmg_error *err) {
+static int lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
+                        void *const *bs, int64_t nrhs, int *info,
+                        jmg_error *err) {
+  void *b = bs[0];
   (void)e;
   const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
   int rc = jmg_lapack_require((const void *)r->potrf, a->dtype, "potrf",
@@ -176,7 +185,6 @@ static int lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a,
     rc = jmg_error_set(err, JMG_ELAPACK, "potri", "LAPACK potrf/potri",
                        "argument %d was rejected", -*info);
   } else if (*info == 0) {
-    fill_upper_from_lower(full, a->n, a->dtype);
     move_columns(a, full, 0);
   }
   free(full);
@@ -255,6 +263,7 @@ static const jmg_engine g_lapack_engine = {
     .sync = cpu_sync,
     .potrs = lapack_potrs,
     .potri = lapack_potri,
+    .fill_upper = cpu_fill_upper,
     .syevd = lapack_syevd,
 };
 

@@ -132,8 +132,8 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   if (rc == 0) rc = jmg_cyclic_apply(&v->plan, dir, copy_unit, &c, err);
   /* Copies may be in flight: finish them before the staging goes away. */
   if (rc == 0) rc = e->sync(e, &v->a, err);
-  if (c.stage[0]) e->release(e, &v->a, 0, c.stage[0]);
-  if (c.stage[1]) e->release(e, &v->a, 0, c.stage[1]);
+  if (c.stage[0]) e->release(e, &v->a, 0, c.stage[0], c.unit_bytes);
+  if (c.stage[1]) e->release(e, &v->a, 0, c.stage[1], c.unit_bytes);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", v->op);
   return rc;

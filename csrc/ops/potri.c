@@ -12,11 +12,12 @@ static int potri_leader(void *ctx, void *const *posts, int nparts,
 
   rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = v.engine->potri(v.engine, &v.a, &info, err);
-  if (rc == 0) {
-    if (info == 0)
-      rc = jmg_leader_permute(&v, JMG_FROM_CYCLIC, err);
-    else
-      rc = jmg_leader_nan_a(&v, err);
+  if (rc == 0 && info == 0) {
+    /* The solver fills the lower triangle; the user gets both. */
+    rc = jmg_leader_permute(&v, JMG_FROM_CYCLIC, err);
+    if (rc == 0) rc = v.engine->fill_upper(v.engine, &v.a, err);
+  } else if (rc == 0) {
+    rc = jmg_leader_nan_a(&v, err);
   }
   if (rc == 0) rc = jmg_leader_finish(&v, info, err);
   jmg_leader_view_free(&v);

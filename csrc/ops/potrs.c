@@ -1,6 +1,8 @@
 /* potrs: solve A X = B for Hermitian positive definite A (Cholesky).
  * X is written on every shard; A is consumed (it holds the factor, in the
  * block-cyclic layout, and is never returned to the user). */
+#include <stdlib.h>
+
 #include "ops/op_common.h"
 
 static void *pick_x(jmg_shard_io *io) { return io->x; }
@@ -21,7 +23,13 @@ static int potrs_leader(void *ctx, void *const *posts, int nparts,
   /* The solver overwrites its right-hand side: solve in shard 0's x, so that
    * the user's b is never written. */
   if (rc == 0) rc = e->copy(e, &v.a, io0->x, 0, io0->b, 0, x_bytes, err);
-  if (rc == 0) rc = e->potrs(e, &v.a, io0->x, io0->nrhs, &info, err);
+  void **xs = calloc((size_t)nparts, sizeof *xs);
+  if (xs == NULL && rc == 0)
+    rc = jmg_error_set(err, JMG_ENOMEM, "potrs", "malloc",
+                       "cannot allocate %d pointers", nparts);
+  for (int d = 0; xs != NULL && d < nparts; ++d) xs[d] = v.io[d]->x;
+  if (rc == 0) rc = e->potrs(e, &v.a, xs, io0->nrhs, &info, err);
+  free(xs);
   if (rc == 0 && info != 0)
     rc = e->fill_nan(e, &v.a, 0, io0->x, x_count, v.a.dtype, err);
   if (rc == 0) rc = jmg_leader_broadcast(&v, pick_x, x_bytes, err);

@@ -38,3 +38,22 @@ def current_manual_axes() -> dict[str, int]:
     manual = getattr(mesh, "manual_axes", None)
     names = [n for n in mesh.axis_names if manual is None or n in manual]
     return {n: int(mesh.shape[n]) for n in names}
+
+
+def _is_explicit(mesh: Any) -> bool:
+    types = getattr(mesh, "axis_types", None) or ()
+    explicit = getattr(getattr(jax.sharding, "AxisType", None), "Explicit", None)
+    return explicit is not None and any(t == explicit for t in types)
+
+
+def place(x: Any, mesh: Any, spec: Any) -> Any:
+    """Inside jit: lays ``x`` out as ``spec`` on ``mesh`` before shard_map.
+
+    Meshes whose axes are Explicit (``jax.make_mesh``'s default in recent jax)
+    type arrays by their sharding, and shard_map refuses a mismatch: those are
+    resharded; Auto meshes take a sharding constraint.
+    """
+    sharding = jax.sharding.NamedSharding(mesh, spec)
+    if _is_explicit(mesh) and hasattr(jax.sharding, "reshard"):
+        return jax.sharding.reshard(x, sharding)
+    return jax.lax.with_sharding_constraint(x, sharding)

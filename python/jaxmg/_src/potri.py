@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes, shard_map_unchecked
+from jaxmg._src._compat import current_manual_axes, place, shard_map_unchecked
 
 
 def _potri_shard(
@@ -45,8 +45,9 @@ def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
         _potri_shard, g=g, axes=rows.axes, others=rows.others,
         mesh_id=_shard.mesh_id(ids, mesh.axis_names),
     )
-    return jax.jit(shard_map_unchecked(body, mesh=mesh, in_specs=(rows.spec,),
-                                       out_specs=(rows.spec, P())))
+    mapped = shard_map_unchecked(body, mesh=mesh, in_specs=(rows.spec,),
+                                 out_specs=(rows.spec, P()))
+    return jax.jit(lambda a: mapped(place(a, mesh, rows.spec)))
 
 
 def potri(

@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes, shard_map_unchecked
+from jaxmg._src._compat import current_manual_axes, place, shard_map_unchecked
 
 
 def _potrs_shard(
@@ -60,7 +60,11 @@ def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
     mapped = shard_map_unchecked(
         body, mesh=mesh, in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())
     )
-    return jax.jit(mapped)
+
+    def run(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return mapped(place(a, mesh, rows.spec), place(b, mesh, P(None, None)))
+
+    return jax.jit(run)
 
 
 def potrs(

@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes, shard_map_unchecked
+from jaxmg._src._compat import current_manual_axes, place, shard_map_unchecked
 
 
 def _pad_value(a: jax.Array, axes: tuple[str, ...]) -> jax.Array:
@@ -72,7 +72,7 @@ def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
                                  out_specs=(P(None), col_spec, P()))
 
     def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        w, v, info = mapped(a)
+        w, v, info = mapped(place(a, mesh, rows.spec))
         # Padding's eigenpairs come last: keep the first N.
         return w[: g.n], v[:, : g.n], info
 

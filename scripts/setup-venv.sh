@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Creates (or reuses) the project's virtual environment in .venv with what the
+# examples and tests need on a machine without a GPU: JAX for CPU, SciPy (its
+# LAPACK serves jaxmg's CPU engine), pytest, and the build tools; then builds
+# and installs jaxmg itself. Sourced by run-example.sh and test.sh.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${JAXMG_VENV:-$root/.venv}"
+python="${PYTHON:-python3}"
+
+if [ ! -x "$venv/bin/python" ]; then
+  if ! "$python" -m venv "$venv" 2>/dev/null; then
+    # Debian's python3 ships venv separately.
+    echo "setup: python3 -m venv failed; installing python3-venv" >&2
+    rm -rf "$venv"
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv; else
+      sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv; fi
+    "$python" -m venv "$venv"
+  fi
+fi
+if ! command -v cc >/dev/null 2>&1; then
+  echo "setup: no C compiler; installing gcc" >&2
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq gcc; else
+    sudo apt-get update -qq && sudo apt-get install -y -qq gcc; fi
+fi
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q "jax>=0.6.2" numpy scipy pytest pytest-timeout \
+  "scikit-build-core>=0.10" cmake ninja
+# Build and install jaxmg into the venv (no build isolation: the venv already
+# holds jax, whose XLA FFI headers the build needs).
+"$venv/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps "$root"
+export PATH="$venv/bin:$PATH"
