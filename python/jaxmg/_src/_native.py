@@ -88,10 +88,27 @@ def load() -> dict[str, bool]:
     if cuda_path is not None:
         try:
             cuda = ctypes.CDLL(str(cuda_path))
-        except OSError:
-            # Built, but its CUDA libraries are not on this machine: CPU only.
+        except OSError as e:
+            # Built, but its CUDA libraries are missing here: fine on a
+            # machine without GPUs, an error where GPUs would use it.
+            if _has_gpus():
+                raise NativeLibraryError(
+                    f"jaxmg: libjaxmg_cuda.so could not be loaded: {e}"
+                ) from e
             cuda = None
         if cuda is not None:
             _register_targets(cuda, _CUDA_HANDLERS, "CUDA")
             platforms["CUDA"] = True
+    elif _has_gpus():
+        raise NativeLibraryError(
+            "jaxmg: JAX sees GPUs but jaxmg was built without CUDA (no "
+            "libjaxmg_cuda.so): rebuild it on a machine with the CUDA toolkit"
+        )
     return platforms
+
+
+def _has_gpus() -> bool:
+    try:
+        return len(jax.devices("gpu")) > 0
+    except RuntimeError:
+        return False

@@ -1,0 +1,24 @@
+# libjaxmg_cuda.so: the same ops for platform "CUDA", on cuSOLVERMg.
+# Included from CMakeLists.txt when the CUDA toolkit is found. The library is C:
+# it calls the CUDA runtime, cuBLAS and cuSOLVERMg through their C APIs.
+find_library(JAXMG_CUSOLVERMG_LIBRARY cusolverMg
+  HINTS "${CUDAToolkit_LIBRARY_DIR}" "${CUDAToolkit_LIBRARY_ROOT}/lib64")
+if(NOT JAXMG_CUSOLVERMG_LIBRARY)
+  message(WARNING "CUDA toolkit found but not libcusolverMg: building libjaxmg_cpu.so only")
+  return()
+endif()
+message(STATUS "Building libjaxmg_cuda.so (CUDA ${CUDAToolkit_VERSION}, ${JAXMG_CUSOLVERMG_LIBRARY})")
+
+add_library(jaxmg_cuda SHARED
+  csrc/ffi/cuda_targets.c
+  csrc/engine/cusolvermg_engine.c
+  csrc/engine/cuda_hermitian.c
+  csrc/engine/cuda_check.c)
+target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas
+                      "${JAXMG_CUSOLVERMG_LIBRARY}")
+# Found at run time from JAX's own nvidia-* wheels (preloaded by the Python
+# layer) or, failing that, from the toolkit it was built against.
+set_target_properties(jaxmg_cuda PROPERTIES
+  INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}"
+  BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+install(TARGETS jaxmg_cuda LIBRARY DESTINATION jaxmg)

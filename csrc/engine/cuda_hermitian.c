@@ -1,0 +1,199 @@
+/* The Hermitian fill with cuBLAS only (no kernels of our own).
+ *
+ * With r = local_cols, device q holds the column slab q, whose row blocks are
+ * the r x r blocks B(p, q). For p < q, B(p, q) = B(q, p)^H, and B(q, p) sits
+ * in device p's slab: one geam on device q reads it over NVLink (peer access).
+ * The diagonal block B(q, q) is filled in tiles of t x t: a diagonal tile X
+ * becomes tril(X) + strict_tril(X)^H by two out-of-place trmm with an identity
+ * (one with the unit diagonal, which drops X's diagonal) and two geam; the
+ * strip right of the tile is the conjugate transpose of the panel below it,
+ * one geam. Reads never touch what the fill writes, so each device's calls
+ * run in order on its own stream and the devices run concurrently. */
+#include "engine/cuda_hermitian.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cuda_check.h"
+#include "engine/cuda_device.h"
+
+#define FILL_TILE 512
+
+typedef union scalar {
+  float s;
+  double d;
+  cuComplex c;
+  cuDoubleComplex z;
+} scalar;
+
+static scalar make_scalar(jmg_dtype t, double v) {
+  scalar x;
+  memset(&x, 0, sizeof x);
+  switch (t) {
+    case JMG_F32: x.s = (float)v; break;
+    case JMG_F64: x.d = v; break;
+    case JMG_C64: x.c = make_cuComplex((float)v, 0.0f); break;
+    case JMG_C128: x.z = make_cuDoubleComplex(v, 0.0); break;
+  }
+  return x;
+}
+
+/* C = alpha op(A) + beta op(B); OP_C is the transpose for real types. */
+static cublasStatus_t geam(cublasHandle_t h, jmg_dtype t, cublasOperation_t ta,
+                           cublasOperation_t tb, int m, int n, double alpha,
+                           const void *A, int lda, double beta, const void *B,
+                           int ldb, void *C, int ldc) {
+  scalar al = make_scalar(t, alpha), be = make_scalar(t, beta);
+  switch (t) {
+    case JMG_F32:
+      return cublasSgeam(h, ta, tb, m, n, &al.s, A, lda, &be.s, B, ldb, C, ldc);
+    case JMG_F64:
+      return cublasDgeam(h, ta, tb, m, n, &al.d, A, lda, &be.d, B, ldb, C, ldc);
+    case JMG_C64:
+      return cublasCgeam(h, ta, tb, m, n, &al.c, A, lda, &be.c, B, ldb, C, ldc);
+    default:
+      return cublasZgeam(h, ta, tb, m, n, &al.z, A, lda, &be.z, B, ldb, C, ldc);
+  }
+}
+
+/* C = tril(A) * B (out of place), diag says whether A's diagonal is used. */
+static cublasStatus_t trmm(cublasHandle_t h, jmg_dtype t, cublasDiagType_t diag,
+                           int m, const void *A, int lda, const void *B,
+                           int ldb, void *C, int ldc) {
+  scalar one = make_scalar(t, 1.0);
+  const cublasSideMode_t L = CUBLAS_SIDE_LEFT;
+  const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
+  const cublasOperation_t nt = CUBLAS_OP_N;
+  switch (t) {
+    case JMG_F32:
+      return cublasStrmm(h, L, lo, nt, diag, m, m, &one.s, A, lda, B, ldb, C, ldc);
+    case JMG_F64:
+      return cublasDtrmm(h, L, lo, nt, diag, m, m, &one.d, A, lda, B, ldb, C, ldc);
+    case JMG_C64:
+      return cublasCtrmm(h, L, lo, nt, diag, m, m, &one.c, A, lda, B, ldb, C, ldc);
+    default:
+      return cublasZtrmm(h, L, lo, nt, diag, m, m, &one.z, A, lda, B, ldb, C, ldc);
+  }
+}
+
+typedef struct scratch {
+  void *tile, *work, *eye; /* t x t each, leading dimension t */
+  size_t bytes;
+} scratch;
+
+/* Issues device q's part of the fill on its stream. */
+static int fill_device(const jmg_dist_matrix *a, int q, cublasHandle_t h,
+                       const scratch *sc, int t, jmg_error *err) {
+  const char *op = "potri";
+  const jmg_dtype dt = a->dtype;
+  const size_t es = jmg_dtype_size(dt);
+  const int n = (int)a->n, r = (int)a->local_cols;
+  char *slab = a->data[q];
+  const cublasOperation_t N = CUBLAS_OP_N, C = CUBLAS_OP_C;
+#define AT(base, row, col) ((char *)(base) + ((size_t)(col) * (size_t)n + (size_t)(row)) * es)
+
+  /* Blocks above the diagonal block, from the other devices' slabs. */
+  for (int p = 0; p < q; ++p) {
+    void *dst = AT(slab, p * r, 0);
+    int rc = JMG_CUBLAS_TRY(geam(h, dt, C, N, r, r, 1.0, AT(a->data[p], q * r, 0),
+                                 n, 0.0, dst, n, dst, n),
+                            op, err);
+    if (rc != 0) return rc;
+  }
+  /* The diagonal block, tile by tile. */
+  char *block = AT(slab, q * r, 0);
+  for (int o = 0; o < r; o += t) {
+    const int s = (r - o < t) ? r - o : t;
+    char *x = AT(block, o, o);
+    int rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(sc->tile, (size_t)t * es, x,
+                                            (size_t)n * es, (size_t)s * es,
+                                            (size_t)s, cudaMemcpyDeviceToDevice,
+                                            (cudaStream_t)((const jmg_cuda_device *)a->device_ctx[q])->stream),
+                          op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(trmm(h, dt, CUBLAS_DIAG_NON_UNIT, s, sc->tile, t,
+                               sc->eye, t, x, n),
+                          op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(trmm(h, dt, CUBLAS_DIAG_UNIT, s, sc->tile, t, sc->eye,
+                               t, sc->work, t),
+                          op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(geam(h, dt, N, C, s, s, 1.0, x, n, 1.0, sc->work, t,
+                               x, n),
+                          op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(geam(h, dt, N, N, s, s, 1.0, x, n, -1.0, sc->eye, t,
+                               x, n),
+                          op, err);
+    if (rc == 0 && o + s < r) {
+      void *dst = AT(block, o, o + s);
+      rc = JMG_CUBLAS_TRY(geam(h, dt, C, N, s, r - o - s, 1.0,
+                               AT(block, o + s, o), n, 0.0, dst, n, dst, n),
+                          op, err);
+    }
+    if (rc != 0) return rc;
+  }
+#undef AT
+  return 0;
+}
+
+int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
+                            const cublasHandle_t *cublas, jmg_error *err) {
+  const char *op = "potri";
+  const int t = a->local_cols < FILL_TILE ? (int)a->local_cols : FILL_TILE;
+  const size_t es = jmg_dtype_size(a->dtype);
+  const size_t bytes = (size_t)t * (size_t)t * es;
+  scratch *sc = calloc((size_t)a->ndev, sizeof *sc);
+  char *eye = calloc((size_t)t * (size_t)t, es);
+  int rc = 0;
+  if (sc == NULL || eye == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate the fill's scratch");
+  for (int i = 0; rc == 0 && i < t; ++i) {
+    /* 1 in the element type: the first real component set to 1.0. */
+    char *e = eye + ((size_t)i * (size_t)t + (size_t)i) * es;
+    if (jmg_dtype_real_size(a->dtype) == 4) {
+      float one = 1.0f;
+      memcpy(e, &one, sizeof one);
+    } else {
+      double one = 1.0;
+      memcpy(e, &one, sizeof one);
+    }
+  }
+  for (int q = 0; rc == 0 && q < a->ndev; ++q) {
+    const jmg_cuda_device *d = a->device_ctx[q];
+    cudaStream_t stream = (cudaStream_t)d->stream;
+    sc[q].bytes = bytes;
+    rc = JMG_CUDA_TRY(cudaSetDevice(d->device), op, err);
+    if (rc == 0) rc = d->alloc(d->alloc_ctx, bytes, &sc[q].tile, err);
+    if (rc == 0) rc = d->alloc(d->alloc_ctx, bytes, &sc[q].work, err);
+    if (rc == 0) rc = d->alloc(d->alloc_ctx, bytes, &sc[q].eye, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaMemcpyAsync(sc[q].eye, eye, bytes,
+                                        cudaMemcpyHostToDevice, stream),
+                        op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(cublasSetStream(cublas[q], stream), op, err);
+    if (rc == 0) rc = fill_device(a, q, cublas[q], &sc[q], t, err);
+  }
+  /* Wait for every device (also after a failure: scratch is in use). */
+  for (int q = 0; q < a->ndev; ++q) {
+    const jmg_cuda_device *d = a->device_ctx[q];
+    jmg_error ignored;
+    int s = JMG_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->stream), op,
+                         rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    if (sc != NULL) {
+      if (sc[q].tile) d->free(d->alloc_ctx, sc[q].tile, bytes);
+      if (sc[q].work) d->free(d->alloc_ctx, sc[q].work, bytes);
+      if (sc[q].eye) d->free(d->alloc_ctx, sc[q].eye, bytes);
+    }
+  }
+  free(sc);
+  free(eye);
+  if (rc != 0 && err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+  return rc;
+}

@@ -1,0 +1,548 @@
+/* The GPU engine: cuSOLVERMg over the participants' GPUs, in one process.
+ *
+ * Resources live per device set (the participants' CUDA devices in shard
+ * order): the cuSOLVERMg handle and its 1 x G device grid, matrix descriptors
+ * cached by shape, tile and type, one cuBLAS handle per device (for the
+ * Hermitian fill), peer access enabled once. A device set's mutex makes its
+ * calls one at a time. Workspaces come from XLA's allocator on each device and
+ * are returned at the end of the call.
+ *
+ * cuSOLVERMg's routines run on their own streams and return when done; the
+ * engine waits for every device after each of them. Copies for the layout go
+ * in order on the leader's stream, which the ops layer relies on. */
+#define _POSIX_C_SOURCE 200809L
+/* cuSOLVERMg is marked deprecated in CUDA 13 but still ships and works; this
+ * file is the only one that calls it. */
+#define DISABLE_CUSOLVERMG_DEPRECATED
+#include <cusolverMg.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cuda_check.h"
+#include "engine/cuda_device.h"
+#include "engine/cuda_hermitian.h"
+#include "engine/engine.h"
+
+/* cuSOLVERMg drives at most 16 GPUs. */
+#define MG_MAX_DEVICES 16
+#define MG_MAX_DESCRIPTORS 32
+
+typedef struct mg_desc {
+  struct mg_desc *next;
+  int64_t rows, cols, col_block;
+  cudaDataType type;
+  cudaLibMgMatrixDesc_t desc;
+} mg_desc;
+
+typedef struct mg_context {
+  struct mg_context *next;
+  int ndev;
+  int devices[MG_MAX_DEVICES];
+  cusolverMgHandle_t handle;
+  cudaLibMgGrid_t grid;
+  mg_desc *descs;
+  int ndescs;
+  cublasHandle_t cublas[MG_MAX_DEVICES];
+  pthread_mutex_t mu;
+} mg_context;
+
+static pthread_mutex_t g_contexts_mu = PTHREAD_MUTEX_INITIALIZER;
+static mg_context *g_contexts;
+
+static const jmg_cuda_device *dev_of(const jmg_dist_matrix *m, int d) {
+  return (const jmg_cuda_device *)m->device_ctx[d];
+}
+
+static cudaStream_t stream_of(const jmg_dist_matrix *m, int d) {
+  return (cudaStream_t)dev_of(m, d)->stream;
+}
+
+static cudaDataType cuda_type(jmg_dtype t) {
+  static const cudaDataType types[JMG_NUM_DTYPES] = {CUDA_R_32F, CUDA_R_64F,
+                                                     CUDA_C_32F, CUDA_C_64F};
+  return types[t];
+}
+
+static cudaDataType cuda_real_type(jmg_dtype t) {
+  return jmg_dtype_real_size(t) == 4 ? CUDA_R_32F : CUDA_R_64F;
+}
+
+/* ---- device set resources -------------------------------------------------*/
+
+static int enable_peer_access(const int *devices, int ndev, jmg_error *err) {
+  for (int i = 0; i < ndev; ++i) {
+    int rc = JMG_CUDA_TRY(cudaSetDevice(devices[i]), NULL, err);
+    if (rc != 0) return rc;
+    for (int j = 0; j < ndev; ++j) {
+      if (devices[j] == devices[i]) continue;
+      int can = 0;
+      rc = JMG_CUDA_TRY(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]),
+                        NULL, err);
+      if (rc != 0) return rc;
+      if (!can)
+        return jmg_error_set(err, JMG_EUNSUPPORTED, NULL,
+                             "cudaDeviceCanAccessPeer",
+                             "GPU %d cannot access GPU %d directly; "
+                             "cuSOLVERMg needs peer access between all GPUs",
+                             devices[i], devices[j]);
+      cudaError_t e = cudaDeviceEnablePeerAccess(devices[j], 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      rc = jmg_cuda_check(e, NULL, "cudaDeviceEnablePeerAccess", err);
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+static void destroy_context(mg_context *c) {
+  for (mg_desc *d = c->descs; d != NULL;) {
+    mg_desc *next = d->next;
+    cusolverMgDestroyMatrixDesc(d->desc);
+    free(d);
+    d = next;
+  }
+  if (c->grid) cusolverMgDestroyGrid(c->grid);
+  if (c->handle) cusolverMgDestroy(c->handle);
+  for (int i = 0; i < c->ndev; ++i)
+    if (c->cublas[i]) {
+      cudaSetDevice(c->devices[i]);
+      cublasDestroy(c->cublas[i]);
+    }
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+static int create_context(const int *devices, int ndev, mg_context **out,
+                          jmg_error *err) {
+  mg_context *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                         "cannot allocate the cuSOLVERMg context");
+  pthread_mutex_init(&c->mu, NULL);
+  c->ndev = ndev;
+  memcpy(c->devices, devices, (size_t)ndev * sizeof *devices);
+  int rc = enable_peer_access(devices, ndev, err);
+  if (rc == 0) rc = JMG_CUSOLVER_TRY(cusolverMgCreate(&c->handle), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverMgDeviceSelect(c->handle, ndev, c->devices),
+                          NULL, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgCreateDeviceGrid(&c->grid, 1, ndev, c->devices,
+                                   CUDALIBMG_GRID_MAPPING_COL_MAJOR),
+        NULL, err);
+  for (int i = 0; rc == 0 && i < ndev; ++i) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(devices[i]), NULL, err);
+    if (rc == 0) rc = JMG_CUBLAS_TRY(cublasCreate(&c->cublas[i]), NULL, err);
+  }
+  if (rc != 0) {
+    destroy_context(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+/* The context of the matrix's device set, locked; unlock with
+ * pthread_mutex_unlock(&ctx->mu). */
+static int acquire_context(const jmg_dist_matrix *m, mg_context **out,
+                           jmg_error *err) {
+  if (m->ndev > MG_MAX_DEVICES)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, NULL, "cuSOLVERMg",
+                         "%d GPUs requested; cuSOLVERMg drives at most %d",
+                         m->ndev, MG_MAX_DEVICES);
+  int devices[MG_MAX_DEVICES];
+  for (int d = 0; d < m->ndev; ++d) {
+    devices[d] = dev_of(m, d)->device;
+    for (int e = 0; e < d; ++e)
+      if (devices[e] == devices[d])
+        return jmg_error_set(err, JMG_EINVAL, NULL, "cuSOLVERMg",
+                             "shards %d and %d are both on GPU %d; every "
+                             "shard must be on its own GPU",
+                             e, d, devices[d]);
+  }
+  pthread_mutex_lock(&g_contexts_mu);
+  mg_context *c = g_contexts;
+  while (c != NULL && !(c->ndev == m->ndev &&
+                        memcmp(c->devices, devices,
+                               (size_t)m->ndev * sizeof *devices) == 0))
+    c = c->next;
+  int rc = 0;
+  if (c == NULL) {
+    rc = create_context(devices, m->ndev, &c, err);
+    if (rc == 0) {
+      c->next = g_contexts;
+      g_contexts = c;
+    }
+  }
+  pthread_mutex_unlock(&g_contexts_mu);
+  if (rc != 0) return rc;
+  pthread_mutex_lock(&c->mu);
+  *out = c;
+  return 0;
+}
+
+/* A cached descriptor of a rows x cols matrix in column tiles of col_block,
+ * one row block (1D block-cyclic over the grid's columns). */
+static int descriptor(mg_context *c, int64_t rows, int64_t cols,
+                      int64_t col_block, cudaDataType type,
+                      cudaLibMgMatrixDesc_t *out, jmg_error *err) {
+  for (mg_desc *d = c->descs; d != NULL; d = d->next)
+    if (d->rows == rows && d->cols == cols && d->col_block == col_block &&
+        d->type == type) {
+      *out = d->desc;
+      return 0;
+    }
+  if (c->ndescs >= MG_MAX_DESCRIPTORS) {
+    /* Drop the oldest (the list's tail): a program rarely uses many shapes. */
+    mg_desc **p = &c->descs;
+    while ((*p)->next != NULL) p = &(*p)->next;
+    cusolverMgDestroyMatrixDesc((*p)->desc);
+    free(*p);
+    *p = NULL;
+    c->ndescs--;
+  }
+  mg_desc *d = calloc(1, sizeof *d);
+  if (d == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                         "cannot allocate a matrix descriptor");
+  int rc = JMG_CUSOLVER_TRY(cusolverMgCreateMatrixDesc(&d->desc, rows, cols,
+                                                       rows, col_block, type,
+                                                       c->grid),
+                            NULL, err);
+  if (rc != 0) {
+    free(d);
+    return rc;
+  }
+  d->rows = rows;
+  d->cols = cols;
+  d->col_block = col_block;
+  d->type = type;
+  d->next = c->descs;
+  c->descs = d;
+  c->ndescs++;
+  *out = d->desc;
+  return 0;
+}
+
+/* ---- memory --------------------------------------------------------------*/
+
+static int cuda_copy(const jmg_engine *e, const jmg_dist_matrix *m, void *dst,
+                     int dst_dev, const void *src, int src_dev, size_t bytes,
+                     jmg_error *err) {
+  (void)e;
+  if (bytes == 0 || dst == src) return 0;
+  cudaStream_t s = stream_of(m, 0);
+  if (dst_dev == JMG_HOST || src_dev == JMG_HOST)
+    return JMG_CUDA_TRY(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), NULL, err);
+  return JMG_CUDA_TRY(cudaMemcpyPeerAsync(dst, dev_of(m, dst_dev)->device, src,
+                                          dev_of(m, src_dev)->device, bytes,
+                                          s),
+                      NULL, err);
+}
+
+static int cuda_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                      size_t bytes, void **out, jmg_error *err) {
+  (void)e;
+  const jmg_cuda_device *d = dev_of(m, dev);
+  return d->alloc(d->alloc_ctx, bytes, out, err);
+}
+
+static void cuda_release(const jmg_engine *e, const jmg_dist_matrix *m,
+                         int dev, void *ptr, size_t bytes) {
+  (void)e;
+  const jmg_cuda_device *d = dev_of(m, dev);
+  if (ptr != NULL) d->free(d->alloc_ctx, ptr, bytes);
+}
+
+static int cuda_fill_nan(const jmg_engine *e, const jmg_dist_matrix *m,
+                         int dev, void *ptr, size_t count, jmg_dtype dtype,
+                         jmg_error *err) {
+  (void)e;
+  /* All bits set is a NaN in IEEE float32 and float64, real or complex. */
+  int saved = -1;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, dev)->device), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemsetAsync(ptr, 0xFF, count * jmg_dtype_size(dtype),
+                                      stream_of(m, dev)),
+                      NULL, err);
+  if (saved >= 0) cudaSetDevice(saved);
+  return rc;
+}
+
+static int cuda_sync(const jmg_engine *e, const jmg_dist_matrix *m,
+                     jmg_error *err) {
+  (void)e;
+  for (int d = 0; d < m->ndev; ++d) {
+    int rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(m, d)), NULL, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* Waits for all work of the matrix's GPUs (cuSOLVERMg uses its own streams). */
+static int sync_devices(const jmg_dist_matrix *m, const char *op,
+                        jmg_error *err) {
+  for (int d = 0; d < m->ndev; ++d) {
+    int rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, d)->device), op, err);
+    if (rc == 0) rc = JMG_CUDA_TRY(cudaDeviceSynchronize(), op, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* ---- one call's frame: device, context, workspace ---------------------------*/
+
+typedef struct mg_call {
+  const char *op;
+  const jmg_dist_matrix *a;
+  mg_context *ctx;
+  int saved_device;
+  void *a_ptrs[MG_MAX_DEVICES];
+  void *work[MG_MAX_DEVICES];
+  size_t work_bytes;
+} mg_call;
+
+static int begin_call(mg_call *call, const char *op, const jmg_dist_matrix *a,
+                      jmg_error *err) {
+  memset(call, 0, sizeof *call);
+  call->op = op;
+  call->a = a;
+  call->saved_device = -1;
+  if (a->n > INT_MAX)
+    return jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERMg",
+                         "N=%lld exceeds cuSOLVERMg's 32-bit int",
+                         (long long)a->n);
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&call->saved_device), op, err);
+  if (rc == 0) rc = acquire_context(a, &call->ctx, err);
+  if (rc != 0) {
+    if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+    return rc;
+  }
+  for (int d = 0; d < a->ndev; ++d) call->a_ptrs[d] = a->data[d];
+  /* Inputs were written on XLA's streams, which each participant synchronized
+   * before it joined; the ops layer's copies are on the leader's stream. */
+  return cuda_sync(NULL, a, err);
+}
+
+/* Takes lwork elements of the matrix's type on every device. */
+static int take_workspace(mg_call *call, int64_t lwork, jmg_error *err) {
+  size_t esize = jmg_dtype_size(call->a->dtype);
+  call->work_bytes = (size_t)(lwork > 0 ? lwork : 1) * esize;
+  for (int d = 0; d < call->a->ndev; ++d) {
+    int rc = cuda_alloc(NULL, call->a, d, call->work_bytes, &call->work[d],
+                        err);
+    if (rc != 0) {
+      if (err->op[0] == '\0')
+        snprintf(err->op, sizeof err->op, "%s", call->op);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+static void end_call(mg_call *call) {
+  for (int d = 0; d < call->a->ndev; ++d)
+    if (call->work[d] != NULL)
+      cuda_release(NULL, call->a, d, call->work[d], call->work_bytes);
+  if (call->ctx != NULL) pthread_mutex_unlock(&call->ctx->mu);
+  if (call->saved_device >= 0) cudaSetDevice(call->saved_device);
+}
+
+static int check_info(int info, const char *op, const char *call,
+                      jmg_error *err) {
+  if (info >= 0) return 0;
+  return jmg_error_set(err, JMG_ECUSOLVER, op, call,
+                       "argument %d was rejected", -info);
+}
+
+/* ---- solvers ----------------------------------------------------------------*/
+
+static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
+                    void *const *b, int64_t nrhs, int *info, jmg_error *err) {
+  (void)e;
+  const char *op = "potrs";
+  if (nrhs > INT_MAX)
+    return jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERMg",
+                         "NRHS=%lld exceeds cuSOLVERMg's 32-bit int",
+                         (long long)nrhs);
+  mg_call call;
+  int rc = begin_call(&call, op, a, err);
+  const cudaDataType t = cuda_type(a->dtype);
+  const int n = (int)a->n, k = (int)nrhs;
+  cudaLibMgMatrixDesc_t desc_a = NULL, desc_b = NULL;
+  void *b_ptrs[MG_MAX_DEVICES];
+  for (int d = 0; d < a->ndev; ++d) b_ptrs[d] = b[d];
+  int64_t lw_potrf = 0, lw_potrs = 0;
+  if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
+  /* All right-hand sides form one column tile, held by the grid's first GPU:
+   * cuSOLVERMg takes any NRHS this way. */
+  if (rc == 0 && k > 0)
+    rc = descriptor(call.ctx, a->n, nrhs, nrhs, t, &desc_b, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                                   call.a_ptrs, 1, 1, desc_a, t, &lw_potrf),
+        op, err);
+  if (rc == 0 && k > 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrs_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                                   k, call.a_ptrs, 1, 1, desc_a, b_ptrs, 1, 1,
+                                   desc_b, t, &lw_potrs),
+        op, err);
+  if (rc == 0)
+    rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
+  int h_info = 0;
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrf(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                        call.a_ptrs, 1, 1, desc_a, t, call.work,
+                        (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype)),
+                        &h_info),
+        op, err);
+  if (rc == 0) rc = sync_devices(a, op, err);
+  if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
+  if (rc == 0 && h_info == 0 && k > 0) {
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrs(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n, k,
+                        call.a_ptrs, 1, 1, desc_a, b_ptrs, 1, 1, desc_b, t,
+                        call.work,
+                        (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype)),
+                        &h_info),
+        op, err);
+    if (rc == 0) rc = sync_devices(a, op, err);
+    if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrs", err);
+  }
+  *info = h_info;
+  end_call(&call);
+  return rc;
+}
+
+static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
+                    jmg_error *err) {
+  (void)e;
+  const char *op = "potri";
+  mg_call call;
+  int rc = begin_call(&call, op, a, err);
+  const cudaDataType t = cuda_type(a->dtype);
+  const int n = (int)a->n;
+  cudaLibMgMatrixDesc_t desc_a = NULL;
+  int64_t lw_potrf = 0, lw_potri = 0;
+  if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                                   call.a_ptrs, 1, 1, desc_a, t, &lw_potrf),
+        op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotri_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                                   call.a_ptrs, 1, 1, desc_a, t, &lw_potri),
+        op, err);
+  if (rc == 0)
+    rc = take_workspace(&call, lw_potrf > lw_potri ? lw_potrf : lw_potri, err);
+  const int64_t lwork = (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype));
+  int h_info = 0;
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrf(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                        call.a_ptrs, 1, 1, desc_a, t, call.work, lwork,
+                        &h_info),
+        op, err);
+  if (rc == 0) rc = sync_devices(a, op, err);
+  if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
+  if (rc == 0 && h_info == 0) {
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotri(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                        call.a_ptrs, 1, 1, desc_a, t, call.work, lwork,
+                        &h_info),
+        op, err);
+    if (rc == 0) rc = sync_devices(a, op, err);
+    if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotri", err);
+  }
+  *info = h_info;
+  end_call(&call);
+  return rc;
+}
+
+static int mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
+                    int want_vectors, int *info, jmg_error *err) {
+  (void)e;
+  const char *op = "syevd";
+  mg_call call;
+  int rc = begin_call(&call, op, a, err);
+  const cudaDataType t = cuda_type(a->dtype), rt = cuda_real_type(a->dtype);
+  const int n = (int)a->n;
+  const cusolverEigMode_t jobz =
+      want_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const size_t w_bytes = (size_t)a->n * jmg_dtype_real_size(a->dtype);
+  /* cuSOLVERMg returns the eigenvalues in host memory. */
+  void *w_host = malloc(w_bytes ? w_bytes : 1);
+  cudaLibMgMatrixDesc_t desc_a = NULL;
+  int64_t lwork = 0;
+  if (rc == 0 && w_host == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate %zu bytes for the eigenvalues",
+                       w_bytes);
+  if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgSyevd_bufferSize(call.ctx->handle, jobz,
+                                   CUBLAS_FILL_MODE_LOWER, n, call.a_ptrs, 1, 1,
+                                   desc_a, w_host, rt, t, &lwork),
+        op, err);
+  if (rc == 0) rc = take_workspace(&call, lwork, err);
+  int h_info = 0;
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgSyevd(call.ctx->handle, jobz, CUBLAS_FILL_MODE_LOWER, n,
+                        call.a_ptrs, 1, 1, desc_a, w_host, rt, t, call.work,
+                        (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype)),
+                        &h_info),
+        op, err);
+  if (rc == 0) rc = sync_devices(a, op, err);
+  if (rc == 0) rc = check_info(h_info, op, "cusolverMgSyevd", err);
+  if (rc == 0 && h_info == 0) {
+    rc = cuda_copy(NULL, a, w, 0, w_host, JMG_HOST, w_bytes, err);
+    if (rc == 0) rc = cuda_sync(NULL, a, err);
+    if (rc != 0 && err->op[0] == '\0')
+      snprintf(err->op, sizeof err->op, "%s", op);
+  }
+  *info = h_info;
+  end_call(&call);
+  free(w_host);
+  return rc;
+}
+
+static int mg_fill_upper(const jmg_engine *e, const jmg_dist_matrix *a,
+                         jmg_error *err) {
+  (void)e;
+  mg_call call;
+  int rc = begin_call(&call, "potri", a, err);
+  if (rc == 0) rc = jmg_cuda_hermitian_fill(a, call.ctx->cublas, err);
+  end_call(&call);
+  return rc;
+}
+
+static const jmg_engine g_cusolvermg_engine = {
+    .name = "cusolvermg",
+    .copy = cuda_copy,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .fill_nan = cuda_fill_nan,
+    .sync = cuda_sync,
+    .potrs = mg_potrs,
+    .potri = mg_potri,
+    .fill_upper = mg_fill_upper,
+    .syevd = mg_syevd,
+};
+
+const jmg_engine *jmg_cusolvermg_engine(void) { return &g_cusolvermg_engine; }

@@ -1,0 +1,193 @@
+/* The CUDA platform and its registration table: the handlers
+ * libjaxmg_cuda.so exports, one per op, registered for platform "CUDA".
+ *
+ * Each participant (one per GPU, each on its own XLA thread) reads its shard
+ * position from device memory, synchronizes its XLA stream so that its inputs
+ * are complete, and joins the rendezvous; the leader then drives every GPU
+ * through the cuSOLVERMg engine. Workspaces come from XLA's allocator. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cuda_check.h"
+#include "engine/cuda_device.h"
+#include "ffi/ffi_common.h"
+
+typedef struct xla_alloc_ctx {
+  const XLA_FFI_Api *api;
+  XLA_FFI_ExecutionContext *ctx;
+  int device;
+} xla_alloc_ctx;
+
+typedef struct cuda_participant {
+  jmg_cuda_device dev;
+  xla_alloc_ctx alloc;
+} cuda_participant;
+
+static int xla_error_to_jmg(const XLA_FFI_Api *api, XLA_FFI_Error *e,
+                            jmg_status code, const char *call,
+                            jmg_error *err) {
+  XLA_FFI_Error_GetMessage_Args m;
+  memset(&m, 0, sizeof m);
+  m.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
+  m.error = e;
+  api->XLA_FFI_Error_GetMessage(&m);
+  jmg_error_set(err, code, NULL, call, "%s", m.message ? m.message : "failed");
+  XLA_FFI_Error_Destroy_Args d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
+  d.error = e;
+  api->XLA_FFI_Error_Destroy(&d);
+  return -(int)code;
+}
+
+static int get_stream(XLA_FFI_CallFrame *frame, cudaStream_t *out,
+                      jmg_error *err) {
+  XLA_FFI_Stream_Get_Args args;
+  memset(&args, 0, sizeof args);
+  args.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+  args.ctx = frame->ctx;
+  XLA_FFI_Error *e = frame->api->XLA_FFI_Stream_Get(&args);
+  if (e != NULL)
+    return xla_error_to_jmg(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Stream_Get",
+                            err);
+  *out = (cudaStream_t)args.stream;
+  return 0;
+}
+
+/* Device memory from XLA's allocator; cudaMalloc where the runtime has none. */
+static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
+  xla_alloc_ctx *a = p;
+  if (JMG_XLA_API_HAS(a->api, XLA_FFI_DeviceMemory_Allocate) &&
+      a->api->XLA_FFI_DeviceMemory_Allocate != NULL) {
+    XLA_FFI_DeviceMemory_Allocate_Args args;
+    memset(&args, 0, sizeof args);
+    args.struct_size = XLA_FFI_DeviceMemory_Allocate_Args_STRUCT_SIZE;
+    args.ctx = a->ctx;
+    args.size = bytes;
+    args.alignment = 256;
+    XLA_FFI_Error *e = a->api->XLA_FFI_DeviceMemory_Allocate(&args);
+    if (e != NULL) {
+      int rc = xla_error_to_jmg(a->api, e, JMG_ENOMEM,
+                                "XLA_FFI_DeviceMemory_Allocate", err);
+      char why[JMG_ERROR_MSG_LEN];
+      snprintf(why, sizeof why, "%s", err->msg);
+      jmg_error_set(err, JMG_ENOMEM, NULL, "XLA_FFI_DeviceMemory_Allocate",
+                    "%zu bytes on GPU %d: %s", bytes, a->device, why);
+      return rc;
+    }
+    *out = args.data;
+    return 0;
+  }
+  int rc = JMG_CUDA_TRY(cudaSetDevice(a->device), NULL, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaMalloc(out, bytes), NULL, err);
+  return rc;
+}
+
+static void xla_free(void *p, void *ptr, size_t bytes) {
+  xla_alloc_ctx *a = p;
+  if (JMG_XLA_API_HAS(a->api, XLA_FFI_DeviceMemory_Free) &&
+      a->api->XLA_FFI_DeviceMemory_Free != NULL) {
+    XLA_FFI_DeviceMemory_Free_Args args;
+    memset(&args, 0, sizeof args);
+    args.struct_size = XLA_FFI_DeviceMemory_Free_Args_STRUCT_SIZE;
+    args.ctx = a->ctx;
+    args.size = bytes;
+    args.data = ptr;
+    XLA_FFI_Error *e = a->api->XLA_FFI_DeviceMemory_Free(&args);
+    if (e != NULL) {
+      jmg_error ignored; /* nothing to do about a failed free */
+      xla_error_to_jmg(a->api, e, JMG_EINTERNAL, "XLA_FFI_DeviceMemory_Free",
+                       &ignored);
+    }
+    return;
+  }
+  cudaSetDevice(a->device);
+  cudaFree(ptr);
+}
+
+static int cuda_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
+                           int32_t *out, jmg_error *err) {
+  cudaStream_t stream;
+  int rc = get_stream(frame, &stream, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(out, buf, sizeof *out,
+                                      cudaMemcpyDeviceToHost, stream),
+                      NULL, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream), NULL, err);
+  return rc;
+}
+
+static int cuda_make_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
+                                jmg_error *err) {
+  cuda_participant *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                         "cannot allocate the participant's context");
+  cudaStream_t stream = NULL;
+  int rc = get_stream(frame, &stream, err);
+  /* The GPU is the one holding A (argument 0 of every op). */
+  struct cudaPointerAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  const XLA_FFI_Buffer *a = frame->args.args[0];
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaPointerGetAttributes(&attr, a->data), NULL, err);
+  if (rc == 0 && attr.type != cudaMemoryTypeDevice)
+    rc = jmg_error_set(err, JMG_EINVAL, NULL, "cudaPointerGetAttributes",
+                       "A is not in GPU memory");
+  /* Everything XLA queued before this call must be done before the leader
+   * reads this GPU's buffers from its own thread. */
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream), NULL, err);
+  if (rc != 0) {
+    free(p);
+    return rc;
+  }
+  p->alloc.api = frame->api;
+  p->alloc.ctx = frame->ctx;
+  p->alloc.device = attr.device;
+  p->dev.device = attr.device;
+  p->dev.stream = stream;
+  p->dev.alloc_ctx = &p->alloc;
+  p->dev.alloc = xla_alloc;
+  p->dev.free = xla_free;
+  *ctx = &p->dev; /* dev is the first member: free_device_ctx frees p */
+  return 0;
+}
+
+static void cuda_free_device_ctx(void *ctx) { free(ctx); }
+
+static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
+                           jmg_error *err) {
+  const jmg_cuda_device *d = ctx;
+  cudaStream_t s = (cudaStream_t)d->stream;
+  int rc = JMG_CUDA_TRY(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), NULL,
+      err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s), NULL, err);
+  return rc;
+}
+
+static const jmg_ffi_platform g_cuda = {
+    .name = "CUDA",
+    .engine = jmg_cusolvermg_engine,
+    .rendezvous = jmg_rendezvous_threads,
+    .read_shard = cuda_read_shard,
+    .make_device_ctx = cuda_make_device_ctx,
+    .free_device_ctx = cuda_free_device_ctx,
+    .copy_local = cuda_copy_local,
+};
+
+#define JMG_EXPORT __attribute__((visibility("default")))
+
+JMG_EXPORT XLA_FFI_Error *jaxmg_potrs_cuda(XLA_FFI_CallFrame *frame) {
+  return jmg_ffi_potrs(frame, &g_cuda);
+}
+
+JMG_EXPORT XLA_FFI_Error *jaxmg_potri_cuda(XLA_FFI_CallFrame *frame) {
+  return jmg_ffi_potri(frame, &g_cuda);
+}
+
+JMG_EXPORT XLA_FFI_Error *jaxmg_syevd_cuda(XLA_FFI_CallFrame *frame) {
+  return jmg_ffi_syevd(frame, &g_cuda);
+}
