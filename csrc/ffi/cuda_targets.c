@@ -25,23 +25,6 @@ typedef struct cuda_participant {
   xla_alloc_ctx alloc;
 } cuda_participant;
 
-static int xla_error_to_jmg(const XLA_FFI_Api *api, XLA_FFI_Error *e,
-                            jmg_status code, const char *call,
-                            jmg_error *err) {
-  XLA_FFI_Error_GetMessage_Args m;
-  memset(&m, 0, sizeof m);
-  m.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
-  m.error = e;
-  api->XLA_FFI_Error_GetMessage(&m);
-  jmg_error_set(err, code, NULL, call, "%s", m.message ? m.message : "failed");
-  XLA_FFI_Error_Destroy_Args d;
-  memset(&d, 0, sizeof d);
-  d.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
-  d.error = e;
-  api->XLA_FFI_Error_Destroy(&d);
-  return -(int)code;
-}
-
 static int get_stream(XLA_FFI_CallFrame *frame, cudaStream_t *out,
                       jmg_error *err) {
   XLA_FFI_Stream_Get_Args args;
@@ -50,7 +33,7 @@ static int get_stream(XLA_FFI_CallFrame *frame, cudaStream_t *out,
   args.ctx = frame->ctx;
   XLA_FFI_Error *e = frame->api->XLA_FFI_Stream_Get(&args);
   if (e != NULL)
-    return xla_error_to_jmg(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Stream_Get",
+    return jmg_ffi_consume_error(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Stream_Get",
                             err);
   *out = (cudaStream_t)args.stream;
   return 0;
@@ -66,10 +49,12 @@ static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
     args.struct_size = XLA_FFI_DeviceMemory_Allocate_Args_STRUCT_SIZE;
     args.ctx = a->ctx;
     args.size = bytes;
-    args.alignment = 256;
+    /* XLA accepts at most alignof(max_align_t) (16); its GPU allocator
+     * returns 256-byte aligned blocks regardless. */
+    args.alignment = 16;
     XLA_FFI_Error *e = a->api->XLA_FFI_DeviceMemory_Allocate(&args);
     if (e != NULL) {
-      int rc = xla_error_to_jmg(a->api, e, JMG_ENOMEM,
+      int rc = jmg_ffi_consume_error(a->api, e, JMG_ENOMEM,
                                 "XLA_FFI_DeviceMemory_Allocate", err);
       char why[JMG_ERROR_MSG_LEN];
       snprintf(why, sizeof why, "%s", err->msg);
@@ -98,7 +83,7 @@ static void xla_free(void *p, void *ptr, size_t bytes) {
     XLA_FFI_Error *e = a->api->XLA_FFI_DeviceMemory_Free(&args);
     if (e != NULL) {
       jmg_error ignored; /* nothing to do about a failed free */
-      xla_error_to_jmg(a->api, e, JMG_EINTERNAL, "XLA_FFI_DeviceMemory_Free",
+      jmg_ffi_consume_error(a->api, e, JMG_EINTERNAL, "XLA_FFI_DeviceMemory_Free",
                        &ignored);
     }
     return;
@@ -109,7 +94,7 @@ static void xla_free(void *p, void *ptr, size_t bytes) {
 
 static int cuda_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
                            int32_t *out, jmg_error *err) {
-  cudaStream_t stream;
+  cudaStream_t stream = NULL;
   int rc = get_stream(frame, &stream, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaMemcpyAsync(out, buf, sizeof *out,

@@ -152,12 +152,16 @@ int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
                        "attribute %s is missing", name);
 }
 
-static void destroy_xla_error(const XLA_FFI_Api *api, XLA_FFI_Error *e) {
+int jmg_ffi_consume_error(const XLA_FFI_Api *api, XLA_FFI_Error *e,
+                          jmg_status code, const char *call, jmg_error *err) {
+  const char *msg = jmg_xla_error_message(api, e);
+  jmg_error_set(err, code, NULL, call, "%s", msg ? msg : "failed");
   XLA_FFI_Error_Destroy_Args args;
   memset(&args, 0, sizeof args);
   args.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
   args.error = e;
   api->XLA_FFI_Error_Destroy(&args);
+  return -(int)code;
 }
 
 int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
@@ -173,14 +177,8 @@ int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
   args.ctx = frame->ctx;
   XLA_FFI_Error *e = api->XLA_FFI_RunId_Get(&args);
   if (e != NULL) {
-    XLA_FFI_Error_GetMessage_Args m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
-    m.error = e;
-    api->XLA_FFI_Error_GetMessage(&m);
-    jmg_error_set(err, JMG_EINTERNAL, op, "XLA_FFI_RunId_Get", "%s",
-                  m.message ? m.message : "failed");
-    destroy_xla_error(api, e);
+    jmg_ffi_consume_error(api, e, JMG_EINTERNAL, "XLA_FFI_RunId_Get", err);
+    snprintf(err->op, sizeof err->op, "%s", op);
     return -JMG_EINTERNAL;
   }
   *out = args.run_id;

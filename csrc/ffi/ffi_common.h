@@ -79,6 +79,11 @@ int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
 int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
                    jmg_error *err);
 
+/* Turns an error returned by an XLA API call into err (code, the call's
+ * name, XLA's message) and destroys it; returns -code. */
+int jmg_ffi_consume_error(const XLA_FFI_Api *api, XLA_FFI_Error *e,
+                          jmg_status code, const char *call, jmg_error *err);
+
 /* Makes an XLA_FFI_Error from err (NULL if err is success). */
 XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
                              const jmg_error *err);

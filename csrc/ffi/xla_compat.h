@@ -46,4 +46,23 @@ static inline int jmg_xla_api_has(const XLA_FFI_Api *api, size_t offset) {
 #define JMG_XLA_API_HAS(api, field) \
   jmg_xla_api_has((api), offsetof(XLA_FFI_Api, field))
 
+/* The message of an XLA error, valid until the error is destroyed. API 0.3
+ * (jaxlib <= 0.10) reads it with XLA_FFI_Error_GetMessage, API 0.4 (jaxlib
+ * 0.11) with XLA_FFI_Error_GetDetails, which also returns the code. */
+static inline const char *jmg_xla_error_message(const XLA_FFI_Api *api,
+                                                XLA_FFI_Error *error) {
+#if XLA_FFI_API_MAJOR == 0 && XLA_FFI_API_MINOR < 4
+  XLA_FFI_Error_GetMessage_Args args = {0};
+  args.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
+  args.error = error;
+  api->XLA_FFI_Error_GetMessage(&args);
+#else
+  XLA_FFI_Error_GetDetails_Args args = {0};
+  args.struct_size = XLA_FFI_Error_GetDetails_Args_STRUCT_SIZE;
+  args.error = error;
+  api->XLA_FFI_Error_GetDetails(&args);
+#endif
+  return args.message;
+}
+
 #endif
