@@ -33,5 +33,5 @@ export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 cd "$root"
 echo "== GPU tests"
 timeout "${JAXMG_TEST_TIMEOUT:-1500}" "$python" -m pytest -q -rs -p no:cacheprovider \
-  --timeout 900 tests/gpu "$@" 2>&1 | tee "$logdir/pytest.log"
+  --timeout 900 --durations=20 tests/gpu "$@" 2>&1 | tee "$logdir/pytest.log"
 exit "${PIPESTATUS[0]}"

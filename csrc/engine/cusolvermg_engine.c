@@ -288,10 +288,11 @@ static int cuda_sync(const jmg_engine *e, const jmg_dist_matrix *m,
   return 0;
 }
 
-/* Waits for all work of the matrix's GPUs (cuSOLVERMg uses its own streams). */
+/* Waits for all work of the matrix's GPUs (cuSOLVERMg uses its own streams),
+ * and leaves the grid's first GPU current, as NVIDIA's samples call it. */
 static int sync_devices(const jmg_dist_matrix *m, const char *op,
                         jmg_error *err) {
-  for (int d = 0; d < m->ndev; ++d) {
+  for (int d = m->ndev - 1; d >= 0; --d) {
     int rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, d)->device), op, err);
     if (rc == 0) rc = JMG_CUDA_TRY(cudaDeviceSynchronize(), op, err);
     if (rc != 0) return rc;
@@ -330,7 +331,9 @@ static int begin_call(mg_call *call, const char *op, const jmg_dist_matrix *a,
   for (int d = 0; d < a->ndev; ++d) call->a_ptrs[d] = a->data[d];
   /* Inputs were written on XLA's streams, which each participant synchronized
    * before it joined; the ops layer's copies are on the leader's stream. */
-  return cuda_sync(NULL, a, err);
+  rc = cuda_sync(NULL, a, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(a, 0)->device), op, err);
+  return rc;
 }
 
 /* Takes lwork elements of the matrix's type on every device. */
@@ -365,6 +368,21 @@ static int check_info(int info, const char *op, const char *call,
 }
 
 /* ---- solvers ----------------------------------------------------------------*/
+
+/* potrf. cuSOLVERMg reports a matrix that is not positive definite through a
+ * failed status with h_info > 0 (the failing leading minor): that is data, not
+ * an error. */
+static int factor(mg_call *call, cudaLibMgMatrixDesc_t desc_a, int *h_info,
+                  jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  *h_info = 0;
+  cusolverStatus_t s = cusolverMgPotrf(
+      call->ctx->handle, CUBLAS_FILL_MODE_LOWER, (int)a->n, call->a_ptrs, 1, 1,
+      desc_a, cuda_type(a->dtype), call->work,
+      (int64_t)(call->work_bytes / jmg_dtype_size(a->dtype)), h_info);
+  if (s != CUSOLVER_STATUS_SUCCESS && *h_info > 0) return 0;
+  return jmg_cusolver_check(s, call->op, "cusolverMgPotrf", err);
+}
 
 static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
                     void *const *b, int64_t nrhs, int *info, jmg_error *err) {
@@ -402,12 +420,7 @@ static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
     rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   int h_info = 0;
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrf(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                        call.a_ptrs, 1, 1, desc_a, t, call.work,
-                        (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype)),
-                        &h_info),
-        op, err);
+    rc = factor(&call, desc_a, &h_info, err);
   if (rc == 0) rc = sync_devices(a, op, err);
   if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
   if (rc == 0 && h_info == 0 && k > 0) {
@@ -426,6 +439,17 @@ static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
   return rc;
 }
 
+/* The inverse, column slab by column slab: slab d of A^-1 solves A X = I_d,
+ * where I_d holds columns d*r .. (d+1)*r - 1 of the identity. Each slab is
+ * solved in one right-hand-side tile on the grid's first GPU (the layout of B
+ * that cuSOLVERMg's potrs takes) and copied to GPU d; slab 0 is solved last,
+ * in place. A keeps its factor until every slab is done, then takes the
+ * result: the inverse in the contiguous layout.
+ *
+ * cuSOLVERMg's potri is not used, nor potrs with B spread over the GPUs: on 2
+ * and 4 H200s (CUDA 13.0) both gave entries wrong by 1e-4 relative in rows and
+ * columns past 2048, for every T_A tried, while one GPU was right. This costs
+ * a second copy of the shard on every GPU. */
 static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                     jmg_error *err) {
   (void)e;
@@ -433,10 +457,29 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   mg_call call;
   int rc = begin_call(&call, op, a, err);
   const cudaDataType t = cuda_type(a->dtype);
-  const int n = (int)a->n;
-  cudaLibMgMatrixDesc_t desc_a = NULL;
-  int64_t lw_potrf = 0, lw_potri = 0;
+  const int n = (int)a->n, r = (int)a->local_cols;
+  const size_t es = jmg_dtype_size(a->dtype);
+  const size_t shard_bytes = (size_t)a->n * (size_t)a->local_cols * es;
+  void *x[MG_MAX_DEVICES] = {0};
+  cudaLibMgMatrixDesc_t desc_a = NULL, desc_b = NULL;
+  int64_t lw_potrf = 0, lw_potrs = 0;
+  char *ones = calloc((size_t)r, es);
+  if (rc == 0 && ones == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc", "cannot allocate ones");
+  for (int i = 0; rc == 0 && i < r; ++i) {
+    /* 1 in the element type: its first real component. */
+    if (jmg_dtype_real_size(a->dtype) == 4) {
+      float one = 1.0f;
+      memcpy(ones + (size_t)i * es, &one, sizeof one);
+    } else {
+      double one = 1.0;
+      memcpy(ones + (size_t)i * es, &one, sizeof one);
+    }
+  }
+  for (int d = 0; rc == 0 && d < a->ndev; ++d)
+    rc = cuda_alloc(NULL, a, d, shard_bytes, &x[d], err);
   if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
+  if (rc == 0) rc = descriptor(call.ctx, a->n, r, r, t, &desc_b, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
@@ -444,31 +487,55 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
         op, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotri_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                                   call.a_ptrs, 1, 1, desc_a, t, &lw_potri),
+        cusolverMgPotrs_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
+                                   r, call.a_ptrs, 1, 1, desc_a, x, 1, 1,
+                                   desc_b, t, &lw_potrs),
         op, err);
   if (rc == 0)
-    rc = take_workspace(&call, lw_potrf > lw_potri ? lw_potrf : lw_potri, err);
-  const int64_t lwork = (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype));
+    rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   int h_info = 0;
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrf(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                        call.a_ptrs, 1, 1, desc_a, t, call.work, lwork,
-                        &h_info),
-        op, err);
+  if (rc == 0) rc = factor(&call, desc_a, &h_info, err);
   if (rc == 0) rc = sync_devices(a, op, err);
   if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
-  if (rc == 0 && h_info == 0) {
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotri(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                        call.a_ptrs, 1, 1, desc_a, t, call.work, lwork,
-                        &h_info),
-        op, err);
+  const cudaStream_t s0 = rc == 0 ? stream_of(a, 0) : NULL;
+  for (int k = 1; rc == 0 && h_info == 0 && k <= a->ndev; ++k) {
+    const int d = k % a->ndev; /* slabs 1, 2, ..., ndev - 1, then 0 */
+    char *first_one = (char *)x[0] + (size_t)d * (size_t)r * es;
+    rc = JMG_CUDA_TRY(cudaMemsetAsync(x[0], 0, shard_bytes, s0), op, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(first_one, ((size_t)n + 1) * es,
+                                          ones, es, es, (size_t)r,
+                                          cudaMemcpyHostToDevice, s0),
+                        op, err);
+    if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(
+          cusolverMgPotrs(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n, r,
+                          call.a_ptrs, 1, 1, desc_a, x, 1, 1, desc_b, t,
+                          call.work, (int64_t)(call.work_bytes / es), &h_info),
+          op, err);
     if (rc == 0) rc = sync_devices(a, op, err);
-    if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotri", err);
+    if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrs", err);
+    if (rc == 0 && d != 0)
+      rc = cuda_copy(NULL, a, x[d], d, x[0], 0, shard_bytes, err);
+    if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);
   }
+  for (int d = 0; rc == 0 && h_info == 0 && d < a->ndev; ++d)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(a->data[d], x[d], shard_bytes,
+                                      cudaMemcpyDeviceToDevice,
+                                      stream_of(a, d)),
+                      op, err);
+  if (rc == 0) rc = cuda_sync(NULL, a, err);
   *info = h_info;
+  /* After a failure copies may still run on x: wait before returning it. */
+  if (rc != 0) {
+    jmg_error ignored;
+    cuda_sync(NULL, a, &ignored);
+    if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+  }
+  for (int d = 0; d < a->ndev; ++d)
+    if (x[d] != NULL) cuda_release(NULL, a, d, x[d], shard_bytes);
+  free(ones);
   end_call(&call);
   return rc;
 }

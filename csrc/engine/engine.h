@@ -64,8 +64,9 @@ typedef struct jmg_engine {
    * use (cuSOLVERMg wants a B pointer on every device of its grid). */
   int (*potrs)(const struct jmg_engine *e, const jmg_dist_matrix *a,
                void *const *b, int64_t nrhs, int *info, jmg_error *err);
-  /* Replaces the lower triangle of A by that of its inverse (the upper
-   * triangle is left as it is, as LAPACK and cuSOLVER do). */
+  /* Replaces A (block-cyclic) by its inverse in the CONTIGUOUS layout
+   * (device d holds columns d*local_cols ...); only the lower triangle needs
+   * to be right, as LAPACK's and cuSOLVER's potri leave the upper one. */
   int (*potri)(const struct jmg_engine *e, const jmg_dist_matrix *a, int *info,
                jmg_error *err);
   /* For A in the CONTIGUOUS layout (device d holds columns d*local_cols ...):

@@ -64,13 +64,15 @@ static int cpu_sync(const jmg_engine *e, const jmg_dist_matrix *m,
 
 /* ---- gather / scatter -----------------------------------------------------*/
 
-/* Copies between the block-cyclic columns and a full column-major matrix. */
-static void move_columns(const jmg_dist_matrix *a, void *full, int to_full) {
+/* Copies between the distributed columns and a full column-major matrix;
+ * the distributed ones are block-cyclic, or contiguous if `contiguous`. */
+static void move_columns(const jmg_dist_matrix *a, void *full, int to_full,
+                         int contiguous) {
   const size_t col_bytes = (size_t)a->n * jmg_dtype_size(a->dtype);
   for (int64_t j = 0; j < a->n; ++j) {
-    int dev;
-    int64_t lc;
-    jmg_cyclic_locate(j, a->ndev, a->tile, &dev, &lc);
+    int dev = (int)(j / a->local_cols);
+    int64_t lc = j % a->local_cols;
+    if (!contiguous) jmg_cyclic_locate(j, a->ndev, a->tile, &dev, &lc);
     char *dist = (char *)a->data[dev] + (size_t)lc * col_bytes;
     char *whole = (char *)full + (size_t)j * col_bytes;
     if (to_full)
@@ -92,7 +94,7 @@ static int gather(const jmg_dist_matrix *a, const char *op, void **full,
     return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                          "cannot allocate %zu bytes to gather the matrix",
                          bytes);
-  move_columns(a, *full, 1);
+  move_columns(a, *full, 1, 0);
   return 0;
 }
 
@@ -185,7 +187,7 @@ static int lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a,
     rc = jmg_error_set(err, JMG_ELAPACK, "potri", "LAPACK potrf/potri",
                        "argument %d was rejected", -*info);
   } else if (*info == 0) {
-    move_columns(a, full, 0);
+    move_columns(a, full, 0, 1);
   }
   free(full);
   return rc;
@@ -245,7 +247,7 @@ static int lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
       rc = jmg_error_set(err, JMG_ELAPACK, "syevd", "LAPACK syevd",
                          "argument %d was rejected", -*info);
     else if (*info == 0 && want_vectors)
-      move_columns(a, full, 0);
+      move_columns(a, full, 0, 0);
   }
   free(work);
   free(rwork);

@@ -1,5 +1,6 @@
 /* potri: the inverse of a Hermitian positive definite A (Cholesky), both
- * triangles, returned in A's own buffers in A's own (contiguous) layout. */
+ * triangles, returned in A's own buffers in A's own (contiguous) layout. The
+ * engine returns it in that layout already: no permutation back. */
 #include "ops/op_common.h"
 
 static int potri_leader(void *ctx, void *const *posts, int nparts,
@@ -13,9 +14,9 @@ static int potri_leader(void *ctx, void *const *posts, int nparts,
   rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = v.engine->potri(v.engine, &v.a, &info, err);
   if (rc == 0 && info == 0) {
-    /* The solver fills the lower triangle; the user gets both. */
-    rc = jmg_leader_permute(&v, JMG_FROM_CYCLIC, err);
-    if (rc == 0) rc = v.engine->fill_upper(v.engine, &v.a, err);
+    /* The engine returns the inverse in the contiguous layout, its lower
+     * triangle right; the user gets both triangles. */
+    rc = v.engine->fill_upper(v.engine, &v.a, err);
   } else if (rc == 0) {
     rc = jmg_leader_nan_a(&v, err);
   }
