@@ -384,56 +384,91 @@ static int factor(mg_call *call, cudaLibMgMatrixDesc_t desc_a, int *h_info,
   return jmg_cusolver_check(s, call->op, "cusolverMgPotrf", err);
 }
 
+/* cuSOLVERMg's potrs gives wrong entries past the 2048th right-hand side of
+ * a B tile (seen on 2 and 4 H200s, CUDA 13.0: rows and columns past 2048 off
+ * by 1e-4 relative), so right-hand sides go in chunks of at most this many. */
+#define MG_MAX_RHS_CHUNK 2048
+
+/* Solves A X = B with the factor in A, for B on the grid's first GPU
+ * (n x nrhs, column-major, leading dimension n), chunk by chunk; each chunk
+ * is one column tile of B, the layout cuSOLVERMg's potrs takes. other[d] are
+ * valid buffers on GPU d (cuSOLVERMg wants a B pointer on every GPU). */
+static int solve_chunked(mg_call *call, cudaLibMgMatrixDesc_t desc_a, void *b,
+                         int64_t nrhs, void *const *other, int *h_info,
+                         jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const cudaDataType t = cuda_type(a->dtype);
+  const size_t es = jmg_dtype_size(a->dtype);
+  void *b_ptrs[MG_MAX_DEVICES];
+  for (int d = 0; d < a->ndev; ++d) b_ptrs[d] = other[d];
+  *h_info = 0;
+  for (int64_t c = 0; c < nrhs && *h_info == 0; c += MG_MAX_RHS_CHUNK) {
+    const int k =
+        (int)(nrhs - c < MG_MAX_RHS_CHUNK ? nrhs - c : MG_MAX_RHS_CHUNK);
+    cudaLibMgMatrixDesc_t desc_b = NULL;
+    b_ptrs[0] = (char *)b + (size_t)c * (size_t)a->n * es;
+    int rc = descriptor(call->ctx, a->n, k, k, t, &desc_b, err);
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(
+          cusolverMgPotrs(call->ctx->handle, CUBLAS_FILL_MODE_LOWER, (int)a->n,
+                          k, call->a_ptrs, 1, 1, desc_a, b_ptrs, 1, 1, desc_b,
+                          t, call->work, (int64_t)(call->work_bytes / es),
+                          h_info),
+          call->op, err);
+    if (rc == 0) rc = sync_devices(a, call->op, err);
+    if (rc == 0) rc = check_info(*h_info, call->op, "cusolverMgPotrs", err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* The workspace potrs needs for chunks of up to nrhs right-hand sides. */
+static int solve_workspace(mg_call *call, cudaLibMgMatrixDesc_t desc_a,
+                           int64_t nrhs, void *const *b, int64_t *lwork,
+                           jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const int k = (int)(nrhs < MG_MAX_RHS_CHUNK ? nrhs : MG_MAX_RHS_CHUNK);
+  void *b_ptrs[MG_MAX_DEVICES];
+  for (int d = 0; d < a->ndev; ++d) b_ptrs[d] = b[d];
+  cudaLibMgMatrixDesc_t desc_b = NULL;
+  *lwork = 0;
+  if (k < 1) return 0;
+  int rc = descriptor(call->ctx, a->n, k, k, cuda_type(a->dtype), &desc_b, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrs_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
+                                   (int)a->n, k, call->a_ptrs, 1, 1, desc_a,
+                                   b_ptrs, 1, 1, desc_b, cuda_type(a->dtype),
+                                   lwork),
+          call->op, err);
+  return rc;
+}
+
 static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
                     void *const *b, int64_t nrhs, int *info, jmg_error *err) {
   (void)e;
   const char *op = "potrs";
-  if (nrhs > INT_MAX)
-    return jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERMg",
-                         "NRHS=%lld exceeds cuSOLVERMg's 32-bit int",
-                         (long long)nrhs);
   mg_call call;
   int rc = begin_call(&call, op, a, err);
   const cudaDataType t = cuda_type(a->dtype);
-  const int n = (int)a->n, k = (int)nrhs;
-  cudaLibMgMatrixDesc_t desc_a = NULL, desc_b = NULL;
-  void *b_ptrs[MG_MAX_DEVICES];
-  for (int d = 0; d < a->ndev; ++d) b_ptrs[d] = b[d];
+  const int n = (int)a->n;
+  cudaLibMgMatrixDesc_t desc_a = NULL;
   int64_t lw_potrf = 0, lw_potrs = 0;
   if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
-  /* All right-hand sides form one column tile, held by the grid's first GPU:
-   * cuSOLVERMg takes any NRHS this way. */
-  if (rc == 0 && k > 0)
-    rc = descriptor(call.ctx, a->n, nrhs, nrhs, t, &desc_b, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
                                    call.a_ptrs, 1, 1, desc_a, t, &lw_potrf),
         op, err);
-  if (rc == 0 && k > 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrs_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                                   k, call.a_ptrs, 1, 1, desc_a, b_ptrs, 1, 1,
-                                   desc_b, t, &lw_potrs),
-        op, err);
+  if (rc == 0) rc = solve_workspace(&call, desc_a, nrhs, b, &lw_potrs, err);
   if (rc == 0)
     rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   int h_info = 0;
-  if (rc == 0)
-    rc = factor(&call, desc_a, &h_info, err);
+  if (rc == 0) rc = factor(&call, desc_a, &h_info, err);
   if (rc == 0) rc = sync_devices(a, op, err);
   if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
-  if (rc == 0 && h_info == 0 && k > 0) {
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrs(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n, k,
-                        call.a_ptrs, 1, 1, desc_a, b_ptrs, 1, 1, desc_b, t,
-                        call.work,
-                        (int64_t)(call.work_bytes / jmg_dtype_size(a->dtype)),
-                        &h_info),
-        op, err);
-    if (rc == 0) rc = sync_devices(a, op, err);
-    if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrs", err);
-  }
+  if (rc == 0 && h_info == 0)
+    rc = solve_chunked(&call, desc_a, b[0], nrhs, b, &h_info, err);
   *info = h_info;
   end_call(&call);
   return rc;
@@ -448,8 +483,9 @@ static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
  *
  * cuSOLVERMg's potri is not used, nor potrs with B spread over the GPUs: on 2
  * and 4 H200s (CUDA 13.0) both gave entries wrong by 1e-4 relative in rows and
- * columns past 2048, for every T_A tried, while one GPU was right. This costs
- * a second copy of the shard on every GPU. */
+ * columns past 2048, for every T_A tried, while one GPU was right (the same
+ * defect as potrs past 2048 right-hand sides, see MG_MAX_RHS_CHUNK). This
+ * costs a second copy of the shard on every GPU. */
 static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                     jmg_error *err) {
   (void)e;
@@ -461,7 +497,7 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   const size_t es = jmg_dtype_size(a->dtype);
   const size_t shard_bytes = (size_t)a->n * (size_t)a->local_cols * es;
   void *x[MG_MAX_DEVICES] = {0};
-  cudaLibMgMatrixDesc_t desc_a = NULL, desc_b = NULL;
+  cudaLibMgMatrixDesc_t desc_a = NULL;
   int64_t lw_potrf = 0, lw_potrs = 0;
   char *ones = calloc((size_t)r, es);
   if (rc == 0 && ones == NULL)
@@ -479,18 +515,12 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   for (int d = 0; rc == 0 && d < a->ndev; ++d)
     rc = cuda_alloc(NULL, a, d, shard_bytes, &x[d], err);
   if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
-  if (rc == 0) rc = descriptor(call.ctx, a->n, r, r, t, &desc_b, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
                                    call.a_ptrs, 1, 1, desc_a, t, &lw_potrf),
         op, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrs_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                                   r, call.a_ptrs, 1, 1, desc_a, x, 1, 1,
-                                   desc_b, t, &lw_potrs),
-        op, err);
+  if (rc == 0) rc = solve_workspace(&call, desc_a, r, x, &lw_potrs, err);
   if (rc == 0)
     rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   int h_info = 0;
@@ -508,14 +538,7 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                                           cudaMemcpyHostToDevice, s0),
                         op, err);
     if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);
-    if (rc == 0)
-      rc = JMG_CUSOLVER_TRY(
-          cusolverMgPotrs(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n, r,
-                          call.a_ptrs, 1, 1, desc_a, x, 1, 1, desc_b, t,
-                          call.work, (int64_t)(call.work_bytes / es), &h_info),
-          op, err);
-    if (rc == 0) rc = sync_devices(a, op, err);
-    if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrs", err);
+    if (rc == 0) rc = solve_chunked(&call, desc_a, x[0], r, x, &h_info, err);
     if (rc == 0 && d != 0)
       rc = cuda_copy(NULL, a, x[d], d, x[0], 0, shard_bytes, err);
     if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);

@@ -128,6 +128,19 @@ def test_potrs_n8192(T_A):
     _check_potri(a, inv, jnp.float64)
 
 
+def test_potrs_more_right_hand_sides_than_one_chunk():
+    """NRHS is unlimited: cuSOLVERMg is called in chunks of 2048 (it is wrong
+    past that many in one tile), so 5000 exercises two full chunks and a rest."""
+    n = 4096
+    mesh = _mesh(GPUS)
+    a = _random_hpd(jax.random.PRNGKey(9), n, jnp.float64, mesh)
+    b = jax.random.normal(jax.random.PRNGKey(10), (n, 5000), jnp.float64)
+    x = jaxmg.potrs(a, b, 256, mesh, (P("x", None), P(None, None)))
+    _check_potrs(a, b, x, jnp.float64)
+    col_res = jnp.linalg.norm(a @ x - b, axis=0) / jnp.linalg.norm(b, axis=0)
+    assert float(jnp.max(col_res)) < 1e-12, float(jnp.max(col_res))
+
+
 def test_syevd_n8192():
     n = 8192
     mesh = _mesh(GPUS)
