@@ -36,6 +36,7 @@ static const jmg_ffi_platform g_cpu = {
     .make_device_ctx = cpu_make_device_ctx,
     .free_device_ctx = cpu_free_device_ctx,
     .copy_local = cpu_copy_local,
+    .async = 1,
 };
 
 static const jmg_ffi_platform *cpu_platform(void) { return &g_cpu; }

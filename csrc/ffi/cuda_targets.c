@@ -161,6 +161,7 @@ static const jmg_ffi_platform g_cuda = {
     .make_device_ctx = cuda_make_device_ctx,
     .free_device_ctx = cuda_free_device_ctx,
     .copy_local = cuda_copy_local,
+    .async = 0,
 };
 
 #define JMG_EXPORT __attribute__((visibility("default")))

@@ -1,6 +1,7 @@
 #include "ffi/ffi_common.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -120,6 +121,12 @@ int jmg_ffi_expect_dims(const jmg_ffi_buffer *buf, const int64_t *dims,
 static int name_is(const XLA_FFI_ByteSpan *span, const char *name) {
   size_t len = strlen(name);
   return span->len == len && memcmp(span->ptr, name, len) == 0;
+}
+
+int jmg_ffi_has_attr(const XLA_FFI_CallFrame *frame, const char *name) {
+  for (int64_t i = 0; i < frame->attrs.size; ++i)
+    if (name_is(frame->attrs.names[i], name)) return 1;
+  return 0;
 }
 
 int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
@@ -259,13 +266,22 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                        "shard position %d is negative", (int)position);
   if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &mesh_id, err);
   if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "T_A", &io->tile, err);
+  /* The call site: the Python layer numbers every traced call, so that two
+   * calls in one program never meet, whatever order the devices reach them
+   * in (XLA:CPU runs independent calls in different orders on different
+   * devices). Frames built by hand may leave it out: one site. */
+  int64_t call_id = 0;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "call_id"))
+    rc = jmg_ffi_attr_i64(frame, op, "call_id", &call_id, err);
   if (rc == 0) rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
   if (rc != 0) return rc;
   const int shard = position % nparts;
   const uint64_t group = (uint64_t)(position / nparts);
-  /* Fold the group into the mesh id: groups are independent calls. */
+  /* One identity for the device group and the call site: groups are
+   * independent calls, and so are call sites. */
   call->key.mesh_id =
-      (int64_t)((uint64_t)mesh_id ^ (group * UINT64_C(0x9E3779B97F4A7C15)));
+      (int64_t)((uint64_t)mesh_id ^ (group * UINT64_C(0x9E3779B97F4A7C15)) ^
+                ((uint64_t)call_id * UINT64_C(0xC2B2AE3D27D4EB4F)));
   call->shard = shard;
   call->key.seq =
       jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);
@@ -273,9 +289,101 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   return 0;
 }
 
-int jmg_ffi_run(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
-                jmg_op_run_fn run, jmg_op_call *call, jmg_shard_io *io,
-                const jmg_ffi_buffer *a, jmg_error *err) {
+/* One participant of an asynchronous call: what must outlive the handler. */
+typedef struct async_participant {
+  jmg_op_call call;
+  jmg_shard_io io;
+  const jmg_ffi_platform *platform;
+  void *device_ctx;
+  const XLA_FFI_Api *api;
+  XLA_FFI_Future *future;
+} async_participant;
+
+static XLA_FFI_Error *xla_error_of(const XLA_FFI_Api *api,
+                                   const jmg_error *err) {
+  XLA_FFI_CallFrame frame;
+  memset(&frame, 0, sizeof frame);
+  frame.api = api;
+  return jmg_ffi_error(&frame, err);
+}
+
+/* Completes the participant's future with the call's outcome, then frees it. */
+static void async_done(void *ctx, int rc, const jmg_error *err) {
+  async_participant *p = ctx;
+  if (rc == 0) {
+    XLA_FFI_Future_SetAvailable_Args args;
+    memset(&args, 0, sizeof args);
+    args.struct_size = XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE;
+    args.future = p->future;
+    XLA_FFI_Error *e = p->api->XLA_FFI_Future_SetAvailable(&args);
+    if (e != NULL) {
+      jmg_error ignored; /* nothing left to tell it to */
+      jmg_ffi_consume_error(p->api, e, JMG_EINTERNAL, "Future_SetAvailable",
+                            &ignored);
+    }
+  } else {
+    XLA_FFI_Future_SetError_Args args;
+    memset(&args, 0, sizeof args);
+    args.struct_size = XLA_FFI_Future_SetError_Args_STRUCT_SIZE;
+    args.future = p->future;
+    args.error = xla_error_of(p->api, err); /* XLA takes ownership */
+    XLA_FFI_Error *e = p->api->XLA_FFI_Future_SetError(&args);
+    if (e != NULL) {
+      jmg_error ignored;
+      jmg_ffi_consume_error(p->api, e, JMG_EINTERNAL, "Future_SetError",
+                            &ignored);
+    }
+  }
+  if (p->device_ctx != NULL) p->platform->free_device_ctx(p->device_ctx);
+  free(p);
+}
+
+/* Runs the op with the handler returning at once: the participant's state
+ * moves to the heap and XLA waits on a future that async_done completes. */
+static XLA_FFI_Error *run_async(XLA_FFI_CallFrame *frame,
+                                const jmg_ffi_platform *platform,
+                                jmg_op_run_fn run, jmg_op_call *call,
+                                jmg_shard_io *io, void *ctx, jmg_error *err) {
+  const char *op = call->key.op;
+  async_participant *p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                  "cannot allocate the participant's state");
+    jmg_op_abort(call, op, err);
+    if (ctx != NULL) platform->free_device_ctx(ctx);
+    return jmg_ffi_error(frame, err);
+  }
+  XLA_FFI_Future_Create_Args fc;
+  memset(&fc, 0, sizeof fc);
+  fc.struct_size = XLA_FFI_Future_Create_Args_STRUCT_SIZE;
+  XLA_FFI_Error *e = frame->api->XLA_FFI_Future_Create(&fc);
+  if (e != NULL) {
+    jmg_ffi_consume_error(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Future_Create",
+                          err);
+    snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_op_abort(call, op, err);
+    if (ctx != NULL) platform->free_device_ctx(ctx);
+    free(p);
+    return jmg_ffi_error(frame, err);
+  }
+  p->call = *call;
+  p->io = *io;
+  p->platform = platform;
+  p->device_ctx = ctx;
+  p->api = frame->api;
+  p->future = fc.future;
+  p->call.done = async_done;
+  p->call.done_ctx = p;
+  /* From here on every outcome goes through the future. */
+  frame->future = fc.future;
+  if (run(&p->call, &p->io, err) != 0) async_done(p, -(int)err->code, err);
+  return NULL; /* p may be gone already: do not touch it */
+}
+
+XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
+                           const jmg_ffi_platform *platform, jmg_op_run_fn run,
+                           jmg_op_call *call, jmg_shard_io *io,
+                           const jmg_ffi_buffer *a, jmg_error *err) {
   const char *op = call->key.op;
   jmg_ffi_buffer a_out = {0};
   void *ctx = NULL;
@@ -294,11 +402,13 @@ int jmg_ffi_run(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   if (rc != 0) {
     if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
     jmg_op_abort(call, op, err);
-  } else {
-    io->a = a_out.data;
-    io->device_ctx = ctx;
-    rc = run(call, io, err);
+    if (ctx != NULL) platform->free_device_ctx(ctx);
+    return jmg_ffi_error(frame, err);
   }
+  io->a = a_out.data;
+  io->device_ctx = ctx;
+  if (platform->async) return run_async(frame, platform, run, call, io, ctx, err);
+  run(call, io, err);
   if (ctx != NULL) platform->free_device_ctx(ctx);
-  return rc;
+  return jmg_ffi_error(frame, err);
 }

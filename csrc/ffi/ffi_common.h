@@ -31,6 +31,10 @@ typedef struct jmg_ffi_platform {
   /* Copies bytes within this participant's device memory. */
   int (*copy_local)(void *device_ctx, void *dst, const void *src, size_t bytes,
                     jmg_error *err);
+  /* Whether handlers return at once with an XLA future instead of blocking
+   * (XLA:CPU, which may run independent calls in different orders on
+   * different devices; XLA:GPU runs every device's calls in program order). */
+  int async;
 } jmg_ffi_platform;
 
 /* A decoded buffer argument or result. */
@@ -75,6 +79,9 @@ int jmg_ffi_expect_dims(const jmg_ffi_buffer *buf, const int64_t *dims,
 int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
                      const char *name, int64_t *out, jmg_error *err);
 
+/* Whether the frame has an attribute called name. */
+int jmg_ffi_has_attr(const XLA_FFI_CallFrame *frame, const char *name);
+
 /* XLA's run id for this execution (0 when the runtime has none). */
 int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
                    jmg_error *err);
@@ -91,7 +98,7 @@ XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
 /* The common start of every op handler. Every op's frame begins the same
  * way: argument 0 is this shard of A (local_cols x n, read column-major),
  * the last argument is the int32 shard index, result 0 is A's aliased output;
- * attributes mesh_id and T_A. Decodes those, reads the run id and sequence
+ * attributes mesh_id, T_A and (optional) call_id. Decodes those, reads the run id and sequence
  * number, and fills call and the call-wide fields of io (not its buffers
  * beyond a). Once it returns 0, later failures must go through
  * jmg_op_abort so that the other participants are released. */
@@ -105,10 +112,12 @@ typedef int (*jmg_op_run_fn)(jmg_op_call *call, jmg_shard_io *io,
                              jmg_error *err);
 
 /* The common end of every op handler: makes the device context, brings A
- * into its aliased result buffer, runs the op and releases the context. */
-int jmg_ffi_run(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
-                jmg_op_run_fn run, jmg_op_call *call, jmg_shard_io *io,
-                const jmg_ffi_buffer *a, jmg_error *err);
+ * into its aliased result buffer and runs the op, blocking or (platform->async)
+ * through an XLA future. Returns what the handler returns. */
+XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
+                           const jmg_ffi_platform *platform, jmg_op_run_fn run,
+                           jmg_op_call *call, jmg_shard_io *io,
+                           const jmg_ffi_buffer *a, jmg_error *err);
 
 /* The three ops' handlers, for any platform. */
 XLA_FFI_Error *jmg_ffi_potrs(XLA_FFI_CallFrame *frame,

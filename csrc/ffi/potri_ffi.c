@@ -25,6 +25,5 @@ XLA_FFI_Error *jmg_ffi_potri(XLA_FFI_CallFrame *frame,
     return jmg_ffi_error(frame, &err);
   }
   io.status = status.data;
-  jmg_ffi_run(frame, platform, jmg_potri_run, &call, &io, &a, &err);
-  return jmg_ffi_error(frame, &err);
+  return jmg_ffi_run(frame, platform, jmg_potri_run, &call, &io, &a, &err);
 }

@@ -37,6 +37,5 @@ XLA_FFI_Error *jmg_ffi_potrs(XLA_FFI_CallFrame *frame,
   io.b = b.data;
   io.x = x.data;
   io.status = status.data;
-  jmg_ffi_run(frame, platform, jmg_potrs_run, &call, &io, &a, &err);
-  return jmg_ffi_error(frame, &err);
+  return jmg_ffi_run(frame, platform, jmg_potrs_run, &call, &io, &a, &err);
 }

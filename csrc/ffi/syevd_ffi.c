@@ -36,6 +36,5 @@ XLA_FFI_Error *jmg_ffi_syevd(XLA_FFI_CallFrame *frame,
   io.want_vectors = want_vectors != 0;
   io.w = w.data;
   io.status = status.data;
-  jmg_ffi_run(frame, platform, jmg_syevd_run, &call, &io, &a, &err);
-  return jmg_ffi_error(frame, &err);
+  return jmg_ffi_run(frame, platform, jmg_syevd_run, &call, &io, &a, &err);
 }

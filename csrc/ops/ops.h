@@ -48,6 +48,11 @@ typedef struct jmg_op_call {
   jmg_rdv_key key; /* key.op is set by the op */
   int shard;
   double timeout_s;
+  /* NULL: the run functions block until the call is over. Else they join
+   * asynchronously and return 0 once joined; done reports the end. The call
+   * and io must then live until done has run. */
+  jmg_rdv_done_fn done;
+  void *done_ctx;
 } jmg_op_call;
 
 /* Tells the other participants of call that this one failed before it could

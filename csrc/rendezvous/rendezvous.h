@@ -9,9 +9,9 @@
  * Promises:
  *  - Calls never mix: a call is keyed by (op, mesh id, run id, sequence
  *    number, participant count). The run id is XLA's (XLA_FFI_RunId_Get); the
- *    sequence number tells apart successive calls under one run id (several
- *    jaxmg calls in one program, or a platform whose run id does not change),
- *    and the mesh id tells apart calls on disjoint meshes.
+ *    mesh id tells apart device groups and call sites; the sequence number
+ *    tells apart successive executions of one call site under one run id (a
+ *    call in a loop, or a platform whose run id does not change).
  *  - Nobody hangs: an error on any participant, on the leader, or a participant
  *    that does not arrive within the timeout becomes an error on every
  *    participant. The timeout bounds only the wait for the others to arrive,
@@ -29,7 +29,9 @@
 
 typedef struct jmg_rdv_key {
   const char *op;   /* op name, e.g. "potrs" (at most 31 characters kept) */
-  int64_t mesh_id;  /* identifies the device set (chosen by the Python layer) */
+  int64_t mesh_id;  /* identifies the device group and the call site (the
+                       ffi layer combines the Python layer's mesh id, the
+                       group index and the call-site id) */
   int64_t run_id;   /* XLA's run id */
   int64_t seq;      /* see jmg_rdv_next_seq */
   int nparts;       /* number of participants (shards) */
@@ -40,6 +42,10 @@ typedef struct jmg_rdv_key {
 typedef int (*jmg_leader_fn)(void *ctx, void *const *posts, int nparts,
                              jmg_error *err);
 
+/* Called once for a participant that joined asynchronously, when its call is
+ * over: rc is 0 or a negative status, err says why (NULL when rc is 0). */
+typedef void (*jmg_rdv_done_fn)(void *done_ctx, int rc, const jmg_error *err);
+
 typedef struct jmg_rendezvous {
   const char *name;
   /* Joins call `key` as participant `shard` (0 <= shard < key->nparts) with
@@ -48,6 +54,17 @@ typedef struct jmg_rendezvous {
    * call failed). Only the leader's fn and fn_ctx are used. */
   int (*join)(const jmg_rdv_key *key, int shard, void *post, jmg_leader_fn fn,
               void *fn_ctx, double timeout_s, jmg_error *err);
+  /* Joins like join, but returns at once: 0 once joined, after which done is
+   * called exactly once, on some participant's thread or the timeout
+   * watchdog's, possibly before join_async returns; or a negative status with
+   * err filled, without calling done, when it could not join (the call had
+   * already failed). The participant that completes the call runs the
+   * leader's fn when shard 0 joined asynchronously. XLA:CPU needs this: it
+   * may run independent operations in different orders on different devices,
+   * and a device blocked in one call could never reach the next. */
+  int (*join_async)(const jmg_rdv_key *key, int shard, void *post,
+                    jmg_leader_fn fn, void *fn_ctx, double timeout_s,
+                    jmg_rdv_done_fn done, void *done_ctx, jmg_error *err);
   /* Tells the call `key` that participant `shard` failed before it could join
    * (why says how); everyone waiting for the call, and everyone arriving
    * later, fails with that error. Returns at once. */
@@ -59,8 +76,9 @@ const jmg_rendezvous *jmg_rendezvous_threads(void);
 
 /* The sequence number of the next call of `op` by participant `shard` of
  * mesh `mesh_id` under run id `run_id`: 0 for the first call under a run id,
- * then 1, 2, ... Every participant executes the same program, so the k-th
- * call on one shard meets the k-th call on the others. */
+ * then 1, 2, ... One call site executes in the same order on every device
+ * (loop iterations are sequential), so the k-th call on one shard meets the
+ * k-th call on the others. */
 int64_t jmg_rdv_next_seq(const char *op, int64_t mesh_id, int shard,
                          int64_t run_id);
 

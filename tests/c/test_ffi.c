@@ -98,6 +98,66 @@ static XLA_FFI_Error *fake_run_id_get(XLA_FFI_RunId_Get_Args *args) {
   return NULL;
 }
 
+/* Futures: the CPU handlers return at once and complete a future later
+ * (from whichever participant's thread ends the call). */
+struct XLA_FFI_Future {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int state; /* 0 pending, 1 available, 2 error */
+  XLA_FFI_Error *error;
+};
+
+static XLA_FFI_Error *fake_future_create(XLA_FFI_Future_Create_Args *args) {
+  XLA_FFI_Future *f = calloc(1, sizeof *f);
+  if (f == NULL) abort();
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->cv, NULL);
+  args->future = f;
+  return NULL;
+}
+
+static void future_settle(XLA_FFI_Future *f, int state, XLA_FFI_Error *e) {
+  pthread_mutex_lock(&f->mu);
+  if (f->state != 0) abort(); /* completed twice */
+  f->state = state;
+  f->error = e;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static XLA_FFI_Error *fake_future_available(
+    XLA_FFI_Future_SetAvailable_Args *args) {
+  if (args->struct_size != XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE)
+    atomic_store(&g_bad_struct_size, 1);
+  future_settle(args->future, 1, NULL);
+  return NULL;
+}
+
+static XLA_FFI_Error *fake_future_error(XLA_FFI_Future_SetError_Args *args) {
+  if (args->struct_size != XLA_FFI_Future_SetError_Args_STRUCT_SIZE)
+    atomic_store(&g_bad_struct_size, 1);
+  future_settle(args->future, 2, args->error);
+  return NULL;
+}
+
+/* Calls a handler as XLA does: a NULL return with a future set means the
+ * outcome is the future's. Returns the error, or NULL. */
+static XLA_FFI_Error *call_handler(XLA_FFI_Handler *handler,
+                                   XLA_FFI_CallFrame *frame) {
+  frame->future = NULL;
+  XLA_FFI_Error *e = handler(frame);
+  XLA_FFI_Future *f = frame->future;
+  if (e != NULL || f == NULL) return e;
+  pthread_mutex_lock(&f->mu);
+  while (f->state == 0) pthread_cond_wait(&f->cv, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+  e = f->error;
+  pthread_cond_destroy(&f->cv);
+  pthread_mutex_destroy(&f->mu);
+  free(f);
+  return e;
+}
+
 static void fake_api_init(XLA_FFI_Api *api) {
   memset(api, 0, sizeof *api);
   api->struct_size = XLA_FFI_Api_STRUCT_SIZE;
@@ -108,6 +168,9 @@ static void fake_api_init(XLA_FFI_Api *api) {
   api->FAKE_MESSAGE_FN = fake_error_get_message;
   api->XLA_FFI_Error_Destroy = fake_error_destroy;
   api->XLA_FFI_RunId_Get = fake_run_id_get;
+  api->XLA_FFI_Future_Create = fake_future_create;
+  api->XLA_FFI_Future_SetAvailable = fake_future_available;
+  api->XLA_FFI_Future_SetError = fake_future_error;
 }
 
 static XLA_FFI_Api g_api;
@@ -339,7 +402,7 @@ static void expect_rejected(const char *label, XLA_FFI_Handler *handler,
                             frame_builder *f, XLA_FFI_Error_Code code,
                             const char *says) {
   double t0 = now_s();
-  xla_result r = take_error(handler(&f->frame));
+  xla_result r = take_error(call_handler(handler, &f->frame));
   double elapsed = now_s() - t0;
   if (!r.is_error || r.errc != code || strstr(r.msg, says) == NULL ||
       elapsed > 2.0) {
@@ -912,7 +975,7 @@ typedef struct ffi_call {
 static void *ffi_call_main(void *arg) {
   ffi_call *c = arg;
   double t0 = now_s();
-  XLA_FFI_Error *e = c->handler(c->frame);
+  XLA_FFI_Error *e = call_handler(c->handler, c->frame);
   c->elapsed_s = now_s() - t0;
   c->result = take_error(e);
   return NULL;
@@ -1075,7 +1138,7 @@ TEST(ffi_potrs_without_lapack_names_dpotrf) {
   build_potrs(&f, fresh_run_id(), 301, 1, XLA_FFI_DataType_F64, a, N, N, b, x,
               1, &shard, &status);
   double t0 = now_s();
-  xla_result r = take_error(jaxmg_potrs_cpu(&f.frame));
+  xla_result r = take_error(call_handler(jaxmg_potrs_cpu, &f.frame));
   CHECK(now_s() - t0 < 2.0);
   CHECK_EQ(r.is_error, 1);
   CHECK_EQ(r.errc, XLA_FFI_Error_Code_UNIMPLEMENTED);
@@ -1087,12 +1150,12 @@ TEST(ffi_potrs_without_lapack_names_dpotrf) {
   double w[N];
   build_syevd(&f, fresh_run_id(), 302, 1, XLA_FFI_DataType_F64, a, N, N,
               XLA_FFI_DataType_F64, w, &shard, &status);
-  r = take_error(jaxmg_syevd_cpu(&f.frame));
+  r = take_error(call_handler(jaxmg_syevd_cpu, &f.frame));
   CHECK_CONTAINS(r.msg, "LAPACK routine dsyevd was not registered");
   double z[2 * N * N] = {0};
   build_syevd(&f, fresh_run_id(), 303, 1, XLA_FFI_DataType_C128, z, N, N,
               XLA_FFI_DataType_F64, w, &shard, &status);
-  r = take_error(jaxmg_syevd_cpu(&f.frame));
+  r = take_error(call_handler(jaxmg_syevd_cpu, &f.frame));
   CHECK_CONTAINS(r.msg, "LAPACK routine zheevd was not registered");
 }
 
@@ -1407,7 +1470,7 @@ TEST(ffi_potri_separate_result_buffer_leaves_input_alone) {
   build_potri(&f, fresh_run_id(), 506, 2, XLA_FFI_DataType_F64, in, N, N,
               &shard, &status);
   f.bufs[2].data = out; /* result A is not aliased to argument A */
-  xla_result r = take_error(jaxmg_potri_cpu(&f.frame));
+  xla_result r = take_error(call_handler(jaxmg_potri_cpu, &f.frame));
   int input_intact = memcmp(in, A, sizeof in) == 0;
   double worst = 0.0;
   for (int i = 0; i < N; ++i)

@@ -86,12 +86,23 @@ typedef struct part {
   double timeout_s;
   double delay_s;    /* sleep before joining */
   int abort_instead; /* call abort(why) instead of join */
+  int async;         /* join_async, then wait for the done callback */
   jmg_error why;
   /* results */
   int rc;
   jmg_error err;
-  double elapsed_s; /* of the join (or abort) itself */
+  double elapsed_s; /* of the join (or abort) itself, until done for async */
+  atomic_int done_calls;
+  int done_rc;
+  jmg_error done_err;
 } part;
+
+static void part_done(void *ctx, int rc, const jmg_error *err) {
+  part *pt = ctx;
+  pt->done_rc = rc;
+  if (err != NULL) jmg_error_copy(&pt->done_err, err);
+  atomic_fetch_add(&pt->done_calls, 1);
+}
 
 static void *part_main(void *arg) {
   part *pt = arg;
@@ -102,6 +113,18 @@ static void *part_main(void *arg) {
   if (pt->abort_instead) {
     rdv->abort(&pt->key, pt->shard, &pt->why);
     pt->rc = -(int)pt->why.code;
+  } else if (pt->async) {
+    pt->rc = rdv->join_async(&pt->key, pt->shard, &pt->p, leader_fn,
+                             pt->leader, pt->timeout_s, part_done, pt,
+                             &pt->err);
+    /* Joined: the outcome comes through done (bounded wait). */
+    while (pt->rc == 0 && atomic_load(&pt->done_calls) == 0 &&
+           now_s() - t0 < 10.0)
+      sleep_s(0.001);
+    if (pt->rc == 0) {
+      pt->rc = atomic_load(&pt->done_calls) ? pt->done_rc : 99999;
+      jmg_error_copy(&pt->err, &pt->done_err);
+    }
   } else {
     pt->rc = rdv->join(&pt->key, pt->shard, &pt->p, leader_fn, pt->leader,
                        pt->timeout_s, &pt->err);
@@ -586,4 +609,107 @@ TEST(rendezvous_default_timeout_honours_environment) {
   CHECK(negative == 300.0);
   CHECK(garbage == 300.0);
   CHECK(empty == 300.0);
+}
+
+/* ---- asynchronous joins (XLA:CPU's futures) ------------------------------- */
+
+TEST(rendezvous_async_participants_meet_and_leader_runs_once) {
+  enum { N = 6 };
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  part parts[N];
+  jmg_rdv_key key = make_key("potrs", 71, fresh_run_id(), 0, N);
+  for (int i = 0; i < N; ++i) {
+    part_init(&parts[i], key, i, &l, 5.0);
+    parts[i].async = 1;
+    parts[i].delay_s = 0.002 * ((i * 7) % N); /* shard 0 is not first */
+  }
+  run_parts(parts, N);
+  CHECK_EQ(atomic_load(&l.runs), 1);
+  CHECK_EQ(atomic_load(&l.order_bad), 0);
+  for (int i = 0; i < N; ++i) {
+    CHECK_EQ(parts[i].rc, 0);
+    CHECK_EQ(atomic_load(&parts[i].done_calls), 1);
+  }
+  sleep_s(0.05); /* a second done call would show up here */
+  for (int i = 0; i < N; ++i) CHECK_EQ(atomic_load(&parts[i].done_calls), 1);
+}
+
+TEST(rendezvous_async_and_blocking_participants_meet) {
+  enum { N = 4 };
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  part parts[N];
+  jmg_rdv_key key = make_key("syevd", 72, fresh_run_id(), 0, N);
+  for (int i = 0; i < N; ++i) {
+    part_init(&parts[i], key, i, &l, 5.0);
+    parts[i].async = i % 2;
+    parts[i].delay_s = 0.003 * (N - i);
+  }
+  run_parts(parts, N);
+  CHECK_EQ(atomic_load(&l.runs), 1);
+  for (int i = 0; i < N; ++i) CHECK_EQ(parts[i].rc, 0);
+}
+
+TEST(rendezvous_async_missing_participant_times_out_by_watchdog) {
+  enum { N = 4 };
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  part parts[N];
+  jmg_rdv_key key = make_key("potri", 73, fresh_run_id(), 0, N);
+  for (int i = 0; i < N - 1; ++i) {
+    part_init(&parts[i], key, i, &l, 0.2);
+    parts[i].async = 1;
+  }
+  run_parts(parts, N - 1); /* shard 3 never comes */
+  CHECK_EQ(atomic_load(&l.runs), 0);
+  for (int i = 0; i < N - 1; ++i) {
+    CHECK_EQ(parts[i].rc, -JMG_ETIMEDOUT);
+    CHECK_CONTAINS(parts[i].err.msg, "shard(s) 3 never did");
+    CHECK(parts[i].elapsed_s < 3.0);
+  }
+  /* The late one fails at once, without a done call. */
+  part late;
+  part_init(&late, key, N - 1, &l, 0.2);
+  late.async = 1;
+  run_parts(&late, 1);
+  CHECK_EQ(late.rc, -JMG_ETIMEDOUT);
+  CHECK_EQ(atomic_load(&late.done_calls), 0);
+  CHECK(late.elapsed_s < 0.5);
+}
+
+TEST(rendezvous_async_abort_and_leader_error_reach_everyone) {
+  enum { N = 3 };
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  part parts[N];
+  jmg_rdv_key key = make_key("potrs", 74, fresh_run_id(), 0, N);
+  for (int i = 0; i < N; ++i) {
+    part_init(&parts[i], key, i, &l, 5.0);
+    parts[i].async = 1;
+  }
+  parts[2].abort_instead = 1;
+  parts[2].delay_s = 0.05;
+  jmg_error_set(&parts[2].why, JMG_EINVAL, "potrs", "FFI call frame",
+                "bad frame on this one");
+  run_parts(parts, N);
+  for (int i = 0; i < 2; ++i) {
+    CHECK_EQ(parts[i].rc, -JMG_EINVAL);
+    CHECK_CONTAINS(parts[i].err.msg, "bad frame on this one");
+    CHECK(parts[i].elapsed_s < 2.0);
+  }
+  leader_ctx bad;
+  memset(&bad, 0, sizeof bad);
+  bad.fail = 1;
+  key = make_key("potrs", 75, fresh_run_id(), 0, N);
+  for (int i = 0; i < N; ++i) {
+    part_init(&parts[i], key, i, &bad, 5.0);
+    parts[i].async = 1;
+  }
+  run_parts(parts, N);
+  CHECK_EQ(atomic_load(&bad.runs), 1);
+  for (int i = 0; i < N; ++i) {
+    CHECK_EQ(parts[i].rc, -JMG_ELAPACK);
+    CHECK_CONTAINS(parts[i].err.msg, "injected leader failure 42");
+  }
 }

@@ -15,6 +15,7 @@ permutation of diag(A, c*I), so the answer for A is read off exactly.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -123,6 +124,11 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
     return jnp.where(info > 0, original, info).astype(info.dtype)
 
 
+# Numbers every traced call: the C library keys its rendezvous on it, so that
+# two calls in one program never meet, whatever order the devices run them in.
+_call_ids = itertools.count(1)
+
+
 def ffi_call(
     op: str,
     operands: Sequence[jax.Array],
@@ -130,11 +136,12 @@ def ffi_call(
     **attrs: int,
 ) -> Sequence[jax.Array]:
     """Calls target ``jaxmg_<op>`` with A (operand 0) aliased to result 0, so
-    that XLA reuses A's buffer when the caller donates it and copies A first
-    when it is still live: the user's array is never modified."""
+    that XLA hands A's buffer to the solver when nothing else needs it and
+    copies A first when it is still live: the user's array is never modified."""
     call = jax.ffi.ffi_call(
         f"jaxmg_{op}",
         tuple(results),
         input_output_aliases={0: 0},
     )
+    attrs = dict(attrs, call_id=next(_call_ids))
     return call(*operands, **{k: np.int64(v) for k, v in attrs.items()})

@@ -14,13 +14,23 @@ from jaxmg._src import _checks, _native, _shard
 from jaxmg._src._compat import current_manual_axes, place, shard_map_unchecked
 
 
-def _pad_value(a: jax.Array, axes: tuple[str, ...]) -> jax.Array:
+def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Array:
     """A diagonal value for padding that lies above every eigenvalue of A, so
     that the padding's eigenpairs sort last and are dropped: 1 + 2 * the
-    largest absolute row sum (a Gershgorin bound on the spectral radius)."""
-    local = jnp.max(jnp.sum(jnp.abs(a), axis=1))
-    bound = jax.lax.pmax(local, axes if len(axes) > 1 else axes[0])
-    return 1 + 2 * bound
+    largest absolute row sum (a Gershgorin bound on the spectral radius) of
+    the Hermitian matrix that A's upper triangle defines, the one solved.
+
+    Row g of that matrix is a[g, g:] and, left of the diagonal, the conjugate
+    of column g above it; the column parts come from every shard (a psum)."""
+    axis = axes if len(axes) > 1 else axes[0]
+    r, n = a.shape
+    rows = shard * r + jnp.arange(r)[:, None]
+    cols = jnp.arange(n)[None, :]
+    mag = jnp.abs(a)
+    upper_rows = jnp.sum(jnp.where(cols >= rows, mag, 0), axis=1)
+    above_diag = jax.lax.psum(jnp.sum(jnp.where(cols > rows, mag, 0), axis=0), axis)
+    local = jnp.max(upper_rows + jax.lax.dynamic_slice_in_dim(above_diag, shard * r, r))
+    return 1 + 2 * jax.lax.pmax(local, axis)
 
 
 def _syevd_shard(
@@ -36,8 +46,9 @@ def _syevd_shard(
     ascending, padding's last), this shard's rp columns of the eigenvectors
     with padding rows removed (N x rp), and the status."""
     pos = _shard.position(axes, others, g.nparts)
-    diag = _pad_value(a, axes) if g.padded else 1
-    a_p = _shard.pad_shard(a, g, pos % g.nparts, diag)
+    shard = pos % g.nparts
+    diag = _pad_value(a, shard, axes) if g.padded else 1
+    a_p = _shard.pad_shard(a, g, shard, diag)
     real = jnp.finfo(a.dtype).dtype
     u, w, info = _shard.ffi_call(
         "syevd",

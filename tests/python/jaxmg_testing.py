@@ -1,0 +1,155 @@
+"""Helpers shared by the Python tests: random Hermitian inputs, tolerances in
+units of the dtype's epsilon, residuals against a float64/complex128 NumPy
+reference, and sharding checks.
+
+Accuracy is judged by backward errors and residuals (as LAPACK's and BLIS's
+testers do), never by comparing eigenvectors element by element.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+DTYPE_IDS = ("f32", "f64", "c64", "c128")
+
+# Residuals are allowed C * N * eps: generous enough for any correct
+# backward-stable algorithm at these sizes, tight enough that a wrong answer
+# (a permuted tile, a missing conjugation, a dropped triangle) fails by orders
+# of magnitude.
+TOL_C = 30.0
+
+
+def is_complex(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def eps(dtype) -> float:
+    """Machine epsilon of the dtype's precision (complex64 -> float32's)."""
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def tol(dtype, n: int, c: float = TOL_C) -> float:
+    return c * max(n, 1) * eps(dtype)
+
+
+def ref_dtype(dtype):
+    """The dtype the NumPy reference computes in."""
+    return np.complex128 if is_complex(dtype) else np.float64
+
+
+def to_ref(x) -> np.ndarray:
+    """An array (JAX or NumPy) as a float64/complex128 NumPy array."""
+    x = np.asarray(x)
+    return x.astype(ref_dtype(x.dtype))
+
+
+def random_matrix(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Standard normal entries (complex: unit variance, real and imaginary
+    parts each of variance 1/2), in float64/complex128."""
+    if is_complex(dtype):
+        z = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        return z / np.sqrt(2.0)
+    return rng.standard_normal(shape)
+
+
+def _exactly_hermitian(a: np.ndarray, dtype) -> np.ndarray:
+    """Casts to ``dtype`` keeping A exactly Hermitian (real diagonal, mirrored
+    triangles bit for bit), so that "only the upper triangle is read" cannot
+    change the answer."""
+    a = np.triu(a) + np.triu(a, 1).conj().T
+    a = a.astype(dtype)
+    a[np.diag_indices_from(a)] = a.diagonal().real
+    return a
+
+
+def make_hpd(rng: np.random.Generator, n: int, dtype, shift: float = 1.0) -> np.ndarray:
+    """A random well-conditioned symmetric/Hermitian positive definite matrix,
+    X X^H / n + shift * I (condition number about 5 for shift 1), dense (not
+    diagonal), in ``dtype``."""
+    x = random_matrix(rng, (n, n), dtype)
+    a = x @ x.conj().T / n + shift * np.eye(n)
+    return _exactly_hermitian(a, dtype)
+
+
+def make_hermitian(rng: np.random.Generator, n: int, dtype) -> np.ndarray:
+    """A random symmetric/Hermitian matrix, indefinite."""
+    x = random_matrix(rng, (n, n), dtype)
+    return _exactly_hermitian((x + x.conj().T) / 2, dtype)
+
+
+def make_rhs(rng: np.random.Generator, n: int, nrhs, dtype) -> np.ndarray:
+    """b of shape (n,) when ``nrhs`` is None, else (n, nrhs)."""
+    shape = (n,) if nrhs is None else (n, nrhs)
+    return random_matrix(rng, shape, dtype).astype(dtype)
+
+
+def shard_rows(x, mesh, axis="x"):
+    return jax.device_put(x, NamedSharding(mesh, P(axis, None)))
+
+
+def replicate(x, mesh):
+    return jax.device_put(x, NamedSharding(mesh, P(*([None] * np.ndim(x)))))
+
+
+def fro(x) -> float:
+    return float(np.linalg.norm(x))
+
+
+def assert_finite(*arrays) -> None:
+    for x in arrays:
+        x = np.asarray(x)
+        bad = np.size(x) - int(np.isfinite(x).sum())
+        assert bad == 0, f"{bad} of {np.size(x)} output elements are not finite"
+
+
+def assert_status_ok(status) -> None:
+    assert status.shape == ()
+    assert np.dtype(status.dtype) == np.int32
+    assert int(status) == 0, f"status {int(status)}, expected 0"
+
+
+# --- residuals, all in the reference precision --------------------------------
+
+
+def solve_backward_error(a, x, b) -> float:
+    """||A x - b|| / (||A|| ||x||)."""
+    a, x, b = to_ref(a), to_ref(x), to_ref(b)
+    return fro(a @ x - b) / (fro(a) * fro(x))
+
+
+def inverse_residual(a, ainv) -> float:
+    """||A A^-1 - I|| / (||A|| ||A^-1||)."""
+    a, ainv = to_ref(a), to_ref(ainv)
+    return fro(a @ ainv - np.eye(a.shape[0])) / (fro(a) * fro(ainv))
+
+
+def eig_residual(a, w, v) -> float:
+    """||A V - V diag(w)|| / ||A||."""
+    a, w, v = to_ref(a), np.asarray(w, np.float64), to_ref(v)
+    return fro(a @ v - v * w[None, :]) / fro(a)
+
+
+def orthogonality(v) -> float:
+    """||V^H V - I||."""
+    v = to_ref(v)
+    return fro(v.conj().T @ v - np.eye(v.shape[1]))
+
+
+# --- shardings -------------------------------------------------------------------
+
+
+def assert_replicated(x, mesh) -> None:
+    assert x.sharding.is_fully_replicated, f"not replicated: {x.sharding}"
+    assert set(x.sharding.device_set) == set(mesh.devices.flat)
+
+
+def assert_sharded_like(x, mesh, spec) -> None:
+    """x's sharding is NamedSharding(mesh, spec), up to equivalence (e.g.
+    P("x", None) and P("x") are the same layout)."""
+    want = NamedSharding(mesh, spec)
+    assert x.sharding.is_equivalent_to(want, x.ndim), (
+        f"sharding {x.sharding}, expected {want}"
+    )
