@@ -15,14 +15,18 @@ permutation of diag(A, c*I), so the answer for A is read off exactly.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import zlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
+
+from jaxmg._src._compat import place, shard_map_unchecked
 
 
 @dataclass(frozen=True)
@@ -145,3 +149,26 @@ def ffi_call(
     )
     attrs = dict(attrs, call_id=next(_call_ids))
     return call(*operands, **{k: np.int64(v) for k, v in attrs.items()})
+
+
+def mapped(
+    shard_fn: Callable[..., Any],
+    mesh: Mesh,
+    axes: tuple[str, ...],
+    others: tuple[str, ...],
+    in_specs: tuple[Any, ...],
+    out_specs: Any,
+    **static: Any,
+) -> Callable[..., Any]:
+    """``shard_fn`` (an op's per-shard part) mapped over ``mesh``: its inputs
+    laid out as ``in_specs`` say first, the mesh's id and the sharded axes
+    passed in, ``static`` bound as keyword arguments."""
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    body = functools.partial(shard_fn, axes=axes, others=others,
+                             mesh_id=mesh_id(ids, mesh.axis_names), **static)
+    mapped_fn = shard_map_unchecked(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+
+    def run(*args: jax.Array) -> Any:
+        return mapped_fn(*(place(x, mesh, spec) for x, spec in zip(args, in_specs)))
+
+    return run

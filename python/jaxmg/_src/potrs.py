@@ -7,11 +7,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes, place, shard_map_unchecked
+from jaxmg._src._compat import current_manual_axes
 
 
 def _potrs_shard(
@@ -49,22 +48,10 @@ def _potrs_shard(
 
 @functools.lru_cache(maxsize=256)
 def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
-    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
-    body = functools.partial(
-        _potrs_shard,
-        g=g,
-        axes=rows.axes,
-        others=rows.others,
-        mesh_id=_shard.mesh_id(ids, mesh.axis_names),
-    )
-    mapped = shard_map_unchecked(
-        body, mesh=mesh, in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())
-    )
-
-    def run(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return mapped(place(a, mesh, rows.spec), place(b, mesh, P(None, None)))
-
-    return jax.jit(run)
+    return jax.jit(_shard.mapped(
+        _potrs_shard, mesh, rows.axes, rows.others,
+        in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P()), g=g,
+    ))
 
 
 def potrs(

@@ -7,11 +7,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes, place, shard_map_unchecked
+from jaxmg._src._compat import current_manual_axes
 
 
 def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Array:
@@ -73,17 +72,14 @@ def _syevd_shard(
 @functools.lru_cache(maxsize=256)
 def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
              want_vectors: bool):
-    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
-    body = functools.partial(
-        _syevd_shard, g=g, axes=rows.axes, others=rows.others,
-        mesh_id=_shard.mesh_id(ids, mesh.axis_names), want_vectors=want_vectors,
+    mapped = _shard.mapped(
+        _syevd_shard, mesh, rows.axes, rows.others,
+        in_specs=(rows.spec,), out_specs=(P(None), P(None, rows.spec[0]), P()),
+        g=g, want_vectors=want_vectors,
     )
-    col_spec = P(None, rows.spec[0])
-    mapped = shard_map_unchecked(body, mesh=mesh, in_specs=(rows.spec,),
-                                 out_specs=(P(None), col_spec, P()))
 
     def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        w, v, info = mapped(place(a, mesh, rows.spec))
+        w, v, info = mapped(a)
         # Padding's eigenpairs come last: keep the first N.
         return w[: g.n], v[:, : g.n], info
 
