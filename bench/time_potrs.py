@@ -1,0 +1,62 @@
+"""Times jaxmg.potrs on the GPUs at hand: a small script, not the benchmark
+suite (that is bench/'s own issue).
+
+    python bench/time_potrs.py [N] [T_A] [repeats]      # defaults 65536 1024 5
+
+Builds a random, well-conditioned SPD float64 matrix row-sharded over all GPUs,
+warms up (compilation, cuSOLVERMg handles), then prints the median of
+`repeats` device-synchronized solves and the relative residual of the last.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+import jaxmg  # noqa: E402
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 65536
+    tile = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
+    repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    gpus = jax.devices("gpu")
+    mesh = Mesh(np.array(gpus), ("x",))
+    rows = NamedSharding(mesh, P("x", None))
+
+    @jax.jit
+    def make(key):
+        r = jax.random.normal(key, (n, n), jnp.float64)
+        # A random symmetric matrix has spectral norm about 2 sqrt(n): the
+        # shift makes A SPD with a condition number of about 5.
+        a = (r + r.T) / 2 + 3.0 * np.sqrt(n) * jnp.eye(n)
+        return jax.lax.with_sharding_constraint(a, rows)
+
+    a = make(jax.random.PRNGKey(0))
+    b = jax.random.normal(jax.random.PRNGKey(1), (n, 1), jnp.float64)
+    solve = jax.jit(lambda a, b: jaxmg.potrs(a, b, tile, mesh, (P("x", None), P(None, None))))
+    solve(a, b).block_until_ready()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        x = solve(a, b).block_until_ready()
+        times.append(time.perf_counter() - t0)
+    res = float(jnp.linalg.norm(a @ x - b) / (jnp.linalg.norm(a) * jnp.linalg.norm(x)))
+    print(f"potrs float64 N={n} T_A={tile} on {len(gpus)} GPU(s): median "
+          f"{statistics.median(times):.3f} s of {repeats} (min {min(times):.3f}, "
+          f"max {max(times):.3f}); residual {res:.2e}")
+
+
+if __name__ == "__main__":
+    main()
