@@ -116,3 +116,9 @@ def test_seed_tutorial_6_complete_example_on_cpu(tmp_path):
     assert float(checks["backward"]) < 1e-14, out
     assert float(checks["forward"]) < 1e-12, out
     assert float(checks["update"]) < 1e-12, out
+
+
+def test_grad_minsr_example_matches_jnp():
+    out = _run([str(EXAMPLES / "grad_minsr.py")])
+    diff = float(re.search(r"relative difference to jnp.linalg.solve: (" + FLOAT + ")", out).group(1))
+    assert diff < 1e-12, out

@@ -133,6 +133,16 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
 _call_ids = itertools.count(1)
 
 
+def hermitian_from_upper(a: jax.Array) -> jax.Array:
+    """The Hermitian matrix the ops solve with, and so the one their
+    derivatives are taken with respect to: a's strict upper triangle, its
+    conjugate transpose below, and the real part of a's diagonal (LAPACK and
+    cuSOLVER read only that)."""
+    strict = jnp.triu(a, 1)
+    diagonal = jnp.diag(jnp.real(jnp.diagonal(a))).astype(a.dtype)
+    return strict + jnp.conj(strict).T + diagonal
+
+
 def ffi_call(
     op: str,
     operands: Sequence[jax.Array],
@@ -146,9 +156,24 @@ def ffi_call(
         f"jaxmg_{op}",
         tuple(results),
         input_output_aliases={0: 0},
+        # A batch is solved one matrix after the other.
+        vmap_method="sequential",
     )
     attrs = dict(attrs, call_id=next(_call_ids))
     return call(*operands, **{k: np.int64(v) for k, v in attrs.items()})
+
+
+@dataclass(frozen=True)
+class Program:
+    """An op's compiled program over one mesh, with what its derivative rules
+    need to lay their results out like its outputs."""
+
+    fn: Callable[..., Any]
+    mesh: Mesh
+    rows: Any  # _checks.RowSharding
+
+    def __call__(self, *args: jax.Array) -> Any:
+        return self.fn(*args)
 
 
 def mapped(

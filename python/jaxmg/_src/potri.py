@@ -7,10 +7,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes
+from jaxmg._src._compat import auto_axes_region, current_manual_axes
 
 
 def _potri_shard(
@@ -39,10 +40,31 @@ def _potri_shard(
 
 @functools.lru_cache(maxsize=256)
 def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
-    return jax.jit(_shard.mapped(
+    return _shard.Program(jax.jit(_shard.mapped(
         _potri_shard, mesh, rows.axes, rows.others,
         in_specs=(rows.spec,), out_specs=(rows.spec, P()), g=g,
-    ))
+    )), mesh, rows)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _invert(program: Any, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A^-1 and the status, differentiable in A (see _invert_jvp)."""
+    return program(a)
+
+
+@_invert.defjvp
+def _invert_jvp(program: Any, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    """d(A^-1) = -A^-1 dA A^-1, with A the Hermitian matrix of a's upper
+    triangle (the one inverted). Linear in dA, so JAX transposes it for
+    reverse mode; the products are sharded matrix products."""
+    (a,), (da,) = primals, tangents
+    inv, status = _invert(program, a)
+
+    def tangent(inv: jax.Array, da: jax.Array) -> jax.Array:
+        return -(inv @ _shard.hermitian_from_upper(da) @ inv)
+
+    dinv = auto_axes_region(program.mesh, tangent, program.rows.spec)(inv, da)
+    return (inv, status), (dinv, np.zeros(status.shape, jax.dtypes.float0))
 
 
 def potri(
@@ -76,7 +98,7 @@ def potri(
     _checks.check_divisible("potri", n, rows.nparts)
     g = _shard.geometry("potri", n, rows.nparts, tile, pad)
     _native.load()
-    inv, status = _program(mesh, rows, g)(a)
+    inv, status = _invert(_program(mesh, rows, g), a)
     return (inv, status) if return_status else inv
 
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes
+from jaxmg._src._compat import auto_axes_region, current_manual_axes
 
 
 def _potrs_shard(
@@ -48,10 +48,36 @@ def _potrs_shard(
 
 @functools.lru_cache(maxsize=256)
 def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
-    return jax.jit(_shard.mapped(
+    return _shard.Program(jax.jit(_shard.mapped(
         _potrs_shard, mesh, rows.axes, rows.others,
         in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P()), g=g,
-    ))
+    )), mesh, rows)
+
+
+def _solve(program: Any, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """x = A^-1 b and the status, differentiable in A and b.
+
+    jax.lax.custom_linear_solve carries the derivatives: the tangent is
+    A^-1 (db - dA x), the cotangent of b is A^-H x_bar, each one more jaxmg
+    solve, so derivatives scale like the solve itself. A is the Hermitian
+    matrix of a's upper triangle (the one solved); matvec is used only by the
+    derivative rules."""
+
+    def product(a: jax.Array, v: jax.Array) -> jax.Array:
+        return _shard.hermitian_from_upper(a) @ v
+
+    def matvec(v: jax.Array) -> jax.Array:
+        return auto_axes_region(program.mesh, product, P(None, None))(a, v)
+
+    def solve(_: Any, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return program(a, r)
+
+    def transpose_solve(_: Any, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+        # A^T = conj(A) for Hermitian A.
+        x, status = program(a, jnp.conj(r))
+        return jnp.conj(x), status
+
+    return jax.lax.custom_linear_solve(matvec, b, solve, transpose_solve, has_aux=True)
 
 
 def potrs(
@@ -91,7 +117,7 @@ def potrs(
     g = _shard.geometry("potrs", n, rows.nparts, tile, pad)
     _native.load()
     b2 = b if b.ndim == 2 else b[:, None]
-    x, status = _program(mesh, rows, g)(a, b2)
+    x, status = _solve(_program(mesh, rows, g), a, b2)
     x = x if b.ndim == 2 else x[:, 0]
     return (x, status) if return_status else x
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _native, _shard
-from jaxmg._src._compat import current_manual_axes
+from jaxmg._src._compat import auto_axes_region, current_manual_axes
 
 
 def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Array:
@@ -83,7 +84,51 @@ def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
         # Padding's eigenpairs come last: keep the first N.
         return w[: g.n], v[:, : g.n], info
 
-    return jax.jit(run)
+    return _shard.Program(jax.jit(run), mesh, rows)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _eigh(program: Any, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(w, V, status), differentiable in A (see _eigh_jvp)."""
+    return program(a)
+
+
+@_eigh.defjvp
+def _eigh_jvp(program: Any, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    """The standard rule, as jnp.linalg.eigh's (degenerate eigenvalues give
+    what JAX's own rule gives): with G = V^H dA V, dw = real(diag(G)) and
+    dV = V (F * G), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it. A is the
+    Hermitian matrix of a's upper triangle (the one diagonalized)."""
+    (a,), (da,) = primals, tangents
+    w, v, status = _eigh(program, a)
+
+    def tangent(w: jax.Array, v: jax.Array, da: jax.Array) -> tuple[jax.Array, jax.Array]:
+        n = w.shape[0]
+        eye = jnp.eye(n, dtype=v.dtype)
+        wc = w.astype(v.dtype)
+        f = (eye + wc[None, :] - wc[:, None]) ** -1 - eye
+        g = jnp.conj(v).T @ _shard.hermitian_from_upper(da) @ v
+        return jnp.real(jnp.diagonal(g)), v @ (f * g)
+
+    out_specs = (P(None), P(None, program.rows.spec[0]))
+    dw, dv = auto_axes_region(program.mesh, tangent, out_specs)(w, v, da)
+    return (w, v, status), (dw, dv, np.zeros(status.shape, jax.dtypes.float0))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _eigvals(program: Any, with_vectors: Any, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(w, status) without computing eigenvectors; its derivative needs them,
+    and computes them (with_vectors) only when differentiated."""
+    w, _, status = program(a)
+    return w, status
+
+
+@_eigvals.defjvp
+def _eigvals_jvp(program: Any, with_vectors: Any, primals: tuple[jax.Array],
+                 tangents: tuple[jax.Array]):
+    (w, v, status), (dw, _, dstatus) = jax.jvp(
+        functools.partial(_eigh, with_vectors), primals, tangents)
+    return (w, status), (dw, dstatus)
 
 
 def syevd(
@@ -122,7 +167,11 @@ def syevd(
     _checks.check_divisible("syevd", n, rows.nparts)
     g = _shard.geometry("syevd", n, rows.nparts, tile, pad)
     _native.load()
-    w, v, status = _program(mesh, rows, g, bool(return_eigenvectors))(a)
+    with_vectors = _program(mesh, rows, g, True)
+    if return_eigenvectors:
+        w, v, status = _eigh(with_vectors, a)
+    else:
+        w, status = _eigvals(_program(mesh, rows, g, False), with_vectors, a)
     out: tuple[jax.Array, ...] = (w, v) if return_eigenvectors else (w,)
     if return_status:
         out = out + (status,)
