@@ -6,12 +6,16 @@ was expected, so that misuse never reaches XLA or the C library.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
+
+from jaxmg._src import _compat
 
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64),
                     np.dtype(np.complex64), np.dtype(np.complex128))
@@ -72,6 +76,62 @@ def check_mesh(op: str, mesh: Any) -> Mesh:
     if not isinstance(mesh, Mesh):
         raise TypeError(f"jaxmg.{op}: mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
     return mesh
+
+
+@functools.lru_cache(maxsize=8)
+def _all_devices_mesh(backend: str) -> Mesh:
+    return Mesh(np.array(jax.devices(backend)), ("x",))
+
+
+def resolve_layout(op: str, a: Any, mesh: Any, in_specs: Any) -> tuple[Mesh, Any]:
+    """The mesh and in_specs to use when the caller left them out.
+
+    - Both given: as given.
+    - A carries a NamedSharding (a jax.Array placed on a mesh): its mesh, and
+      its spec if that shards the rows; else A's rows over all the mesh's axes.
+    - A is on the host or on one device: a 1-D mesh "x" over all devices of the
+      default backend, rows sharded.
+    - mesh given alone: a 1-D mesh's axis shards the rows.
+    """
+    if mesh is not None and in_specs is not None:
+        return check_mesh(op, mesh), in_specs
+    sharding = _compat.sharding_of(a)
+    if mesh is None:
+        if sharding is not None:
+            mesh = sharding.mesh
+        elif _compat.is_tracer(a):
+            raise ValueError(
+                f"jaxmg.{op}: mesh is required under jax.jit (a traced array does not say "
+                "which mesh it lives on); pass mesh= and in_specs="
+            )
+        else:
+            mesh = _all_devices_mesh(jax.default_backend())
+    mesh = check_mesh(op, mesh)
+    if in_specs is None:
+        spec = sharding.spec if sharding is not None and sharding.mesh == mesh else None
+        if spec is not None and len(spec) >= 1 and spec[0] is not None and (
+                len(spec) < 2 or spec[1] is None):
+            in_specs = (PartitionSpec(spec[0], None),)
+        else:
+            axes = tuple(mesh.axis_names)
+            in_specs = (PartitionSpec(axes[0] if len(axes) == 1 else axes, None),)
+    return mesh, in_specs
+
+
+def default_tile(n: int, nparts: int) -> int:
+    """T_A when the caller leaves it out. The whole shard when it is at most
+    256 columns. Else the largest divisor of the shard size r between 128 and
+    min(1024, r / 2): no padding, at least two tiles per device so that the
+    block-cyclic layout spreads the factorization's trailing work, and tiles
+    large enough for the GPU's matrix units (the tutorial advises 128-2048).
+    Else 256, with padding. Provisional: bench/ is to measure and settle it."""
+    r = n // nparts
+    if r <= 256:
+        return max(r, 1)
+    for t in range(min(1024, r // 2), 127, -1):
+        if r % t == 0:
+            return t
+    return 256
 
 
 def _spec_entries(op: str, what: str, spec: Any) -> tuple[Any, ...]:

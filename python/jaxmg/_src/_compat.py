@@ -74,3 +74,18 @@ def auto_axes_region(mesh: Any, f: Callable[..., Any], out_specs: Any) -> Callab
         lambda spec: jax.sharding.NamedSharding(mesh, spec), out_specs,
         is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec))
     return jax.sharding.auto_axes(f, out_sharding=shardings)
+
+
+def sharding_of(x: Any) -> Any:
+    """x's NamedSharding if it is a concrete array placed on a mesh, else None
+    (under jit, arrays carry no concrete mesh)."""
+    sharding = getattr(x, "sharding", None)
+    if isinstance(sharding, jax.sharding.NamedSharding) and isinstance(
+            sharding.mesh, jax.sharding.Mesh):
+        return sharding
+    return None
+
+
+def is_tracer(x: Any) -> bool:
+    """Whether x is a traced value (under jit, grad, vmap...)."""
+    return isinstance(x, jax.core.Tracer)

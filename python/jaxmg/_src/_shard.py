@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from jaxmg._src._compat import is_tracer as _compat_is_tracer
 from jaxmg._src._compat import place, shard_map_unchecked
 
 
@@ -131,6 +132,18 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
 # Numbers every traced call: the C library keys its rendezvous on it, so that
 # two calls in one program never meet, whatever order the devices run them in.
 _call_ids = itertools.count(1)
+
+
+def onto(x: Any, mesh: Mesh, spec: Any) -> Any:
+    """A concrete array committed to other devices than mesh's, moved onto
+    mesh as spec says (jit refuses arguments on other devices); host arrays
+    and traced values as they are (the program lays them out)."""
+    sharding = getattr(x, "sharding", None)
+    if sharding is None or _compat_is_tracer(x):
+        return x
+    if set(sharding.device_set) == set(mesh.devices.flat):
+        return x
+    return jax.device_put(x, jax.sharding.NamedSharding(mesh, spec))
 
 
 def hermitian_from_upper(a: jax.Array) -> jax.Array:

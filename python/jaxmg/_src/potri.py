@@ -69,7 +69,7 @@ def _invert_jvp(program: Any, primals: tuple[jax.Array], tangents: tuple[jax.Arr
 
 def potri(
     a: jax.Array,
-    T_A: int,
+    T_A: int | None = None,
     mesh: Mesh | None = None,
     in_specs: Any = None,
     return_status: bool = False,
@@ -81,7 +81,10 @@ def potri(
       a: the N x N matrix, rows sharded as ``in_specs[0]`` says (e.g.
         ``P("x", None)``). Only its upper triangle is read. It is not modified.
       T_A: tile size of the 1D block-cyclic layout (see ``potrs``).
-      mesh: the device mesh.
+      mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
+        NamedSharding (they are read from it), or when ``a`` is a host or
+        single-device array (it is then placed on a 1-D mesh "x" over all
+        devices).
       in_specs: ``(P(axis, None),)``.
       return_status: also return the solver's status.
       pad: pad each shard to a multiple of T_A when needed (else raise).
@@ -92,10 +95,12 @@ def potri(
       of order k is not positive definite (the inverse is then NaN).
     """
     n, _ = _checks.check_matrix("potri", a)
-    tile = _checks.check_tile("potri", T_A)
-    mesh = _checks.check_mesh("potri", mesh)
+    mesh, in_specs = _checks.resolve_layout("potri", a, mesh, in_specs)
     rows = _checks.check_specs("potri", mesh, in_specs, 1)
     _checks.check_divisible("potri", n, rows.nparts)
+    tile = (_checks.check_tile("potri", T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
+    a = _shard.onto(a, mesh, rows.spec)
     g = _shard.geometry("potri", n, rows.nparts, tile, pad)
     _native.load()
     inv, status = _invert(_program(mesh, rows, g), a)
@@ -104,7 +109,7 @@ def potri(
 
 def potri_shardmap_ctx(
     a: jax.Array,
-    T_A: int,
+    T_A: int | None = None,
     pad: bool = True,
     axis_name: str | tuple[str, ...] | None = None,
 ) -> tuple[jax.Array, jax.Array]:
@@ -123,7 +128,8 @@ def potri_shardmap_ctx(
     """
     rows, n, _ = _checks.check_local_shard("potri_shardmap_ctx", a,
                                            current_manual_axes(), axis_name)
-    tile = _checks.check_tile("potri_shardmap_ctx", T_A)
+    tile = (_checks.check_tile("potri_shardmap_ctx", T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
     g = _shard.geometry("potri_shardmap_ctx", n, rows.nparts, tile, pad)
     _native.load()
     inv, status = _potri_shard(a, g=g, axes=rows.axes, others=rows.others,

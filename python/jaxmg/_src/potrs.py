@@ -83,7 +83,7 @@ def _solve(program: Any, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Arr
 def potrs(
     a: jax.Array,
     b: jax.Array,
-    T_A: int,
+    T_A: int | None = None,
     mesh: Mesh | None = None,
     in_specs: Any = None,
     return_status: bool = False,
@@ -97,8 +97,12 @@ def potrs(
         (the lower triangle of its transpose). It is not modified.
       b: right-hand sides, (N, NRHS) or (N,), replicated (``P(None, None)``).
       T_A: tile size (columns per block of the 1D block-cyclic layout). A T_A
-        above the shard size N/devices is reduced to it.
-      mesh: the device mesh.
+        above the shard size N/devices is reduced to it. Omitted: the whole
+        shard up to 256, else its largest divisor in 256..1024, else 256.
+      mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
+        NamedSharding (they are read from it), or when ``a`` is a host or
+        single-device array (it is then placed on a 1-D mesh "x" over all
+        devices).
       in_specs: ``(P(axis, None), P(None, None))``, or just ``(P(axis, None),)``.
       return_status: also return the solver's status.
       pad: pad each shard to a multiple of T_A when needed (else raise).
@@ -110,10 +114,13 @@ def potrs(
     """
     n, dtype = _checks.check_matrix("potrs", a)
     _checks.check_rhs("potrs", b, n, dtype)
-    tile = _checks.check_tile("potrs", T_A)
-    mesh = _checks.check_mesh("potrs", mesh)
+    mesh, in_specs = _checks.resolve_layout("potrs", a, mesh, in_specs)
     rows = _checks.check_specs("potrs", mesh, in_specs, 2)
     _checks.check_divisible("potrs", n, rows.nparts)
+    tile = (_checks.check_tile("potrs", T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
+    a = _shard.onto(a, mesh, rows.spec)
+    b = _shard.onto(b, mesh, P())
     g = _shard.geometry("potrs", n, rows.nparts, tile, pad)
     _native.load()
     b2 = b if b.ndim == 2 else b[:, None]
@@ -125,7 +132,7 @@ def potrs(
 def potrs_shardmap_ctx(
     a: jax.Array,
     b: jax.Array,
-    T_A: int,
+    T_A: int | None = None,
     pad: bool = True,
     axis_name: str | tuple[str, ...] | None = None,
 ) -> tuple[jax.Array, jax.Array]:
@@ -148,7 +155,8 @@ def potrs_shardmap_ctx(
         "potrs_shardmap_ctx", a, current_manual_axes(), axis_name
     )
     _checks.check_rhs("potrs_shardmap_ctx", b, n, dtype)
-    tile = _checks.check_tile("potrs_shardmap_ctx", T_A)
+    tile = (_checks.check_tile("potrs_shardmap_ctx", T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
     g = _shard.geometry("potrs_shardmap_ctx", n, rows.nparts, tile, pad)
     _native.load()
     b2 = b if b.ndim == 2 else b[:, None]

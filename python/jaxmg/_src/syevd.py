@@ -133,7 +133,7 @@ def _eigvals_jvp(program: Any, with_vectors: Any, primals: tuple[jax.Array],
 
 def syevd(
     a: jax.Array,
-    T_A: int,
+    T_A: int | None = None,
     mesh: Mesh | None = None,
     in_specs: Any = None,
     return_eigenvectors: bool = True,
@@ -146,7 +146,10 @@ def syevd(
       a: the N x N matrix, rows sharded as ``in_specs[0]`` says (e.g.
         ``P("x", None)``). Only its upper triangle is read. It is not modified.
       T_A: tile size of the 1D block-cyclic layout (see ``potrs``).
-      mesh: the device mesh.
+      mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
+        NamedSharding (they are read from it), or when ``a`` is a host or
+        single-device array (it is then placed on a 1-D mesh "x" over all
+        devices).
       in_specs: ``(P(axis, None),)``.
       return_eigenvectors: also return the eigenvectors.
       return_status: also return the solver's status.
@@ -161,10 +164,12 @@ def syevd(
       converge (outputs are then NaN).
     """
     n, _ = _checks.check_matrix("syevd", a)
-    tile = _checks.check_tile("syevd", T_A)
-    mesh = _checks.check_mesh("syevd", mesh)
+    mesh, in_specs = _checks.resolve_layout("syevd", a, mesh, in_specs)
     rows = _checks.check_specs("syevd", mesh, in_specs, 1)
     _checks.check_divisible("syevd", n, rows.nparts)
+    tile = (_checks.check_tile("syevd", T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
+    a = _shard.onto(a, mesh, rows.spec)
     g = _shard.geometry("syevd", n, rows.nparts, tile, pad)
     _native.load()
     with_vectors = _program(mesh, rows, g, True)
@@ -180,7 +185,7 @@ def syevd(
 
 def syevd_shardmap_ctx(
     a: jax.Array,
-    T_A: int,
+    T_A: int | None = None,
     return_eigenvectors: bool = True,
     pad: bool = True,
     axis_name: str | tuple[str, ...] | None = None,
@@ -204,7 +209,8 @@ def syevd_shardmap_ctx(
     """
     rows, n, _ = _checks.check_local_shard("syevd_shardmap_ctx", a,
                                            current_manual_axes(), axis_name)
-    tile = _checks.check_tile("syevd_shardmap_ctx", T_A)
+    tile = (_checks.check_tile("syevd_shardmap_ctx", T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
     g = _shard.geometry("syevd_shardmap_ctx", n, rows.nparts, tile, pad)
     if g.padded and return_eigenvectors:
         raise ValueError(
