@@ -31,8 +31,8 @@ static inline int jmg_dtype_is_complex(jmg_dtype t) {
 
 /* "float32", "float64", "complex64", "complex128". */
 static inline const char *jmg_dtype_name(jmg_dtype t) {
-  static const char *names[JMG_NUM_DTYPES] = {"float32", "float64",
-                                              "complex64", "complex128"};
+  static const char *names[JMG_NUM_DTYPES] = {"float32", "float64", "complex64",
+                                              "complex128"};
   return names[t];
 }
 

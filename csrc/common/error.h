@@ -2,8 +2,9 @@
  *
  * Every fallible function returns an int: 0 on success, a negative jmg_status
  * on failure, and fills a jmg_error that the caller owns. The error carries the
- * op that failed ("potrs"), the call that failed ("dpotrf", "cudaMemcpyPeerAsync",
- * "rendezvous") and a message that includes the vendor's own error string.
+ * op that failed ("potrs"), the call that failed ("dpotrf",
+ * "cudaMemcpyPeerAsync", "rendezvous") and a message that includes the vendor's
+ * own error string.
  *
  * Numerical failure (a matrix that is not positive definite) is not an error:
  * it is data (the solver's info) returned to the user as a status. */
@@ -14,16 +15,16 @@
 
 /* X-macro table: name, value, description. One table yields the codes,
  * their names and their messages. */
-#define JMG_STATUS_TABLE(X)                                                    \
-  X(JMG_OK, 0, "success")                                                      \
-  X(JMG_EINVAL, 1, "invalid argument")                                         \
-  X(JMG_ENOMEM, 2, "out of memory")                                            \
-  X(JMG_ETIMEDOUT, 3, "timed out waiting for the other participants")          \
-  X(JMG_EPEER, 4, "another participant of the call failed")                    \
-  X(JMG_ELAPACK, 5, "LAPACK error")                                            \
-  X(JMG_ECUDA, 6, "CUDA runtime error")                                        \
-  X(JMG_ECUSOLVER, 7, "cuSOLVER error")                                        \
-  X(JMG_EUNSUPPORTED, 8, "unsupported")                                        \
+#define JMG_STATUS_TABLE(X)                                           \
+  X(JMG_OK, 0, "success")                                             \
+  X(JMG_EINVAL, 1, "invalid argument")                                \
+  X(JMG_ENOMEM, 2, "out of memory")                                   \
+  X(JMG_ETIMEDOUT, 3, "timed out waiting for the other participants") \
+  X(JMG_EPEER, 4, "another participant of the call failed")           \
+  X(JMG_ELAPACK, 5, "LAPACK error")                                   \
+  X(JMG_ECUDA, 6, "CUDA runtime error")                               \
+  X(JMG_ECUSOLVER, 7, "cuSOLVER error")                               \
+  X(JMG_EUNSUPPORTED, 8, "unsupported")                               \
   X(JMG_EINTERNAL, 9, "internal error")
 
 typedef enum {
@@ -47,7 +48,8 @@ typedef struct jmg_error {
 void jmg_error_clear(jmg_error *err);
 
 /* Fills err and returns -code, so that `return jmg_error_set(...)` reads well.
- * op or call may be NULL. The message is printf-formatted and truncated to fit. */
+ * op or call may be NULL. The message is printf-formatted and truncated to fit.
+ */
 int jmg_error_set(jmg_error *err, jmg_status code, const char *op,
                   const char *call, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -32,10 +32,18 @@ static scalar make_scalar(jmg_dtype t, double v) {
   scalar x;
   memset(&x, 0, sizeof x);
   switch (t) {
-    case JMG_F32: x.s = (float)v; break;
-    case JMG_F64: x.d = v; break;
-    case JMG_C64: x.c = make_cuComplex((float)v, 0.0f); break;
-    case JMG_C128: x.z = make_cuDoubleComplex(v, 0.0); break;
+    case JMG_F32:
+      x.s = (float)v;
+      break;
+    case JMG_F64:
+      x.d = v;
+      break;
+    case JMG_C64:
+      x.c = make_cuComplex((float)v, 0.0f);
+      break;
+    case JMG_C128:
+      x.z = make_cuDoubleComplex(v, 0.0);
+      break;
   }
   return x;
 }
@@ -68,13 +76,17 @@ static cublasStatus_t trmm(cublasHandle_t h, jmg_dtype t, cublasDiagType_t diag,
   const cublasOperation_t nt = CUBLAS_OP_N;
   switch (t) {
     case JMG_F32:
-      return cublasStrmm(h, L, lo, nt, diag, m, m, &one.s, A, lda, B, ldb, C, ldc);
+      return cublasStrmm(h, L, lo, nt, diag, m, m, &one.s, A, lda, B, ldb, C,
+                         ldc);
     case JMG_F64:
-      return cublasDtrmm(h, L, lo, nt, diag, m, m, &one.d, A, lda, B, ldb, C, ldc);
+      return cublasDtrmm(h, L, lo, nt, diag, m, m, &one.d, A, lda, B, ldb, C,
+                         ldc);
     case JMG_C64:
-      return cublasCtrmm(h, L, lo, nt, diag, m, m, &one.c, A, lda, B, ldb, C, ldc);
+      return cublasCtrmm(h, L, lo, nt, diag, m, m, &one.c, A, lda, B, ldb, C,
+                         ldc);
     default:
-      return cublasZtrmm(h, L, lo, nt, diag, m, m, &one.z, A, lda, B, ldb, C, ldc);
+      return cublasZtrmm(h, L, lo, nt, diag, m, m, &one.z, A, lda, B, ldb, C,
+                         ldc);
   }
 }
 
@@ -92,14 +104,16 @@ static int fill_device(const jmg_dist_matrix *a, int q, cublasHandle_t h,
   const int n = (int)a->n, r = (int)a->local_cols;
   char *slab = a->data[q];
   const cublasOperation_t N = CUBLAS_OP_N, C = CUBLAS_OP_C;
-#define AT(base, row, col) ((char *)(base) + ((size_t)(col) * (size_t)n + (size_t)(row)) * es)
+#define AT(base, row, col) \
+  ((char *)(base) + ((size_t)(col) * (size_t)n + (size_t)(row)) * es)
 
   /* Blocks above the diagonal block, from the other devices' slabs. */
   for (int p = 0; p < q; ++p) {
     void *dst = AT(slab, p * r, 0);
-    int rc = JMG_CUBLAS_TRY(geam(h, dt, C, N, r, r, 1.0, AT(a->data[p], q * r, 0),
-                                 n, 0.0, dst, n, dst, n),
-                            op, err);
+    int rc =
+        JMG_CUBLAS_TRY(geam(h, dt, C, N, r, r, 1.0, AT(a->data[p], q * r, 0), n,
+                            0.0, dst, n, dst, n),
+                       op, err);
     if (rc != 0) return rc;
   }
   /* The diagonal block, tile by tile. */
@@ -107,27 +121,26 @@ static int fill_device(const jmg_dist_matrix *a, int q, cublasHandle_t h,
   for (int o = 0; o < r; o += t) {
     const int s = (r - o < t) ? r - o : t;
     char *x = AT(block, o, o);
-    int rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(sc->tile, (size_t)t * es, x,
-                                            (size_t)n * es, (size_t)s * es,
-                                            (size_t)s, cudaMemcpyDeviceToDevice,
-                                            (cudaStream_t)((const jmg_cuda_device *)a->device_ctx[q])->stream),
-                          op, err);
+    int rc = JMG_CUDA_TRY(
+        cudaMemcpy2DAsync(
+            sc->tile, (size_t)t * es, x, (size_t)n * es, (size_t)s * es,
+            (size_t)s, cudaMemcpyDeviceToDevice,
+            (cudaStream_t)((const jmg_cuda_device *)a->device_ctx[q])->stream),
+        op, err);
     if (rc == 0)
-      rc = JMG_CUBLAS_TRY(trmm(h, dt, CUBLAS_DIAG_NON_UNIT, s, sc->tile, t,
-                               sc->eye, t, x, n),
-                          op, err);
+      rc = JMG_CUBLAS_TRY(
+          trmm(h, dt, CUBLAS_DIAG_NON_UNIT, s, sc->tile, t, sc->eye, t, x, n),
+          op, err);
     if (rc == 0)
       rc = JMG_CUBLAS_TRY(trmm(h, dt, CUBLAS_DIAG_UNIT, s, sc->tile, t, sc->eye,
                                t, sc->work, t),
                           op, err);
     if (rc == 0)
-      rc = JMG_CUBLAS_TRY(geam(h, dt, N, C, s, s, 1.0, x, n, 1.0, sc->work, t,
-                               x, n),
-                          op, err);
+      rc = JMG_CUBLAS_TRY(
+          geam(h, dt, N, C, s, s, 1.0, x, n, 1.0, sc->work, t, x, n), op, err);
     if (rc == 0)
-      rc = JMG_CUBLAS_TRY(geam(h, dt, N, N, s, s, 1.0, x, n, -1.0, sc->eye, t,
-                               x, n),
-                          op, err);
+      rc = JMG_CUBLAS_TRY(
+          geam(h, dt, N, N, s, s, 1.0, x, n, -1.0, sc->eye, t, x, n), op, err);
     if (rc == 0 && o + s < r) {
       void *dst = AT(block, o, o + s);
       rc = JMG_CUBLAS_TRY(geam(h, dt, C, N, s, r - o - s, 1.0,
@@ -194,6 +207,7 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
   }
   free(sc);
   free(eye);
-  if (rc != 0 && err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+  if (rc != 0 && err->op[0] == '\0')
+    snprintf(err->op, sizeof err->op, "%s", op);
   return rc;
 }

@@ -169,9 +169,9 @@ static int acquire_context(const jmg_dist_matrix *m, mg_context **out,
   }
   pthread_mutex_lock(&g_contexts_mu);
   mg_context *c = g_contexts;
-  while (c != NULL && !(c->ndev == m->ndev &&
-                        memcmp(c->devices, devices,
-                               (size_t)m->ndev * sizeof *devices) == 0))
+  while (c != NULL &&
+         !(c->ndev == m->ndev &&
+           memcmp(c->devices, devices, (size_t)m->ndev * sizeof *devices) == 0))
     c = c->next;
   int rc = 0;
   if (c == NULL) {
@@ -212,10 +212,10 @@ static int descriptor(mg_context *c, int64_t rows, int64_t cols,
   if (d == NULL)
     return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
                          "cannot allocate a matrix descriptor");
-  int rc = JMG_CUSOLVER_TRY(cusolverMgCreateMatrixDesc(&d->desc, rows, cols,
-                                                       rows, col_block, type,
-                                                       c->grid),
-                            NULL, err);
+  int rc =
+      JMG_CUSOLVER_TRY(cusolverMgCreateMatrixDesc(&d->desc, rows, cols, rows,
+                                                  col_block, type, c->grid),
+                       NULL, err);
   if (rc != 0) {
     free(d);
     return rc;
@@ -240,11 +240,10 @@ static int cuda_copy(const jmg_engine *e, const jmg_dist_matrix *m, void *dst,
   if (bytes == 0 || dst == src) return 0;
   cudaStream_t s = stream_of(m, 0);
   if (dst_dev == JMG_HOST || src_dev == JMG_HOST)
-    return JMG_CUDA_TRY(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), NULL, err);
+    return JMG_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s),
+                        NULL, err);
   return JMG_CUDA_TRY(cudaMemcpyPeerAsync(dst, dev_of(m, dst_dev)->device, src,
-                                          dev_of(m, src_dev)->device, bytes,
-                                          s),
+                                          dev_of(m, src_dev)->device, bytes, s),
                       NULL, err);
 }
 
@@ -255,21 +254,22 @@ static int cuda_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
   return d->alloc(d->alloc_ctx, bytes, out, err);
 }
 
-static void cuda_release(const jmg_engine *e, const jmg_dist_matrix *m,
-                         int dev, void *ptr, size_t bytes) {
+static void cuda_release(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                         void *ptr, size_t bytes) {
   (void)e;
   const jmg_cuda_device *d = dev_of(m, dev);
   if (ptr != NULL) d->free(d->alloc_ctx, ptr, bytes);
 }
 
-static int cuda_fill_nan(const jmg_engine *e, const jmg_dist_matrix *m,
-                         int dev, void *ptr, size_t count, jmg_dtype dtype,
+static int cuda_fill_nan(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                         void *ptr, size_t count, jmg_dtype dtype,
                          jmg_error *err) {
   (void)e;
   /* All bits set is a NaN in IEEE float32 and float64, real or complex. */
   int saved = -1;
   int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, dev)->device), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, dev)->device), NULL, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaMemsetAsync(ptr, 0xFF, count * jmg_dtype_size(dtype),
                                       stream_of(m, dev)),
@@ -300,7 +300,8 @@ static int sync_devices(const jmg_dist_matrix *m, const char *op,
   return 0;
 }
 
-/* ---- one call's frame: device, context, workspace ---------------------------*/
+/* ---- one call's frame: device, context, workspace
+ * ---------------------------*/
 
 typedef struct mg_call {
   const char *op;
@@ -341,11 +342,10 @@ static int take_workspace(mg_call *call, int64_t lwork, jmg_error *err) {
   size_t esize = jmg_dtype_size(call->a->dtype);
   call->work_bytes = (size_t)(lwork > 0 ? lwork : 1) * esize;
   for (int d = 0; d < call->a->ndev; ++d) {
-    int rc = cuda_alloc(NULL, call->a, d, call->work_bytes, &call->work[d],
-                        err);
+    int rc =
+        cuda_alloc(NULL, call->a, d, call->work_bytes, &call->work[d], err);
     if (rc != 0) {
-      if (err->op[0] == '\0')
-        snprintf(err->op, sizeof err->op, "%s", call->op);
+      if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", call->op);
       return rc;
     }
   }
@@ -363,11 +363,12 @@ static void end_call(mg_call *call) {
 static int check_info(int info, const char *op, const char *call,
                       jmg_error *err) {
   if (info >= 0) return 0;
-  return jmg_error_set(err, JMG_ECUSOLVER, op, call,
-                       "argument %d was rejected", -info);
+  return jmg_error_set(err, JMG_ECUSOLVER, op, call, "argument %d was rejected",
+                       -info);
 }
 
-/* ---- solvers ----------------------------------------------------------------*/
+/* ---- solvers
+ * ----------------------------------------------------------------*/
 
 /* potrf. cuSOLVERMg reports a matrix that is not positive definite through a
  * failed status with h_info > 0 (the failing leading minor): that is data, not
@@ -435,12 +436,11 @@ static int solve_workspace(mg_call *call, cudaLibMgMatrixDesc_t desc_a,
   if (k < 1) return 0;
   int rc = descriptor(call->ctx, a->n, k, k, cuda_type(a->dtype), &desc_b, err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrs_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
-                                   (int)a->n, k, call->a_ptrs, 1, 1, desc_a,
-                                   b_ptrs, 1, 1, desc_b, cuda_type(a->dtype),
-                                   lwork),
-          call->op, err);
+    rc = JMG_CUSOLVER_TRY(cusolverMgPotrs_bufferSize(
+                              call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
+                              (int)a->n, k, call->a_ptrs, 1, 1, desc_a, b_ptrs,
+                              1, 1, desc_b, cuda_type(a->dtype), lwork),
+                          call->op, err);
   return rc;
 }
 
@@ -533,10 +533,10 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
     char *first_one = (char *)x[0] + (size_t)d * (size_t)r * es;
     rc = JMG_CUDA_TRY(cudaMemsetAsync(x[0], 0, shard_bytes, s0), op, err);
     if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(first_one, ((size_t)n + 1) * es,
-                                          ones, es, es, (size_t)r,
-                                          cudaMemcpyHostToDevice, s0),
-                        op, err);
+      rc = JMG_CUDA_TRY(
+          cudaMemcpy2DAsync(first_one, ((size_t)n + 1) * es, ones, es, es,
+                            (size_t)r, cudaMemcpyHostToDevice, s0),
+          op, err);
     if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);
     if (rc == 0) rc = solve_chunked(&call, desc_a, x[0], r, x, &h_info, err);
     if (rc == 0 && d != 0)
@@ -544,10 +544,10 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
     if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);
   }
   for (int d = 0; rc == 0 && h_info == 0 && d < a->ndev; ++d)
-    rc = JMG_CUDA_TRY(cudaMemcpyAsync(a->data[d], x[d], shard_bytes,
-                                      cudaMemcpyDeviceToDevice,
-                                      stream_of(a, d)),
-                      op, err);
+    rc =
+        JMG_CUDA_TRY(cudaMemcpyAsync(a->data[d], x[d], shard_bytes,
+                                     cudaMemcpyDeviceToDevice, stream_of(a, d)),
+                     op, err);
   if (rc == 0) rc = cuda_sync(NULL, a, err);
   *info = h_info;
   /* After a failure copies may still run on x: wait before returning it. */
@@ -579,16 +579,15 @@ static int mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   cudaLibMgMatrixDesc_t desc_a = NULL;
   int64_t lwork = 0;
   if (rc == 0 && w_host == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
-                       "cannot allocate %zu bytes for the eigenvalues",
-                       w_bytes);
+    rc =
+        jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                      "cannot allocate %zu bytes for the eigenvalues", w_bytes);
   if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgSyevd_bufferSize(call.ctx->handle, jobz,
-                                   CUBLAS_FILL_MODE_LOWER, n, call.a_ptrs, 1, 1,
-                                   desc_a, w_host, rt, t, &lwork),
-        op, err);
+    rc = JMG_CUSOLVER_TRY(cusolverMgSyevd_bufferSize(
+                              call.ctx->handle, jobz, CUBLAS_FILL_MODE_LOWER, n,
+                              call.a_ptrs, 1, 1, desc_a, w_host, rt, t, &lwork),
+                          op, err);
   if (rc == 0) rc = take_workspace(&call, lwork, err);
   int h_info = 0;
   if (rc == 0)

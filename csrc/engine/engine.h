@@ -27,7 +27,7 @@ typedef struct jmg_dist_matrix {
   int64_t tile;       /* T_A */
   int64_t local_cols; /* n / ndev columns on each device */
   jmg_dtype dtype;
-  void *const *data;       /* data[d]: device d's columns, column-major, lda n */
+  void *const *data; /* data[d]: device d's columns, column-major, lda n */
   void *const *device_ctx; /* engine-specific per-device context (or NULL) */
 } jmg_dist_matrix;
 
@@ -47,12 +47,11 @@ typedef struct jmg_engine {
   /* Allocates / frees scratch on device dev (staging buffers). */
   int (*alloc)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
                size_t bytes, void **out, jmg_error *err);
-  void (*release)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-                  int dev, void *ptr, size_t bytes);
+  void (*release)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                  void *ptr, size_t bytes);
   /* Fills count elements of a dtype buffer on device dev with NaN. */
-  int (*fill_nan)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-                  int dev, void *ptr, size_t count, jmg_dtype dtype,
-                  jmg_error *err);
+  int (*fill_nan)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
+                  void *ptr, size_t count, jmg_dtype dtype, jmg_error *err);
   /* Waits until everything issued so far has finished. */
   int (*sync)(const struct jmg_engine *e, const jmg_dist_matrix *m,
               jmg_error *err);

@@ -30,8 +30,7 @@ static int cpu_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
   *out = malloc(bytes ? bytes : 1);
   if (*out == NULL)
     return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
-                         "cannot allocate %zu bytes for device %d", bytes,
-                         dev);
+                         "cannot allocate %zu bytes for device %d", bytes, dev);
   return 0;
 }
 
@@ -132,7 +131,8 @@ static int cpu_fill_upper(const jmg_engine *e, const jmg_dist_matrix *a,
   return 0;
 }
 
-/* ---- solvers ---------------------------------------------------------------*/
+/* ---- solvers
+ * ---------------------------------------------------------------*/
 
 static int lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
                         void *const *bs, int64_t nrhs, int *info,

@@ -26,8 +26,7 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, "potrf") == 0) slot = (void **)&r->potrf;
     if (strcmp(rest, "potrs") == 0) slot = (void **)&r->potrs;
     if (strcmp(rest, "potri") == 0) slot = (void **)&r->potri;
-    if (strcmp(rest, family_name((jmg_dtype)t, "syevd")) == 0)
-      slot = &r->syevd;
+    if (strcmp(rest, family_name((jmg_dtype)t, "syevd")) == 0) slot = &r->syevd;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;
     atomic_thread_fence(memory_order_release);

@@ -34,7 +34,8 @@ typedef struct jmg_lapack_routines {
 } jmg_lapack_routines;
 
 /* Registers one routine by its LAPACK name. Returns 0, or -JMG_EINVAL for a
- * name jaxmg does not use or a NULL pointer. Exported: called through ctypes. */
+ * name jaxmg does not use or a NULL pointer. Exported: called through ctypes.
+ */
 int jmg_lapack_register(const char *name, void *fn);
 
 /* The routines registered for dtype; entries may be NULL. */

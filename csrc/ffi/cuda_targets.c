@@ -33,8 +33,8 @@ static int get_stream(XLA_FFI_CallFrame *frame, cudaStream_t *out,
   args.ctx = frame->ctx;
   XLA_FFI_Error *e = frame->api->XLA_FFI_Stream_Get(&args);
   if (e != NULL)
-    return jmg_ffi_consume_error(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Stream_Get",
-                            err);
+    return jmg_ffi_consume_error(frame->api, e, JMG_EINTERNAL,
+                                 "XLA_FFI_Stream_Get", err);
   *out = (cudaStream_t)args.stream;
   return 0;
 }
@@ -55,7 +55,7 @@ static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
     XLA_FFI_Error *e = a->api->XLA_FFI_DeviceMemory_Allocate(&args);
     if (e != NULL) {
       int rc = jmg_ffi_consume_error(a->api, e, JMG_ENOMEM,
-                                "XLA_FFI_DeviceMemory_Allocate", err);
+                                     "XLA_FFI_DeviceMemory_Allocate", err);
       char why[JMG_ERROR_MSG_LEN];
       snprintf(why, sizeof why, "%s", err->msg);
       jmg_error_set(err, JMG_ENOMEM, NULL, "XLA_FFI_DeviceMemory_Allocate",
@@ -83,8 +83,8 @@ static void xla_free(void *p, void *ptr, size_t bytes) {
     XLA_FFI_Error *e = a->api->XLA_FFI_DeviceMemory_Free(&args);
     if (e != NULL) {
       jmg_error ignored; /* nothing to do about a failed free */
-      jmg_ffi_consume_error(a->api, e, JMG_EINTERNAL, "XLA_FFI_DeviceMemory_Free",
-                       &ignored);
+      jmg_ffi_consume_error(a->api, e, JMG_EINTERNAL,
+                            "XLA_FFI_DeviceMemory_Free", &ignored);
     }
     return;
   }
@@ -97,9 +97,9 @@ static int cuda_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
   cudaStream_t stream = NULL;
   int rc = get_stream(frame, &stream, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMemcpyAsync(out, buf, sizeof *out,
-                                      cudaMemcpyDeviceToHost, stream),
-                      NULL, err);
+    rc = JMG_CUDA_TRY(
+        cudaMemcpyAsync(out, buf, sizeof *out, cudaMemcpyDeviceToHost, stream),
+        NULL, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream), NULL, err);
   return rc;
 }
@@ -147,8 +147,7 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   const jmg_cuda_device *d = ctx;
   cudaStream_t s = (cudaStream_t)d->stream;
   int rc = JMG_CUDA_TRY(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), NULL,
-      err);
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), NULL, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s), NULL, err);
   return rc;
 }

@@ -1,8 +1,8 @@
 #include "ffi/ffi_common.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int jmg_ffi_answer_metadata(XLA_FFI_CallFrame *frame) {
@@ -231,8 +231,8 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   jmg_ffi_buffer shard_buf = {0};
   int rc = jmg_ffi_check_counts(frame, op, nargs, nrets, err);
   if (rc == 0) rc = jmg_ffi_arg(frame, op, 0, "A", 2, a, err);
-  if (rc == 0) rc = jmg_ffi_arg(frame, op, nargs - 1, "shard index", 0,
-                                &shard_buf, err);
+  if (rc == 0)
+    rc = jmg_ffi_arg(frame, op, nargs - 1, "shard index", 0, &shard_buf, err);
   if (rc == 0) rc = jmg_ffi_dtype(a->xla_dtype, op, "A", &io->dtype, err);
   if (rc != 0) return rc;
   /* This shard of A: local_cols rows of n, i.e. n x local_cols column-major. */
@@ -259,8 +259,7 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   int64_t mesh_id = 0;
   rc = jmg_ffi_expect_dtype(&shard_buf, XLA_FFI_DataType_S32, op,
                             "the shard index", err);
-  if (rc == 0)
-    rc = platform->read_shard(frame, shard_buf.data, &position, err);
+  if (rc == 0) rc = platform->read_shard(frame, shard_buf.data, &position, err);
   if (rc == 0 && position < 0)
     rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
                        "shard position %d is negative", (int)position);
@@ -388,15 +387,15 @@ XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
   jmg_ffi_buffer a_out = {0};
   void *ctx = NULL;
   int rc = jmg_ffi_ret(frame, op, 0, "A", 2, &a_out, err);
-  if (rc == 0) rc = jmg_ffi_expect_dtype(&a_out, a->xla_dtype, op, "result A",
-                                         err);
+  if (rc == 0)
+    rc = jmg_ffi_expect_dtype(&a_out, a->xla_dtype, op, "result A", err);
   if (rc == 0) rc = jmg_ffi_expect_dims(&a_out, a->dims, op, "result A", err);
   if (rc == 0) rc = platform->make_device_ctx(frame, &ctx, err);
   /* input_output_aliases makes result 0 A's own buffer; should XLA ever hand
    * a distinct one, work there on a copy. */
   if (rc == 0 && a_out.data != a->data) {
-    size_t bytes = (size_t)a->dims[0] * (size_t)a->dims[1] *
-                   jmg_dtype_size(io->dtype);
+    size_t bytes =
+        (size_t)a->dims[0] * (size_t)a->dims[1] * jmg_dtype_size(io->dtype);
     rc = platform->copy_local(ctx, a_out.data, a->data, bytes, err);
   }
   if (rc != 0) {
@@ -407,7 +406,8 @@ XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
   }
   io->a = a_out.data;
   io->device_ctx = ctx;
-  if (platform->async) return run_async(frame, platform, run, call, io, ctx, err);
+  if (platform->async)
+    return run_async(frame, platform, run, call, io, ctx, err);
   run(call, io, err);
   if (ctx != NULL) platform->free_device_ctx(ctx);
   return jmg_ffi_error(frame, err);

@@ -98,9 +98,9 @@ XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
 /* The common start of every op handler. Every op's frame begins the same
  * way: argument 0 is this shard of A (local_cols x n, read column-major),
  * the last argument is the int32 shard index, result 0 is A's aliased output;
- * attributes mesh_id, T_A and (optional) call_id. Decodes those, reads the run id and sequence
- * number, and fills call and the call-wide fields of io (not its buffers
- * beyond a). Once it returns 0, later failures must go through
+ * attributes mesh_id, T_A and (optional) call_id. Decodes those, reads the run
+ * id and sequence number, and fills call and the call-wide fields of io (not
+ * its buffers beyond a). Once it returns 0, later failures must go through
  * jmg_op_abort so that the other participants are released. */
 int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                   const char *op, int64_t nargs, int64_t nrets,

@@ -18,8 +18,8 @@ XLA_FFI_Error *jmg_ffi_potri(XLA_FFI_CallFrame *frame,
 
   int rc = jmg_ffi_ret(frame, op, 1, "status", 0, &status, &err);
   if (rc == 0)
-    rc = jmg_ffi_expect_dtype(&status, XLA_FFI_DataType_S32, op, "status",
-                              &err);
+    rc =
+        jmg_ffi_expect_dtype(&status, XLA_FFI_DataType_S32, op, "status", &err);
   if (rc != 0) {
     jmg_op_abort(&call, op, &err);
     return jmg_ffi_error(frame, &err);

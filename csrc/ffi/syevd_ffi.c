@@ -27,8 +27,8 @@ XLA_FFI_Error *jmg_ffi_syevd(XLA_FFI_CallFrame *frame,
   if (rc == 0) rc = jmg_ffi_expect_dims(&w, &io.n, op, "W", &err);
   if (rc == 0) rc = jmg_ffi_ret(frame, op, 2, "status", 0, &status, &err);
   if (rc == 0)
-    rc = jmg_ffi_expect_dtype(&status, XLA_FFI_DataType_S32, op, "status",
-                              &err);
+    rc =
+        jmg_ffi_expect_dtype(&status, XLA_FFI_DataType_S32, op, "status", &err);
   if (rc != 0) {
     jmg_op_abort(&call, op, &err);
     return jmg_ffi_error(frame, &err);

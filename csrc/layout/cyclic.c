@@ -116,7 +116,8 @@ int jmg_cyclic_apply(const jmg_cyclic_plan *plan, jmg_cyclic_direction dir,
                   jmg_cyclic_slot_loc(plan, p[i - 1]), err);
       if (rc == 0) rc = copy(ctx, jmg_cyclic_slot_loc(plan, p[0]), stage, err);
     } else {
-      /* The unit in p[i+1] goes back to p[i]: save the first, shift forwards. */
+      /* The unit in p[i+1] goes back to p[i]: save the first, shift forwards.
+       */
       rc = copy(ctx, stage, jmg_cyclic_slot_loc(plan, p[0]), err);
       for (int64_t i = 0; rc == 0 && i < len - 1; ++i)
         rc = copy(ctx, jmg_cyclic_slot_loc(plan, p[i]),

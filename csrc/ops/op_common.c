@@ -143,14 +143,15 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   return rc;
 }
 
-/* ---- outputs ----------------------------------------------------------------*/
+/* ---- outputs
+ * ----------------------------------------------------------------*/
 
 int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
                          jmg_error *err) {
   const void *src = pick(v->io[0]);
   for (int d = 1; d < v->ndev; ++d) {
-    int rc = v->engine->copy(v->engine, &v->a, pick(v->io[d]), d, src, 0,
-                             bytes, err);
+    int rc = v->engine->copy(v->engine, &v->a, pick(v->io[d]), d, src, 0, bytes,
+                             err);
     if (rc != 0) return rc;
   }
   return 0;

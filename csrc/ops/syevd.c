@@ -13,7 +13,8 @@ static int syevd_leader(void *ctx, void *const *posts, int nparts,
   if (rc != 0) return rc;
   const jmg_engine *e = v.engine;
   jmg_shard_io *io0 = v.io[0];
-  const jmg_dtype real = jmg_dtype_real_size(v.a.dtype) == 4 ? JMG_F32 : JMG_F64;
+  const jmg_dtype real =
+      jmg_dtype_real_size(v.a.dtype) == 4 ? JMG_F32 : JMG_F64;
   const size_t w_bytes = (size_t)v.a.n * jmg_dtype_size(real);
   int info = 0;
 

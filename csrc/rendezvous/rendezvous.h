@@ -28,13 +28,13 @@
 #include "common/error.h"
 
 typedef struct jmg_rdv_key {
-  const char *op;   /* op name, e.g. "potrs" (at most 31 characters kept) */
-  int64_t mesh_id;  /* identifies the device group and the call site (the
-                       ffi layer combines the Python layer's mesh id, the
-                       group index and the call-site id) */
-  int64_t run_id;   /* XLA's run id */
-  int64_t seq;      /* see jmg_rdv_next_seq */
-  int nparts;       /* number of participants (shards) */
+  const char *op;  /* op name, e.g. "potrs" (at most 31 characters kept) */
+  int64_t mesh_id; /* identifies the device group and the call site (the
+                      ffi layer combines the Python layer's mesh id, the
+                      group index and the call-site id) */
+  int64_t run_id;  /* XLA's run id */
+  int64_t seq;     /* see jmg_rdv_next_seq */
+  int nparts;      /* number of participants (shards) */
 } jmg_rdv_key;
 
 /* Run by the leader once every participant has arrived. posts[i] is what

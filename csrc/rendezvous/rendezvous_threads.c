@@ -311,7 +311,7 @@ static void *watchdog(void *arg) {
       jmg_error e;
       timeout_error(expired, expired->timeout_s, &e);
       fail_session(expired, &e); /* unlists it */
-      expired->inside++; /* hold it while releasing */
+      expired->inside++;         /* hold it while releasing */
       release_async(expired);
       leave(expired);
       continue;
@@ -342,7 +342,8 @@ static void start_watchdog(void) {
   }
 }
 
-/* ---- joining ----------------------------------------------------------------*/
+/* ---- joining
+ * ----------------------------------------------------------------*/
 
 /* Registers a participant. On 0 the session is *s_out, locked, with this
  * participant inside; *completes says whether this arrival completed it.

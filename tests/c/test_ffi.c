@@ -23,7 +23,8 @@ XLA_FFI_Error *jaxmg_potri_cpu(XLA_FFI_CallFrame *frame);
 XLA_FFI_Error *jaxmg_syevd_cpu(XLA_FFI_CallFrame *frame);
 int jaxmg_cpu_register_lapack(const char *name, void *fn);
 
-/* ---- a fake XLA runtime ----------------------------------------------------- */
+/* ---- a fake XLA runtime -----------------------------------------------------
+ */
 
 /* XLA's error and execution context are opaque to handlers: here they are
  * ours. */
@@ -220,7 +221,8 @@ static void bound_rendezvous(void) {
   setenv("JAXMG_RENDEZVOUS_TIMEOUT", "5", 1);
 }
 
-/* ---- call frames ------------------------------------------------------------- */
+/* ---- call frames
+ * ------------------------------------------------------------- */
 
 /* Attribute names the way XLA passes them: byte spans into storage with no NUL
  * after each name, so code that used strcmp/strlen on them would fail. */
@@ -406,14 +408,16 @@ static void expect_rejected(const char *label, XLA_FFI_Handler *handler,
   double elapsed = now_s() - t0;
   if (!r.is_error || r.errc != code || strstr(r.msg, says) == NULL ||
       elapsed > 2.0) {
-    TEST_FAIL_AT("%s: expected error %d containing \"%s\" promptly; got %s "
-                 "%d \"%s\" after %.3f s",
-                 label, (int)code, says, r.is_error ? "error" : "success",
-                 (int)r.errc, r.msg, elapsed);
+    TEST_FAIL_AT(
+        "%s: expected error %d containing \"%s\" promptly; got %s "
+        "%d \"%s\" after %.3f s",
+        label, (int)code, says, r.is_error ? "error" : "success", (int)r.errc,
+        r.msg, elapsed);
   }
 }
 
-/* ---- metadata ---------------------------------------------------------------- */
+/* ---- metadata
+ * ---------------------------------------------------------------- */
 
 /* The metadata query's extension, built through ffi/xla_compat.h's mirror of
  * the extension node (XLA renames the node's type between header versions).
@@ -491,7 +495,8 @@ TEST(ffi_handlers_answer_metadata_query) {
   CHECK_EQ(atomic_load(&g_bad_struct_size), 0);
 }
 
-/* ---- decoding helpers ------------------------------------------------------- */
+/* ---- decoding helpers -------------------------------------------------------
+ */
 
 TEST(ffi_check_counts) {
   frame_builder f;
@@ -586,7 +591,7 @@ TEST(ffi_dtype_accepts_solver_types_only) {
     CHECK_EQ(t, ok[i].ours);
   }
   static const XLA_FFI_DataType bad[] = {
-      XLA_FFI_DataType_S32, XLA_FFI_DataType_F16, XLA_FFI_DataType_BF16,
+      XLA_FFI_DataType_S32, XLA_FFI_DataType_F16,  XLA_FFI_DataType_BF16,
       XLA_FFI_DataType_S64, XLA_FFI_DataType_PRED, XLA_FFI_DataType_INVALID};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     jmg_dtype t = JMG_F64;
@@ -620,8 +625,7 @@ TEST(ffi_attr_i64_finds_unterminated_names) {
    * by a NUL, and "mesh" is a prefix of "mesh_id". */
   fb_attr_scalar(&f, NAME_T_A, XLA_FFI_DataType_S32, -7);
   fb_attr_scalar(&f, k_names + 3, 4, XLA_FFI_DataType_S64, 999); /* "mesh" */
-  fb_attr_scalar(&f, NAME_MESH_ID, XLA_FFI_DataType_S64,
-                 (int64_t)1 << 40 | 5);
+  fb_attr_scalar(&f, NAME_MESH_ID, XLA_FFI_DataType_S64, (int64_t)1 << 40 | 5);
   fb_attr_scalar(&f, NAME_WANT_VECTORS, XLA_FFI_DataType_PRED, 1);
   jmg_error err;
   jmg_error_clear(&err);
@@ -655,8 +659,9 @@ TEST(ffi_attr_i64_finds_unterminated_names) {
   /* Not an integer scalar. */
   f.scalars[0].dtype = XLA_FFI_DataType_F32;
   CHECK_EQ(jmg_ffi_attr_i64(&f.frame, "syevd", "T_A", &v, &err), -JMG_EINVAL);
-  CHECK_CONTAINS(err.msg, "attribute T_A has element type 11, expected an "
-                          "integer");
+  CHECK_CONTAINS(err.msg,
+                 "attribute T_A has element type 11, expected an "
+                 "integer");
   /* Not a scalar at all: an array attribute. */
   int64_t arr_data[2] = {1, 2};
   XLA_FFI_Array arr = {XLA_FFI_DataType_S64, 2, arr_data};
@@ -743,7 +748,8 @@ TEST(ffi_error_maps_codes_and_formats_message) {
   CHECK_EQ(atomic_load(&g_bad_struct_size), 0);
 }
 
-/* ---- whole handlers: rejected frames ----------------------------------------- */
+/* ---- whole handlers: rejected frames
+ * ----------------------------------------- */
 
 TEST(ffi_potrs_rejects_bad_frames_promptly) {
   bound_rendezvous();
@@ -754,13 +760,13 @@ TEST(ffi_potrs_rejects_bad_frames_promptly) {
   int32_t shard = 0, status = -1;
   const int64_t mesh = 101;
   frame_builder f;
-#define FRESH() \
+#define FRESH()                                                              \
   build_potrs(&f, fresh_run_id(), mesh, 1, XLA_FFI_DataType_F64, a, N, N, b, \
               x, 1, &shard, &status)
-#define REJECT(label, code, says)                                  \
-  do {                                                             \
-    expect_rejected(label, jaxmg_potrs_cpu, &f, code, says);       \
-    if (jmg_test_failed) return;                                   \
+#define REJECT(label, code, says)                            \
+  do {                                                       \
+    expect_rejected(label, jaxmg_potrs_cpu, &f, code, says); \
+    if (jmg_test_failed) return;                             \
   } while (0)
   const XLA_FFI_Error_Code INVAL = XLA_FFI_Error_Code_INVALID_ARGUMENT;
   int live = atomic_load(&g_errors_live);
@@ -789,8 +795,9 @@ TEST(ffi_potrs_rejects_bad_frames_promptly) {
   FRESH();
   f.dims[0][0] = 3; /* 3 rows of 4: not a shard of N=4 */
   f.dims[3][0] = 3;
-  REJECT("A 3 x 4", INVAL, "A's shard is 3 x 4: the shard's rows must "
-                           "divide N");
+  REJECT("A 3 x 4", INVAL,
+         "A's shard is 3 x 4: the shard's rows must "
+         "divide N");
   FRESH();
   f.dims[0][0] = 0;
   REJECT("A 0 x 4", INVAL, "the shard's rows must divide N");
@@ -814,12 +821,14 @@ TEST(ffi_potrs_rejects_bad_frames_promptly) {
   shard = 0;
   FRESH();
   f.bufs[2].dtype = XLA_FFI_DataType_S64;
-  REJECT("S64 shard", INVAL, "the shard index has XLA element type 5, "
-                             "expected 4");
+  REJECT("S64 shard", INVAL,
+         "the shard index has XLA element type 5, "
+         "expected 4");
   FRESH();
   f.bufs[2].rank = 1;
-  REJECT("rank-1 shard", INVAL, "argument 2 (shard index) has rank 1, "
-                                "expected 0");
+  REJECT("rank-1 shard", INVAL,
+         "argument 2 (shard index) has rank 1, "
+         "expected 0");
   FRESH();
   f.ctx.run_id_fails = 1;
   REJECT("run id fails", XLA_FFI_Error_Code_INTERNAL,
@@ -876,15 +885,15 @@ TEST(ffi_potri_and_syevd_reject_bad_frames_promptly) {
   const int64_t mesh = 102;
   const XLA_FFI_Error_Code INVAL = XLA_FFI_Error_Code_INVALID_ARGUMENT;
   frame_builder f;
-#define REJECT(handler, label, says)                          \
-  do {                                                        \
-    expect_rejected(label, handler, &f, INVAL, says);         \
-    if (jmg_test_failed) return;                              \
+#define REJECT(handler, label, says)                  \
+  do {                                                \
+    expect_rejected(label, handler, &f, INVAL, says); \
+    if (jmg_test_failed) return;                      \
   } while (0)
-#define POTRI() \
+#define POTRI()                                                           \
   build_potri(&f, fresh_run_id(), mesh, 1, XLA_FFI_DataType_F64, a, N, N, \
               &shard, &status)
-#define SYEVD()                                                         \
+#define SYEVD()                                                           \
   build_syevd(&f, fresh_run_id(), mesh, 1, XLA_FFI_DataType_F64, a, N, N, \
               XLA_FFI_DataType_F64, w, &shard, &status)
 
@@ -892,8 +901,9 @@ TEST(ffi_potri_and_syevd_reject_bad_frames_promptly) {
   f.frame.args.size = 3;
   f.arg_types[2] = XLA_FFI_ArgType_BUFFER;
   f.args[2] = f.args[1];
-  REJECT(jaxmg_potri_cpu, "potri 3 args", "expected 2 arguments and 2 "
-                                          "results, got 3 and 2");
+  REJECT(jaxmg_potri_cpu, "potri 3 args",
+         "expected 2 arguments and 2 "
+         "results, got 3 and 2");
   POTRI();
   f.frame.rets.size = 1;
   REJECT(jaxmg_potri_cpu, "potri 1 ret", "got 2 and 1");
@@ -911,8 +921,9 @@ TEST(ffi_potri_and_syevd_reject_bad_frames_promptly) {
   REJECT(jaxmg_potri_cpu, "potri no attrs", "attribute mesh_id is missing");
   POTRI();
   shard = -2;
-  REJECT(jaxmg_potri_cpu, "potri position -2", "shard position -2 is "
-                                               "negative");
+  REJECT(jaxmg_potri_cpu, "potri position -2",
+         "shard position -2 is "
+         "negative");
   shard = 0;
   POTRI();
   f.bufs[3].dtype = XLA_FFI_DataType_S64;
@@ -920,8 +931,9 @@ TEST(ffi_potri_and_syevd_reject_bad_frames_promptly) {
 
   SYEVD();
   f.frame.rets.size = 2;
-  REJECT(jaxmg_syevd_cpu, "syevd 2 rets", "expected 2 arguments and 3 "
-                                          "results, got 2 and 2");
+  REJECT(jaxmg_syevd_cpu, "syevd 2 rets",
+         "expected 2 arguments and 3 "
+         "results, got 2 and 2");
   SYEVD();
   f.dims[0][0] = 3;
   REJECT(jaxmg_syevd_cpu, "syevd A 3 x 4", "A's shard is 3 x 4");
@@ -938,24 +950,29 @@ TEST(ffi_potri_and_syevd_reject_bad_frames_promptly) {
   SYEVD();
   f.bufs[3].dtype = XLA_FFI_DataType_F32;
   f.bufs[3].data = wf;
-  REJECT(jaxmg_syevd_cpu, "syevd F32 W", "W has XLA element type 11, "
-                                         "expected 12");
+  REJECT(jaxmg_syevd_cpu, "syevd F32 W",
+         "W has XLA element type 11, "
+         "expected 12");
   SYEVD();
   f.dims[3][0] = N + 1;
-  REJECT(jaxmg_syevd_cpu, "syevd W of 5", "W has dimension 0 of size 5, "
-                                          "expected 4");
+  REJECT(jaxmg_syevd_cpu, "syevd W of 5",
+         "W has dimension 0 of size 5, "
+         "expected 4");
   SYEVD();
   f.bufs[3].rank = 2;
-  REJECT(jaxmg_syevd_cpu, "syevd W rank 2", "result 1 (W) has rank 2, "
-                                            "expected 1");
+  REJECT(jaxmg_syevd_cpu, "syevd W rank 2",
+         "result 1 (W) has rank 2, "
+         "expected 1");
   SYEVD();
   f.bufs[4].dtype = XLA_FFI_DataType_F64;
-  REJECT(jaxmg_syevd_cpu, "syevd F64 status", "status has XLA element type "
-                                              "12, expected 4");
+  REJECT(jaxmg_syevd_cpu, "syevd F64 status",
+         "status has XLA element type "
+         "12, expected 4");
   SYEVD();
   shard = -1;
-  REJECT(jaxmg_syevd_cpu, "syevd position -1", "shard position -1 is "
-                                              "negative");
+  REJECT(jaxmg_syevd_cpu, "syevd position -1",
+         "shard position -1 is "
+         "negative");
   shard = 0;
 #undef REJECT
 #undef POTRI
@@ -963,7 +980,8 @@ TEST(ffi_potri_and_syevd_reject_bad_frames_promptly) {
   CHECK_EQ(status, -1);
 }
 
-/* ---- whole handlers: several participants on threads ------------------------ */
+/* ---- whole handlers: several participants on threads ------------------------
+ */
 
 typedef struct ffi_call {
   XLA_FFI_Handler *handler;
@@ -1018,13 +1036,12 @@ static shard_call *make_shard_calls(int nparts, int64_t n, int64_t tile,
     if (B != NULL) {
       memcpy(s[d].b, B, (size_t)(nrhs * n) * sizeof(double));
       for (int64_t i = 0; i < nrhs * n; ++i) s[d].x[i] = -777.0;
-      build_potrs(&s[d].f, run_id, mesh_id, tile, XLA_FFI_DataType_F64,
-                  s[d].a, lc, n, s[d].b, s[d].x, nrhs, &s[d].shard,
-                  &s[d].status);
+      build_potrs(&s[d].f, run_id, mesh_id, tile, XLA_FFI_DataType_F64, s[d].a,
+                  lc, n, s[d].b, s[d].x, nrhs, &s[d].shard, &s[d].status);
       s[d].call.handler = jaxmg_potrs_cpu;
     } else {
-      build_potri(&s[d].f, run_id, mesh_id, tile, XLA_FFI_DataType_F64,
-                  s[d].a, lc, n, &s[d].shard, &s[d].status);
+      build_potri(&s[d].f, run_id, mesh_id, tile, XLA_FFI_DataType_F64, s[d].a,
+                  lc, n, &s[d].shard, &s[d].status);
       s[d].call.handler = jaxmg_potri_cpu;
     }
     s[d].call.frame = &s[d].f.frame;
@@ -1116,15 +1133,18 @@ TEST(ffi_multi_shard_bad_tile_or_mismatched_call_fails_everyone) {
   for (int d = 0; d < P; ++d) {
     CHECK_EQ(r[d].is_error, 1);
     CHECK_EQ(r[d].errc, XLA_FFI_Error_Code_INVALID_ARGUMENT);
-    CHECK_CONTAINS(r[d].msg, "jaxmg.potrs: layout: T_A=2 does not fit the "
-                             "shard size 3");
+    CHECK_CONTAINS(r[d].msg,
+                   "jaxmg.potrs: layout: T_A=2 does not fit the "
+                   "shard size 3");
     CHECK_EQ(m[d].is_error, 1);
-    CHECK_CONTAINS(m[d].msg, "shard 3 describes a different call than shard "
-                             "0");
+    CHECK_CONTAINS(m[d].msg,
+                   "shard 3 describes a different call than shard "
+                   "0");
   }
 }
 
-/* ---- whole handlers: LAPACK ----------------------------------------------------- */
+/* ---- whole handlers: LAPACK
+ * ----------------------------------------------------- */
 
 /* Must run before any test registers LAPACK routines (tests.def order). */
 TEST(ffi_potrs_without_lapack_names_dpotrf) {
@@ -1417,8 +1437,7 @@ static void check_potri(int nparts, int64_t n, int64_t tile, int64_t mesh_id) {
   if (inv == NULL) abort();
   for (int d = 0; d < nparts && !why[0]; ++d) {
     if (s[d].call.result.is_error)
-      snprintf(why, sizeof why, "shard %d failed: %s", d,
-               s[d].call.result.msg);
+      snprintf(why, sizeof why, "shard %d failed: %s", d, s[d].call.result.msg);
     else if (s[d].status != 0)
       snprintf(why, sizeof why, "shard %d: status %d", d, (int)s[d].status);
     else

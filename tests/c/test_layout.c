@@ -178,10 +178,10 @@ typedef struct copy_ctx {
   int64_t calls;
   int64_t fail_at; /* fail the fail_at-th call (1-based); 0: never */
   /* Checks of the calls themselves. */
-  int bad;               /* a location out of range, or dst == src */
-  int stage_misuse;      /* staging not used save ... restore, alternating */
-  int open_stage;        /* the stage saved into by the cycle in flight, or 0 */
-  int last_stage;        /* the stage of the previous cycle, or 0 */
+  int bad;          /* a location out of range, or dst == src */
+  int stage_misuse; /* staging not used save ... restore, alternating */
+  int open_stage;   /* the stage saved into by the cycle in flight, or 0 */
+  int last_stage;   /* the stage of the previous cycle, or 0 */
 } copy_ctx;
 
 static int32_t *unit_ptr(copy_ctx *c, jmg_unit_loc loc) {
@@ -201,8 +201,7 @@ static int memcpy_unit(void *ctx, jmg_unit_loc dst, jmg_unit_loc src,
   c->calls++;
   if (c->fail_at != 0 && c->calls == c->fail_at)
     return jmg_error_set(err, JMG_ECUDA, NULL, "cudaMemcpyPeerAsync",
-                         "injected failure on copy %lld",
-                         (long long)c->calls);
+                         "injected failure on copy %lld", (long long)c->calls);
   int32_t *d = unit_ptr(c, dst), *s = unit_ptr(c, src);
   if (d == NULL || s == NULL || d == s) {
     c->bad = 1;
@@ -335,8 +334,8 @@ static int run_case(int64_t n, int ndev, int64_t tile, int64_t col_len,
   if (!fits) {
     int bad = 0;
     if (rc != -JMG_EINVAL)
-      bad = fail(why, len, "layout does not fit, but plan_init returned %d",
-                 rc);
+      bad =
+          fail(why, len, "layout does not fit, but plan_init returned %d", rc);
     else if (err.code != JMG_EINVAL || err.msg[0] == '\0' ||
              plan.dest != NULL || plan.cycle_slots != NULL ||
              plan.cycle_start != NULL)
@@ -357,7 +356,8 @@ static int run_case(int64_t n, int ndev, int64_t tile, int64_t col_len,
   return bad;
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------
+ */
 
 TEST(layout_locate_matches_direct_formula) {
   for (int ndev = 1; ndev <= 8; ++ndev)
@@ -436,8 +436,8 @@ TEST(layout_random_large_cases_match_reference) {
   }
   /* Fixed large cases: many small units, and a tile of a few columns. */
   static const int64_t fixed[][3] = {
-      {20000, 16, 1}, {19998, 3, 3}, {20000, 8, 50}, {16384, 16, 64},
-      {18000, 12, 7}, /* 1500 % 7 != 0: must fail */
+      {20000, 16, 1},  {19998, 3, 3},  {20000, 8, 50},
+      {16384, 16, 64}, {18000, 12, 7}, /* 1500 % 7 != 0: must fail */
   };
   for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; ++k) {
     if (run_case(fixed[k][0], (int)fixed[k][1], fixed[k][2], 1, why,
@@ -518,8 +518,8 @@ TEST(layout_plan_rejects_bad_arguments) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     jmg_error_clear(&err);
-    int rc = jmg_cyclic_plan_init(&plan, bad[i].n, bad[i].ndev, bad[i].tile,
-                                  &err);
+    int rc =
+        jmg_cyclic_plan_init(&plan, bad[i].n, bad[i].ndev, bad[i].tile, &err);
     if (rc != -JMG_EINVAL) {
       TEST_FAIL_AT("case %zu: rc=%d", i, rc);
       if (rc == 0) jmg_cyclic_plan_free(&plan);
@@ -541,8 +541,8 @@ TEST(layout_trivial_plans_move_nothing) {
   jmg_cyclic_plan plan;
   jmg_error err;
   /* One device, or T_A equal to the shard size: no cycles, no copies. */
-  static const int64_t cases[][3] = {{12, 1, 5}, {12, 3, 4}, {1, 1, 1},
-                                     {64, 8, 8}};
+  static const int64_t cases[][3] = {
+      {12, 1, 5}, {12, 3, 4}, {1, 1, 1}, {64, 8, 8}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     CHECK_EQ(jmg_cyclic_plan_init(&plan, cases[i][0], (int)cases[i][1],
                                   cases[i][2], &err),

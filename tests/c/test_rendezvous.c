@@ -14,7 +14,8 @@
 #include "rendezvous/rendezvous.h"
 #include "test.h"
 
-/* ---- helpers -------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------
+ */
 
 static double now_s(void) {
   struct timespec ts;
@@ -114,9 +115,8 @@ static void *part_main(void *arg) {
     rdv->abort(&pt->key, pt->shard, &pt->why);
     pt->rc = -(int)pt->why.code;
   } else if (pt->async) {
-    pt->rc = rdv->join_async(&pt->key, pt->shard, &pt->p, leader_fn,
-                             pt->leader, pt->timeout_s, part_done, pt,
-                             &pt->err);
+    pt->rc = rdv->join_async(&pt->key, pt->shard, &pt->p, leader_fn, pt->leader,
+                             pt->timeout_s, part_done, pt, &pt->err);
     /* Joined: the outcome comes through done (bounded wait). */
     while (pt->rc == 0 && atomic_load(&pt->done_calls) == 0 &&
            now_s() - t0 < 10.0)
@@ -283,8 +283,10 @@ static void run_loopers(int ngroups, int nparts, int niter,
       bad = 1;
     }
     if (!bad && atomic_load(&leaders[g].order_bad)) {
-      TEST_FAIL_AT("group %d: the leader saw posts of another call or out "
-                   "of shard order", g);
+      TEST_FAIL_AT(
+          "group %d: the leader saw posts of another call or out "
+          "of shard order",
+          g);
       bad = 1;
     }
     for (int i = 0; i < niter && !bad; ++i)
@@ -328,8 +330,7 @@ TEST(rendezvous_calls_differing_only_in_participant_count_never_mix) {
   for (int i = 0; i < 2; ++i)
     part_init(&parts[i], make_key("potrs", 33, run_id, 0, 2), i, &l2, 10.0);
   for (int i = 0; i < 3; ++i)
-    part_init(&parts[2 + i], make_key("potrs", 33, run_id, 0, 3), i, &l3,
-              10.0);
+    part_init(&parts[2 + i], make_key("potrs", 33, run_id, 0, 3), i, &l3, 10.0);
   run_parts(parts, 5);
   for (int i = 0; i < 5; ++i) CHECK_EQ(parts[i].rc, 0);
   CHECK_EQ(atomic_load(&l2.runs), 1);
@@ -365,8 +366,8 @@ TEST(rendezvous_participants_arriving_in_random_order) {
     run_parts(parts, N);
     for (int t = 0; t < N; ++t) {
       if (parts[t].rc != 0) {
-        TEST_FAIL_AT("round %d shard %d: rc=%d %s", round, perm[t],
-                     parts[t].rc, parts[t].err.msg);
+        TEST_FAIL_AT("round %d shard %d: rc=%d %s", round, perm[t], parts[t].rc,
+                     parts[t].err.msg);
         return;
       }
     }
@@ -375,7 +376,8 @@ TEST(rendezvous_participants_arriving_in_random_order) {
   }
 }
 
-/* ---- failures -------------------------------------------------------------- */
+/* ---- failures --------------------------------------------------------------
+ */
 
 TEST(rendezvous_leader_error_reaches_every_participant) {
   leader_ctx l;
@@ -556,7 +558,8 @@ TEST(rendezvous_shard_out_of_range_is_an_error) {
   CHECK_EQ(atomic_load(&l.runs), 0);
 }
 
-/* ---- sequence numbers and the timeout ------------------------------------- */
+/* ---- sequence numbers and the timeout -------------------------------------
+ */
 
 TEST(rendezvous_next_seq_counts_per_run_id_op_mesh_and_shard) {
   int64_t r1 = fresh_run_id(), r2 = fresh_run_id();
@@ -611,7 +614,8 @@ TEST(rendezvous_default_timeout_honours_environment) {
   CHECK(empty == 300.0);
 }
 
-/* ---- asynchronous joins (XLA:CPU's futures) ------------------------------- */
+/* ---- asynchronous joins (XLA:CPU's futures) -------------------------------
+ */
 
 TEST(rendezvous_async_participants_meet_and_leader_runs_once) {
   enum { N = 6 };
