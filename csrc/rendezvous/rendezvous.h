@@ -18,12 +18,18 @@
  *    never the leader's work (an eigensolve can take minutes).
  *  - A participant that arrives after its call has failed fails at once.
  *
- * Two implementations behind this interface: threads of one process (here),
- * and processes of one node (shared memory; later). */
+ * Two implementations behind this interface: threads of one process, and
+ * processes of one node (POSIX shared memory). */
 #ifndef JMG_RENDEZVOUS_RENDEZVOUS_H
 #define JMG_RENDEZVOUS_RENDEZVOUS_H
 
 #include <stdint.h>
+
+/* The process rendezvous copies posts between processes: there, `post` must
+ * point to JMG_RDV_MAX_POST readable bytes (or be NULL, read as zeros), which
+ * are copied into shared memory, and the leader's fn gets pointers to those
+ * copies. The thread rendezvous passes post pointers through untouched. */
+#define JMG_RDV_MAX_POST 4096
 
 #include "common/error.h"
 
@@ -73,6 +79,12 @@ typedef struct jmg_rendezvous {
 
 /* Threads of one process: mutex + condition variable. */
 const jmg_rendezvous *jmg_rendezvous_threads(void);
+
+/* Processes of one node: one POSIX shared-memory segment per call, with a
+ * robust process-shared mutex + condition variable. join and abort behave as
+ * the thread version; join_async returns -JMG_EUNSUPPORTED for now. Posts are
+ * copied (see JMG_RDV_MAX_POST). */
+const jmg_rendezvous *jmg_rendezvous_processes(void);
 
 /* The sequence number of the next call of `op` by participant `shard` of
  * mesh `mesh_id` under run id `run_id`: 0 for the first call under a run id,

@@ -1,0 +1,529 @@
+/* The process rendezvous (rendezvous/rendezvous_processes.c): forked children
+ * join one call through shared memory; each reports its rc and error through
+ * a pipe; the parent reaps them all within a bound. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rendezvous/rendezvous.h"
+#include "test.h"
+
+/* ---- helpers --------------------------------------------------------------
+ */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+  if (s <= 0) return;
+  struct timespec ts;
+  ts.tv_sec = (time_t)s;
+  ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Run ids of this process only: calls of different tests (and of other
+ * runs of this binary) never meet. */
+static int64_t fresh_run_id(void) {
+  static int64_t counter;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ((int64_t)getpid() << 40) ^ ((int64_t)ts.tv_nsec << 12) ^ (++counter);
+}
+
+static jmg_rdv_key make_key(const char *op, int64_t mesh_id, int64_t run_id,
+                            int nparts) {
+  jmg_rdv_key k;
+  k.op = op;
+  k.mesh_id = mesh_id;
+  k.run_id = run_id;
+  k.seq = 0;
+  k.nparts = nparts;
+  return k;
+}
+
+/* What a child posts (the start of a JMG_RDV_MAX_POST buffer). */
+typedef struct post {
+  int shard;
+  int tag;
+  unsigned char fill; /* the last byte of the buffer, checked by the leader */
+} post;
+
+/* The leader's function, run in the leader child. */
+typedef struct leader_ctx {
+  int runs;
+  int order_bad;
+  int tag;
+  int fail;
+} leader_ctx;
+
+static int leader_fn(void *ctx, void *const *posts, int nparts,
+                     jmg_error *err) {
+  leader_ctx *l = ctx;
+  l->runs++;
+  for (int i = 0; i < nparts; ++i) {
+    const post *p = posts[i];
+    const unsigned char *raw = posts[i];
+    if (p == NULL || p->shard != i || p->tag != l->tag ||
+        raw[JMG_RDV_MAX_POST - 1] != (unsigned char)(i + 1))
+      l->order_bad = 1;
+  }
+  if (l->fail)
+    return jmg_error_set(err, JMG_ELAPACK, "potrs", "dpotrf",
+                         "injected leader failure %d", 42);
+  return 0;
+}
+
+/* What one child does. */
+typedef struct spec {
+  jmg_rdv_key key;
+  int shard;
+  int tag;
+  double timeout_s;
+  double delay_s;    /* sleep before joining */
+  double linger_s;   /* sleep after reporting, before _exit */
+  int abort_instead; /* abort(why) instead of join */
+  int leader_fail;   /* the leader's fn fails */
+  jmg_error why;
+} spec;
+
+/* What one child reports. */
+typedef struct report {
+  int rc;
+  int leader_runs;
+  int order_bad;
+  double elapsed_s;
+  jmg_error err;
+} report;
+
+typedef struct child {
+  pid_t pid;
+  int fd; /* read end of its pipe */
+  int got;
+  report r;
+} child;
+
+static void child_main(const spec *sp, int wfd) {
+  sleep_s(sp->delay_s);
+  const jmg_rendezvous *rdv = jmg_rendezvous_processes();
+  report r;
+  memset(&r, 0, sizeof r);
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  l.tag = sp->tag;
+  l.fail = sp->leader_fail;
+  unsigned char buf[JMG_RDV_MAX_POST];
+  memset(buf, 0, sizeof buf);
+  post p = {sp->shard, sp->tag, 0};
+  memcpy(buf, &p, sizeof p);
+  buf[JMG_RDV_MAX_POST - 1] = (unsigned char)(sp->shard + 1);
+  double t0 = now_s();
+  if (sp->abort_instead) {
+    rdv->abort(&sp->key, sp->shard, &sp->why);
+    r.rc = -(int)sp->why.code;
+  } else {
+    r.rc = rdv->join(&sp->key, sp->shard, buf, leader_fn, &l, sp->timeout_s,
+                     &r.err);
+  }
+  r.elapsed_s = now_s() - t0;
+  r.leader_runs = l.runs;
+  r.order_bad = l.order_bad;
+  ssize_t w = write(wfd, &r, sizeof r);
+  (void)w;
+  close(wfd);
+  sleep_s(sp->linger_s);
+  _exit(0);
+}
+
+static int spawn(child *c, const spec *sp) {
+  memset(c, 0, sizeof *c);
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child_main(sp, fds[1]);
+  }
+  close(fds[1]);
+  c->pid = pid;
+  c->fd = fds[0];
+  return 0;
+}
+
+/* Reads every child's report (until bound_s), then reaps them all (killing
+ * any left). Returns how many reports came. */
+static int collect(child *cs, int n, double bound_s) {
+  double end = now_s() + bound_s;
+  int got = 0;
+  for (int i = 0; i < n; ++i) {
+    if (cs[i].pid <= 0) continue;
+    size_t have = 0;
+    while (have < sizeof cs[i].r) {
+      int ms = (int)((end - now_s()) * 1000);
+      if (ms <= 0) break;
+      struct pollfd pfd = {cs[i].fd, POLLIN, 0};
+      int pr = poll(&pfd, 1, ms);
+      if (pr <= 0) {
+        if (pr < 0 && errno == EINTR) continue;
+        break;
+      }
+      ssize_t rd =
+          read(cs[i].fd, (char *)&cs[i].r + have, sizeof cs[i].r - have);
+      if (rd <= 0) break;
+      have += (size_t)rd;
+    }
+    if (have == sizeof cs[i].r) {
+      cs[i].got = 1;
+      ++got;
+    }
+    close(cs[i].fd);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (cs[i].pid <= 0) continue;
+    int st;
+    while (waitpid(cs[i].pid, &st, WNOHANG) == 0) {
+      if (now_s() > end + 2.0) {
+        kill(cs[i].pid, SIGKILL);
+        waitpid(cs[i].pid, &st, 0);
+        break;
+      }
+      sleep_s(0.002);
+    }
+    cs[i].pid = 0;
+  }
+  return got;
+}
+
+static void spec_init(spec *sp, jmg_rdv_key key, int shard, int tag,
+                      double timeout_s) {
+  memset(sp, 0, sizeof *sp);
+  sp->key = key;
+  sp->shard = shard;
+  sp->tag = tag;
+  sp->timeout_s = timeout_s;
+}
+
+/* The segment's name, as rendezvous_processes.c makes it (FNV-1a 64 of the
+ * key); keep the two in step. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+static void shm_name(const jmg_rdv_key *k, char *name, size_t len) {
+  char op[32] = {0};
+  snprintf(op, sizeof op, "%s", k->op);
+  uint64_t h = 14695981039346656037ULL;
+  h = fnv1a(h, op, strlen(op) + 1);
+  h = fnv1a(h, &k->mesh_id, sizeof k->mesh_id);
+  h = fnv1a(h, &k->run_id, sizeof k->run_id);
+  h = fnv1a(h, &k->seq, sizeof k->seq);
+  h = fnv1a(h, &k->nparts, sizeof k->nparts);
+  snprintf(name, len, "/jaxmg-%016llx", (unsigned long long)h);
+}
+
+/* Whether the shared-memory segment of call k exists. */
+static int shm_exists(const jmg_rdv_key *k) {
+  char name[64];
+  shm_name(k, name, sizeof name);
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
+
+/* Runs n children that all join `key` (shards 0..n-1) and checks that they
+ * met, that one leader ran once over posts in shard order, and that no
+ * segment was left behind. */
+static void meet(int n, int64_t mesh_id) {
+  jmg_rdv_key key = make_key("potrs", mesh_id, fresh_run_id(), n);
+  child cs[8];
+  spec sp;
+  double t0 = now_s();
+  for (int i = 0; i < n; ++i) {
+    spec_init(&sp, key, i, 7, 1.0);
+    sp.delay_s = 0.005 * ((i * 3) % n); /* shard 0 is not always first */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, n, 5.0), n);
+  CHECK(now_s() - t0 < 3.0);
+  int runs = 0;
+  for (int i = 0; i < n; ++i) {
+    CHECK_EQ(cs[i].r.rc, 0);
+    CHECK_EQ(cs[i].r.err.code, JMG_OK);
+    CHECK_EQ(cs[i].r.order_bad, 0);
+    runs += cs[i].r.leader_runs;
+  }
+  CHECK_EQ(cs[0].r.leader_runs, 1);
+  CHECK_EQ(runs, 1);
+  CHECK(!shm_exists(&key));
+}
+
+/* ---- tests ---------------------------------------------------------------
+ */
+
+TEST(rendezvous_processes_two_meet_and_leader_runs_once) { meet(2, 101); }
+
+TEST(rendezvous_processes_four_meet_posts_in_shard_order_nothing_left) {
+  meet(4, 102);
+}
+
+TEST(rendezvous_processes_leader_error_reaches_everyone) {
+  jmg_rdv_key key = make_key("potrs", 103, fresh_run_id(), 3);
+  child cs[3];
+  spec sp;
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, i, 1, 1.0);
+    sp.leader_fail = 1;
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 3, 5.0), 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(cs[i].r.rc, -JMG_ELAPACK);
+    CHECK_CONTAINS(cs[i].r.err.msg, "injected leader failure 42");
+    CHECK_CONTAINS(cs[i].r.err.call, "dpotrf");
+  }
+}
+
+TEST(rendezvous_processes_abort_releases_the_others_quickly) {
+  jmg_rdv_key key = make_key("potrs", 104, fresh_run_id(), 4);
+  child cs[4];
+  spec sp;
+  double t0 = now_s();
+  for (int i = 0; i < 4; ++i) {
+    spec_init(&sp, key, i, 1, 10.0);
+    if (i == 2) {
+      sp.abort_instead = 1;
+      sp.delay_s = 0.1;
+      jmg_error_set(&sp.why, JMG_EINVAL, "potrs", "FFI call frame",
+                    "B on shard 2 has the wrong dtype");
+    }
+    if (i == 3) sp.delay_s = 0.3; /* arrives after the failure */
+    sp.linger_s = 0.5;            /* keep the failed call's owners alive */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 4, 5.0), 4);
+  CHECK(now_s() - t0 < 3.0); /* nowhere near the 10 s timeout */
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) continue;
+    CHECK_EQ(cs[i].r.rc, -JMG_EINVAL);
+    CHECK_CONTAINS(cs[i].r.err.msg, "shard 2 failed");
+    CHECK_CONTAINS(cs[i].r.err.msg, "B on shard 2 has the wrong dtype");
+    CHECK_CONTAINS(cs[i].r.err.call, "FFI call frame");
+    CHECK(cs[i].r.elapsed_s < 1.0);
+  }
+  CHECK(cs[3].r.elapsed_s < 0.2); /* failed at once */
+  CHECK(!shm_exists(&key));       /* every shard came: unlinked */
+}
+
+TEST(rendezvous_processes_missing_participant_times_out_naming_it) {
+  jmg_rdv_key key = make_key("syevd", 105, fresh_run_id(), 4);
+  child cs[3];
+  spec sp;
+  const int shards[3] = {0, 1, 3}; /* shard 2 never comes */
+  double t0 = now_s();
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, shards[i], 1, 0.3);
+    sp.linger_s = 1.0;
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  /* The missing one arrives late, from this process, while the others
+   * still live: it fails at once. */
+  sleep_s(0.6);
+  unsigned char buf[JMG_RDV_MAX_POST] = {0};
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  jmg_error err;
+  double t1 = now_s();
+  int late_rc =
+      jmg_rendezvous_processes()->join(&key, 2, buf, leader_fn, &l, 10.0, &err);
+  double late_elapsed = now_s() - t1;
+  CHECK_EQ(collect(cs, 3, 5.0), 3);
+  CHECK(now_s() - t0 < 4.0);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(cs[i].r.rc, -JMG_ETIMEDOUT);
+    CHECK_CONTAINS(cs[i].r.err.msg, "3 of 4 participants arrived");
+    CHECK_CONTAINS(cs[i].r.err.msg, "shard(s) 2 never did");
+    CHECK(cs[i].r.elapsed_s >= 0.25);
+    CHECK(cs[i].r.elapsed_s < 1.0);
+    CHECK_EQ(cs[i].r.leader_runs, 0);
+  }
+  CHECK_EQ(late_rc, -JMG_ETIMEDOUT);
+  CHECK_CONTAINS(err.msg, "shard(s) 2 never did");
+  CHECK(late_elapsed < 0.2);
+  CHECK_EQ(l.runs, 0);
+  CHECK(!shm_exists(&key));
+}
+
+TEST(rendezvous_processes_killed_participant_fails_the_others) {
+  jmg_rdv_key key = make_key("potri", 106, fresh_run_id(), 4);
+  child cs[3];
+  spec sp;
+  /* Shards 0, 1 and 2 join (timeout 1 s); shard 2 is killed after joining;
+   * shard 3 never comes. The others must fail well before the timeout. */
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, i, 1, 1.0);
+    sp.linger_s = 0.6; /* owners of the failed call stay alive a while */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  sleep_s(0.15);
+  kill(cs[2].pid, SIGKILL);
+  int st;
+  waitpid(cs[2].pid, &st, 0); /* reaped: its pid is gone */
+  close(cs[2].fd);
+  cs[2].pid = 0;
+  /* Shard 3 comes late, while the others live: it fails at once, and, as
+   * every shard has now come, the failed call's segment goes away. */
+  sleep_s(0.3);
+  unsigned char buf[JMG_RDV_MAX_POST] = {0};
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  jmg_error err;
+  double t1 = now_s();
+  int late_rc =
+      jmg_rendezvous_processes()->join(&key, 3, buf, leader_fn, &l, 10.0, &err);
+  double late_elapsed = now_s() - t1;
+  CHECK_EQ(collect(cs, 2, 3.0), 2);
+  for (int i = 0; i < 2; ++i) {
+    CHECK_EQ(cs[i].r.rc, -JMG_EPEER);
+    CHECK_CONTAINS(cs[i].r.err.msg, "shard 2 (pid");
+    CHECK_CONTAINS(cs[i].r.err.msg, "exited before the call was over");
+    /* joined at ~0, killed at ~0.15 s, noticed within a 50 ms poll */
+    CHECK(cs[i].r.elapsed_s < 0.5);
+  }
+  CHECK_EQ(late_rc, -JMG_EPEER);
+  CHECK_CONTAINS(err.msg, "shard 2 (pid");
+  CHECK(late_elapsed < 0.2);
+  CHECK(!shm_exists(&key));
+}
+
+TEST(rendezvous_processes_stale_segment_is_replaced) {
+  jmg_rdv_key key = make_key("potrs", 107, fresh_run_id(), 3);
+  child dead;
+  spec sp;
+  /* Shard 1 creates the segment, joins, and is killed before anyone else
+   * comes: it leaves a WAITING segment behind with a dead owner. */
+  spec_init(&sp, key, 1, 5, 10.0);
+  CHECK_EQ(spawn(&dead, &sp), 0);
+  sleep_s(0.1);
+  kill(dead.pid, SIGKILL);
+  int st;
+  waitpid(dead.pid, &st, 0);
+  close(dead.fd);
+  CHECK(shm_exists(&key));
+  /* A new call with the same key replaces it and succeeds. */
+  child cs[3];
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, i, 5, 1.0);
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 3, 5.0), 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(cs[i].r.rc, 0);
+    CHECK_EQ(cs[i].r.order_bad, 0);
+  }
+  CHECK_EQ(cs[0].r.leader_runs, 1);
+  CHECK(!shm_exists(&key));
+}
+
+TEST(rendezvous_processes_uninitialized_segment_is_replaced) {
+  jmg_rdv_key key = make_key("potrs", 110, fresh_run_id(), 2);
+  char name[64];
+  shm_name(&key, name, sizeof name);
+  /* A creator that died between shm_open and sizing its segment. */
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK(shm_exists(&key));
+  child cs[2];
+  spec sp;
+  double t0 = now_s();
+  for (int i = 0; i < 2; ++i) {
+    spec_init(&sp, key, i, 3, 0.6); /* replaced after min(0.3 s, 1 s) */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 2, 5.0), 2);
+  CHECK(now_s() - t0 < 2.0);
+  for (int i = 0; i < 2; ++i) CHECK_EQ(cs[i].r.rc, 0);
+  CHECK_EQ(cs[0].r.leader_runs, 1);
+  CHECK(!shm_exists(&key));
+}
+
+TEST(rendezvous_processes_concurrent_keys_never_mix) {
+  enum { G = 4, MAXN = 3 };
+  int64_t run_id = fresh_run_id();
+  child cs[G * MAXN];
+  jmg_rdv_key keys[G];
+  int nparts[G] = {3, 3, 3, 2};
+  spec sp;
+  for (int g = 0; g < G; ++g) {
+    /* Same run id; the keys differ in mesh id, op or participant count. */
+    keys[g] =
+        make_key(g == 2 ? "syevd" : "potrs", 108 + (g == 1), run_id, nparts[g]);
+    for (int i = 0; i < nparts[g]; ++i) {
+      spec_init(&sp, keys[g], i, 100 + g, 2.0);
+      sp.delay_s = 0.003 * ((i + g) % 3);
+      CHECK_EQ(spawn(&cs[g * MAXN + i], &sp), 0);
+    }
+    for (int i = nparts[g]; i < MAXN; ++i) cs[g * MAXN + i].pid = 0;
+  }
+  CHECK_EQ(collect(cs, G * MAXN, 5.0), 11);
+  for (int g = 0; g < G; ++g) {
+    for (int i = 0; i < nparts[g]; ++i) {
+      CHECK_EQ(cs[g * MAXN + i].r.rc, 0);
+      CHECK_EQ(cs[g * MAXN + i].r.order_bad, 0); /* the tag is the group's */
+    }
+    CHECK_EQ(cs[g * MAXN].r.leader_runs, 1);
+    CHECK(!shm_exists(&keys[g]));
+  }
+}
+
+TEST(rendezvous_processes_single_participant_bad_shard_and_async) {
+  const jmg_rendezvous *rdv = jmg_rendezvous_processes();
+  unsigned char buf[JMG_RDV_MAX_POST] = {0};
+  post p = {0, 9, 0};
+  memcpy(buf, &p, sizeof p);
+  buf[JMG_RDV_MAX_POST - 1] = 1;
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  l.tag = 9;
+  jmg_error err;
+  jmg_rdv_key key = make_key("potrs", 109, fresh_run_id(), 1);
+  CHECK_EQ(rdv->join(&key, 0, buf, leader_fn, &l, 1.0, &err), 0);
+  CHECK_EQ(l.runs, 1);
+  CHECK_EQ(l.order_bad, 0);
+  key.nparts = 4;
+  CHECK_EQ(rdv->join(&key, 4, buf, leader_fn, &l, 1.0, &err), -JMG_EINVAL);
+  CHECK_CONTAINS(err.msg, "outside");
+  rdv->abort(&key, -1, &err); /* does nothing */
+  CHECK_EQ(rdv->join_async(&key, 0, buf, leader_fn, &l, 1.0, NULL, NULL, &err),
+           -JMG_EUNSUPPORTED);
+  CHECK_CONTAINS(err.msg, "asynchronous");
+  CHECK_EQ(l.runs, 1);
+}
