@@ -471,3 +471,17 @@ def test_donation_syevd_reuses_a(mesh, hermitian, T_A):
         jax.block_until_ready((w, v))
     assert a.is_deleted()
     _assert_eigh(a_np, w, v)
+
+
+def test_many_eager_calls_in_a_row_do_not_hang(mesh, hpd, rhs, monkeypatch):
+    """Eager calls of different programs, one after the other without waiting:
+    on CPU devices jaxmg waits for each (see _shard.settle_on_cpu); without that
+    XLA:CPU hung after about 50 in flight on 2 cores."""
+    monkeypatch.setenv("JAXMG_RENDEZVOUS_TIMEOUT", "30")
+    n = 16
+    a, b = hpd(n, np.float64), rhs(n, 2, np.float64)
+    outs = []
+    for _ in range(80):
+        outs.append((jaxmg.potrs(a, b, 4, mesh, SPECS), jaxmg.potri(a, 3, mesh, SPEC_A)))
+    assert jt.solve_backward_error(a, outs[-1][0], b) < jt.tol(np.float64, n)
+    assert jt.inverse_residual(a, outs[-1][1]) < jt.tol(np.float64, n)

@@ -146,6 +146,24 @@ def onto(x: Any, mesh: Mesh, spec: Any) -> Any:
     return jax.device_put(x, jax.sharding.NamedSharding(mesh, spec))
 
 
+def settle_on_cpu(outputs: Any, mesh: Mesh) -> Any:
+    """Waits for an eager call's results on CPU devices.
+
+    XLA:CPU runs each device's part of a multi-device program on a pool thread
+    and holds that thread until the part completes. With many programs in
+    flight, parts of different programs can fill the pool while each waits for
+    its own missing parts (a jaxmg call needs all of them), and nothing moves
+    again: seen after about 50 asynchronously dispatched calls on a 2-core
+    machine. Waiting here keeps one eager jaxmg call in flight. Under tracing
+    there is nothing to wait for."""
+    leaves = jax.tree_util.tree_leaves(outputs)
+    if any(_compat_is_tracer(x) for x in leaves):
+        return outputs
+    if next(iter(mesh.devices.flat)).platform == "cpu":
+        jax.block_until_ready(outputs)
+    return outputs
+
+
 def hermitian_from_upper(a: jax.Array) -> jax.Array:
     """The Hermitian matrix the ops solve with, and so the one their
     derivatives are taken with respect to: a's strict upper triangle, its

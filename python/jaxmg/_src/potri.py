@@ -104,6 +104,7 @@ def potri(
     g = _shard.geometry("potri", n, rows.nparts, tile, pad)
     _native.load()
     inv, status = _invert(_program(mesh, rows, g), a)
+    _shard.settle_on_cpu((inv, status), mesh)
     return (inv, status) if return_status else inv
 
 

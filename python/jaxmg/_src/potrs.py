@@ -126,6 +126,7 @@ def potrs(
     b2 = b if b.ndim == 2 else b[:, None]
     x, status = _solve(_program(mesh, rows, g), a, b2)
     x = x if b.ndim == 2 else x[:, 0]
+    _shard.settle_on_cpu((x, status), mesh)
     return (x, status) if return_status else x
 
 

@@ -180,6 +180,7 @@ def syevd(
     out: tuple[jax.Array, ...] = (w, v) if return_eigenvectors else (w,)
     if return_status:
         out = out + (status,)
+    _shard.settle_on_cpu(out, mesh)
     return out[0] if len(out) == 1 else out
 
 
