@@ -65,9 +65,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rendezvous/call_ident.h"
 #include "rendezvous/rendezvous.h"
 
-#define OP_LEN 32
 #define NAME_LEN 40
 #define SEG_MAGIC 0x6a6d67524456310aULL /* "jmgRDV1\n" */
 #define MAX_PARTS 65536
@@ -75,11 +75,7 @@
 
 typedef enum { WAITING = 1, RUNNING, DONE, FAILED } seg_state;
 
-typedef struct ident {
-  char op[OP_LEN];
-  int64_t mesh_id, run_id, seq;
-  int nparts;
-} ident;
+typedef jmg_call_ident ident;
 
 typedef struct shard_rec {
   pid_t pid;             /* the process that joined or aborted as this shard */
@@ -148,23 +144,6 @@ static void sleep_s(double s) {
   struct timespec ts = to_timespec(s);
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
-}
-
-static ident make_ident(const jmg_rdv_key *key) {
-  ident id;
-  memset(&id, 0, sizeof id);
-  snprintf(id.op, sizeof id.op, "%s", key->op ? key->op : "");
-  id.mesh_id = key->mesh_id;
-  id.run_id = key->run_id;
-  id.seq = key->seq;
-  id.nparts = key->nparts;
-  return id;
-}
-
-static int same_ident(const ident *a, const ident *b) {
-  return a->mesh_id == b->mesh_id && a->run_id == b->run_id &&
-         a->seq == b->seq && a->nparts == b->nparts &&
-         strncmp(a->op, b->op, OP_LEN) == 0;
 }
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
@@ -462,7 +441,7 @@ static int open_seg(mapping *m, const ident *id, ino_t *ino, jmg_error *err) {
     munmap(p, m->size);
     return 2;
   }
-  if (!same_ident(&s->id, id)) {
+  if (!jmg_call_ident_same(&s->id, id)) {
     munmap(p, m->size);
     return jmg_error_set(err, JMG_EINTERNAL, id->op, "rendezvous",
                          "shared segment %s belongs to another call (hash "
@@ -561,7 +540,7 @@ static int procs_join(const jmg_rdv_key *key, int shard, void *post,
   int rc = check_key(key, shard, err);
   if (rc != 0) return rc;
   const double deadline = now_s() + timeout_s;
-  ident id = make_ident(key);
+  ident id = jmg_call_ident_of(key);
   void **posts = NULL;
   if (shard == 0) {
     posts = calloc((size_t)id.nparts, sizeof *posts);
@@ -689,7 +668,7 @@ static void procs_abort(const jmg_rdv_key *key, int shard,
                         const jmg_error *why) {
   jmg_error e;
   if (check_key(key, shard, &e) != 0) return;
-  ident id = make_ident(key);
+  ident id = jmg_call_ident_of(key);
   char reason[JMG_ERROR_MSG_LEN];
   snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
   jmg_error_set(&e, why ? why->code : JMG_EPEER, id.op,

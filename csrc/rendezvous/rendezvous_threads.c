@@ -17,17 +17,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "rendezvous/call_ident.h"
 #include "rendezvous/rendezvous.h"
 
-#define OP_LEN 32
+#define OP_LEN JMG_RDV_OP_LEN
 
 typedef enum { WAITING, RUNNING, DONE, FAILED } session_state;
 
-typedef struct ident {
-  char op[OP_LEN];
-  int64_t mesh_id, run_id, seq;
-  int nparts;
-} ident;
+typedef jmg_call_ident ident;
 
 typedef struct session {
   struct session *next;
@@ -65,26 +62,9 @@ static session *g_sessions;
 static tombstone g_tombstones[NUM_TOMBSTONES];
 static int g_next_tombstone;
 
-static ident make_ident(const jmg_rdv_key *key) {
-  ident id;
-  memset(&id, 0, sizeof id);
-  snprintf(id.op, sizeof id.op, "%s", key->op ? key->op : "");
-  id.mesh_id = key->mesh_id;
-  id.run_id = key->run_id;
-  id.seq = key->seq;
-  id.nparts = key->nparts;
-  return id;
-}
-
-static int same_ident(const ident *a, const ident *b) {
-  return a->mesh_id == b->mesh_id && a->run_id == b->run_id &&
-         a->seq == b->seq && a->nparts == b->nparts &&
-         strcmp(a->op, b->op) == 0;
-}
-
 static const tombstone *find_tombstone(const ident *id) {
   for (int i = 0; i < NUM_TOMBSTONES; ++i)
-    if (g_tombstones[i].used && same_ident(&g_tombstones[i].id, id))
+    if (g_tombstones[i].used && jmg_call_ident_same(&g_tombstones[i].id, id))
       return &g_tombstones[i];
   return NULL;
 }
@@ -129,7 +109,7 @@ static void fail_session(session *s, const jmg_error *err) {
 
 static session *find_or_create(const ident *id, jmg_error *err) {
   for (session *s = g_sessions; s; s = s->next)
-    if (same_ident(&s->id, id)) return s;
+    if (jmg_call_ident_same(&s->id, id)) return s;
   session *s = calloc(1, sizeof *s);
   if (s) {
     s->posts = calloc((size_t)id->nparts, sizeof *s->posts);
@@ -354,7 +334,7 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
                   int *completes, jmg_error *err) {
   int rc = check_key(key, shard, err);
   if (rc != 0) return rc;
-  ident id = make_ident(key);
+  ident id = jmg_call_ident_of(key);
   *completes = 0;
   pthread_mutex_lock(&g_mu);
   const tombstone *t = find_tombstone(&id);
@@ -475,7 +455,7 @@ static void threads_abort(const jmg_rdv_key *key, int shard,
                           const jmg_error *why) {
   jmg_error e;
   if (check_key(key, shard, &e) != 0) return;
-  ident id = make_ident(key);
+  ident id = jmg_call_ident_of(key);
   char reason[JMG_ERROR_MSG_LEN];
   snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
   jmg_error_set(&e, why ? why->code : JMG_EPEER, id.op,
