@@ -36,4 +36,15 @@ static inline int jmg_call_ident_same(const jmg_call_ident *a,
          strncmp(a->op, b->op, JMG_RDV_OP_LEN) == 0;
 }
 
+/* The error every participant of a call gets when participant `shard`
+ * aborts it: why's code and call, and its message prefixed with the shard. */
+static inline void jmg_rdv_abort_error(const jmg_call_ident *id, int shard,
+                                       const jmg_error *why, jmg_error *out) {
+  char reason[JMG_ERROR_MSG_LEN];
+  snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
+  jmg_error_set(out, why ? why->code : JMG_EPEER, id->op,
+                why ? why->call : "rendezvous", "shard %d failed: %s", shard,
+                reason);
+}
+
 #endif

@@ -669,11 +669,7 @@ static void procs_abort(const jmg_rdv_key *key, int shard,
   jmg_error e;
   if (check_key(key, shard, &e) != 0) return;
   ident id = jmg_call_ident_of(key);
-  char reason[JMG_ERROR_MSG_LEN];
-  snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
-  jmg_error_set(&e, why ? why->code : JMG_EPEER, id.op,
-                why ? why->call : "rendezvous", "shard %d failed: %s", shard,
-                reason);
+  jmg_rdv_abort_error(&id, shard, why, &e);
   mapping m;
   jmg_error ignored;
   /* abort returns at once: a short bound on waiting for the segment. */

@@ -456,11 +456,7 @@ static void threads_abort(const jmg_rdv_key *key, int shard,
   jmg_error e;
   if (check_key(key, shard, &e) != 0) return;
   ident id = jmg_call_ident_of(key);
-  char reason[JMG_ERROR_MSG_LEN];
-  snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
-  jmg_error_set(&e, why ? why->code : JMG_EPEER, id.op,
-                why ? why->call : "rendezvous", "shard %d failed: %s", shard,
-                reason);
+  jmg_rdv_abort_error(&id, shard, why, &e);
 
   pthread_mutex_lock(&g_mu);
   if (find_tombstone(&id) == NULL) {

@@ -16,6 +16,7 @@
 #include "engine/lapack_table.h"
 #include "ffi/ffi_common.h"
 #include "test.h"
+#include "test_clock.h"
 
 /* The handlers libjaxmg_cpu.so exports (csrc/ffi/cpu_targets.c). */
 XLA_FFI_Error *jaxmg_potrs_cpu(XLA_FFI_CallFrame *frame);
@@ -201,12 +202,6 @@ static xla_result take_error(XLA_FFI_Error *e) {
   d.error = e;
   fake_error_destroy(&d);
   return r;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Run ids no other test uses, so that calls of different tests never meet. */

@@ -13,24 +13,10 @@
 
 #include "rendezvous/rendezvous.h"
 #include "test.h"
+#include "test_clock.h"
 
 /* ---- helpers --------------------------------------------------------------
  */
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s) {
-  if (s <= 0) return;
-  struct timespec ts;
-  ts.tv_sec = (time_t)s;
-  ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 /* Run ids no other test uses, so that calls of different tests never meet. */
 static int64_t fresh_run_id(void) {

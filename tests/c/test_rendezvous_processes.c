@@ -18,24 +18,10 @@
 
 #include "rendezvous/rendezvous.h"
 #include "test.h"
+#include "test_clock.h"
 
 /* ---- helpers --------------------------------------------------------------
  */
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s) {
-  if (s <= 0) return;
-  struct timespec ts;
-  ts.tv_sec = (time_t)s;
-  ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 /* Run ids of this process only: calls of different tests (and of other
  * runs of this binary) never meet. */

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from jaxmg._src import _checks, _native
 from jaxmg._src._compat import is_tracer as _compat_is_tracer
 from jaxmg._src._compat import place, shard_map_unchecked
 
@@ -205,6 +206,23 @@ class Program:
 
     def __call__(self, *args: jax.Array) -> Any:
         return self.fn(*args)
+
+
+def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
+            n_specs: int, pad: bool) -> tuple[Any, Mesh, Any, Geometry]:
+    """The steps every op takes before its program runs, in order: mesh and
+    in_specs (inferred when left out), their checks, N against the device
+    count, T_A (chosen when left out), A moved onto the mesh, the padding
+    geometry, the native library loaded. Returns (a, mesh, rows, geometry)."""
+    mesh, in_specs = _checks.resolve_layout(op, a, mesh, in_specs)
+    rows = _checks.check_specs(op, mesh, in_specs, n_specs)
+    _checks.check_divisible(op, n, rows.nparts)
+    tile = (_checks.check_tile(op, T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts))
+    a = onto(a, mesh, rows.spec)
+    g = geometry(op, n, rows.nparts, tile, pad)
+    _native.load()
+    return a, mesh, rows, g
 
 
 def mapped(

@@ -95,14 +95,7 @@ def potri(
       of order k is not positive definite (the inverse is then NaN).
     """
     n, _ = _checks.check_matrix("potri", a)
-    mesh, in_specs = _checks.resolve_layout("potri", a, mesh, in_specs)
-    rows = _checks.check_specs("potri", mesh, in_specs, 1)
-    _checks.check_divisible("potri", n, rows.nparts)
-    tile = (_checks.check_tile("potri", T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
-    a = _shard.onto(a, mesh, rows.spec)
-    g = _shard.geometry("potri", n, rows.nparts, tile, pad)
-    _native.load()
+    a, mesh, rows, g = _shard.prepare("potri", a, n, T_A, mesh, in_specs, 1, pad)
     inv, status = _invert(_program(mesh, rows, g), a)
     _shard.settle_on_cpu((inv, status), mesh)
     return (inv, status) if return_status else inv

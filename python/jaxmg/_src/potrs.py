@@ -114,15 +114,8 @@ def potrs(
     """
     n, dtype = _checks.check_matrix("potrs", a)
     _checks.check_rhs("potrs", b, n, dtype)
-    mesh, in_specs = _checks.resolve_layout("potrs", a, mesh, in_specs)
-    rows = _checks.check_specs("potrs", mesh, in_specs, 2)
-    _checks.check_divisible("potrs", n, rows.nparts)
-    tile = (_checks.check_tile("potrs", T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
-    a = _shard.onto(a, mesh, rows.spec)
+    a, mesh, rows, g = _shard.prepare("potrs", a, n, T_A, mesh, in_specs, 2, pad)
     b = _shard.onto(b, mesh, P())
-    g = _shard.geometry("potrs", n, rows.nparts, tile, pad)
-    _native.load()
     b2 = b if b.ndim == 2 else b[:, None]
     x, status = _solve(_program(mesh, rows, g), a, b2)
     x = x if b.ndim == 2 else x[:, 0]

@@ -164,14 +164,7 @@ def syevd(
       converge (outputs are then NaN).
     """
     n, _ = _checks.check_matrix("syevd", a)
-    mesh, in_specs = _checks.resolve_layout("syevd", a, mesh, in_specs)
-    rows = _checks.check_specs("syevd", mesh, in_specs, 1)
-    _checks.check_divisible("syevd", n, rows.nparts)
-    tile = (_checks.check_tile("syevd", T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
-    a = _shard.onto(a, mesh, rows.spec)
-    g = _shard.geometry("syevd", n, rows.nparts, tile, pad)
-    _native.load()
+    a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
     with_vectors = _program(mesh, rows, g, True)
     if return_eigenvectors:
         w, v, status = _eigh(with_vectors, a)
