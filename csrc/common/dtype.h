@@ -4,6 +4,7 @@
 #define JMG_COMMON_DTYPE_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef enum {
   JMG_F32 = 0,
@@ -27,6 +28,18 @@ static inline size_t jmg_dtype_real_size(jmg_dtype t) {
 
 static inline int jmg_dtype_is_complex(jmg_dtype t) {
   return t == JMG_C64 || t == JMG_C128;
+}
+
+/* Writes 1 in the element type at dst (a complex 1 has a zero imaginary
+ * part, which the caller's zeroed buffer already holds). */
+static inline void jmg_dtype_set_one(jmg_dtype t, void *dst) {
+  if (jmg_dtype_real_size(t) == 4) {
+    const float one = 1.0f;
+    memcpy(dst, &one, sizeof one);
+  } else {
+    const double one = 1.0;
+    memcpy(dst, &one, sizeof one);
+  }
 }
 
 /* "float32", "float64", "complex64", "complex128". */

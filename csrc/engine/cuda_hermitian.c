@@ -165,17 +165,8 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
   if (sc == NULL || eye == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate the fill's scratch");
-  for (int i = 0; rc == 0 && i < t; ++i) {
-    /* 1 in the element type: the first real component set to 1.0. */
-    char *e = eye + ((size_t)i * (size_t)t + (size_t)i) * es;
-    if (jmg_dtype_real_size(a->dtype) == 4) {
-      float one = 1.0f;
-      memcpy(e, &one, sizeof one);
-    } else {
-      double one = 1.0;
-      memcpy(e, &one, sizeof one);
-    }
-  }
+  for (int i = 0; rc == 0 && i < t; ++i)
+    jmg_dtype_set_one(a->dtype, eye + ((size_t)i * (size_t)t + (size_t)i) * es);
   for (int q = 0; rc == 0 && q < a->ndev; ++q) {
     const jmg_cuda_device *d = a->device_ctx[q];
     cudaStream_t stream = (cudaStream_t)d->stream;

@@ -247,6 +247,90 @@ static int cuda_copy(const jmg_engine *e, const jmg_dist_matrix *m, void *dst,
                       NULL, err);
 }
 
+/* Copy lanes: lane l is a stream on the l % ndev-th GPU of the call, so the
+ * copy engines of every GPU drive the permutation at once. Each lane starts
+ * after everything already issued on the participants' streams. */
+typedef struct cuda_lanes {
+  int n;
+  cudaStream_t stream[];
+} cuda_lanes;
+
+static int cuda_lanes_close(const jmg_engine *e, const jmg_dist_matrix *m,
+                            void *lanes, jmg_error *err) {
+  (void)e, (void)m;
+  cuda_lanes *l = lanes;
+  int rc = 0;
+  for (int i = 0; l != NULL && i < l->n; ++i) {
+    if (l->stream[i] == NULL) continue;
+    jmg_error ignored;
+    int s = JMG_CUDA_TRY(cudaStreamSynchronize(l->stream[i]), NULL,
+                         rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    cudaStreamDestroy(l->stream[i]);
+  }
+  free(l);
+  return rc;
+}
+
+static int cuda_lanes_open(const jmg_engine *e, const jmg_dist_matrix *m,
+                           int nlanes, void **lanes, jmg_error *err) {
+  *lanes = NULL;
+  int saved = -1;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
+  cuda_lanes *l = calloc(1, sizeof *l + (size_t)nlanes * sizeof(cudaStream_t));
+  cudaEvent_t ready[MG_MAX_DEVICES] = {0};
+  if (rc == 0 && m->ndev > MG_MAX_DEVICES)
+    rc = jmg_error_set(err, JMG_EUNSUPPORTED, NULL, "cuSOLVERMg",
+                       "%d GPUs requested; cuSOLVERMg drives at most %d",
+                       m->ndev, MG_MAX_DEVICES);
+  if (rc == 0 && l == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                       "cannot allocate %d copy lanes", nlanes);
+  if (l != NULL) l->n = nlanes;
+  for (int d = 0; rc == 0 && d < m->ndev; ++d) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, d)->device), NULL, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaEventCreateWithFlags(&ready[d], cudaEventDisableTiming), NULL,
+          err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaEventRecord(ready[d], stream_of(m, d)), NULL, err);
+  }
+  for (int i = 0; rc == 0 && i < nlanes; ++i) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, i % m->ndev)->device), NULL, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaStreamCreateWithFlags(&l->stream[i], cudaStreamNonBlocking), NULL,
+          err);
+    for (int d = 0; rc == 0 && d < m->ndev; ++d)
+      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(l->stream[i], ready[d], 0), NULL,
+                        err);
+  }
+  for (int d = 0; d < m->ndev && d < MG_MAX_DEVICES; ++d)
+    if (ready[d] != NULL) cudaEventDestroy(ready[d]);
+  if (saved >= 0) cudaSetDevice(saved);
+  if (rc != 0) {
+    jmg_error ignored;
+    cuda_lanes_close(e, m, l, &ignored);
+    return rc;
+  }
+  *lanes = l;
+  return 0;
+}
+
+static int cuda_lane_copy(const jmg_engine *e, const jmg_dist_matrix *m,
+                          void *lanes, int lane, void *dst, int dst_dev,
+                          const void *src, int src_dev, size_t bytes,
+                          jmg_error *err) {
+  (void)e;
+  const cuda_lanes *l = lanes;
+  if (bytes == 0 || dst == src) return 0;
+  return JMG_CUDA_TRY(
+      cudaMemcpyPeerAsync(dst, dev_of(m, dst_dev)->device, src,
+                          dev_of(m, src_dev)->device, bytes, l->stream[lane]),
+      NULL, err);
+}
+
 static int cuda_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
                       size_t bytes, void **out, jmg_error *err) {
   (void)e;
@@ -444,29 +528,42 @@ static int solve_workspace(mg_call *call, cudaLibMgMatrixDesc_t desc_a,
   return rc;
 }
 
+/* The step potrs and potri share: A's descriptor, a workspace large enough
+ * for potrf and for potrs in chunks of up to nrhs right-hand sides (b[d] are
+ * buffers on GPU d for the size query), and the factorization. h_info > 0
+ * (not positive definite) is data: the caller skips the solves. */
+static int factor_for_solve(mg_call *call, void *const *b, int64_t nrhs,
+                            cudaLibMgMatrixDesc_t *desc_a, int *h_info,
+                            jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const cudaDataType t = cuda_type(a->dtype);
+  int64_t lw_potrf = 0, lw_potrs = 0;
+  *h_info = 0;
+  int rc = descriptor(call->ctx, a->n, a->n, a->tile, t, desc_a, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverMgPotrf_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
+                                   (int)a->n, call->a_ptrs, 1, 1, *desc_a, t,
+                                   &lw_potrf),
+        call->op, err);
+  if (rc == 0) rc = solve_workspace(call, *desc_a, nrhs, b, &lw_potrs, err);
+  if (rc == 0)
+    rc = take_workspace(call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
+  if (rc == 0) rc = factor(call, *desc_a, h_info, err);
+  if (rc == 0) rc = sync_devices(a, call->op, err);
+  if (rc == 0) rc = check_info(*h_info, call->op, "cusolverMgPotrf", err);
+  return rc;
+}
+
 static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
                     void *const *b, int64_t nrhs, int *info, jmg_error *err) {
   (void)e;
   const char *op = "potrs";
   mg_call call;
   int rc = begin_call(&call, op, a, err);
-  const cudaDataType t = cuda_type(a->dtype);
-  const int n = (int)a->n;
   cudaLibMgMatrixDesc_t desc_a = NULL;
-  int64_t lw_potrf = 0, lw_potrs = 0;
-  if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                                   call.a_ptrs, 1, 1, desc_a, t, &lw_potrf),
-        op, err);
-  if (rc == 0) rc = solve_workspace(&call, desc_a, nrhs, b, &lw_potrs, err);
-  if (rc == 0)
-    rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   int h_info = 0;
-  if (rc == 0) rc = factor(&call, desc_a, &h_info, err);
-  if (rc == 0) rc = sync_devices(a, op, err);
-  if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
+  if (rc == 0) rc = factor_for_solve(&call, b, nrhs, &desc_a, &h_info, err);
   if (rc == 0 && h_info == 0)
     rc = solve_chunked(&call, desc_a, b[0], nrhs, b, &h_info, err);
   *info = h_info;
@@ -492,41 +589,20 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   const char *op = "potri";
   mg_call call;
   int rc = begin_call(&call, op, a, err);
-  const cudaDataType t = cuda_type(a->dtype);
   const int n = (int)a->n, r = (int)a->local_cols;
   const size_t es = jmg_dtype_size(a->dtype);
   const size_t shard_bytes = (size_t)a->n * (size_t)a->local_cols * es;
   void *x[MG_MAX_DEVICES] = {0};
   cudaLibMgMatrixDesc_t desc_a = NULL;
-  int64_t lw_potrf = 0, lw_potrs = 0;
   char *ones = calloc((size_t)r, es);
   if (rc == 0 && ones == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc", "cannot allocate ones");
-  for (int i = 0; rc == 0 && i < r; ++i) {
-    /* 1 in the element type: its first real component. */
-    if (jmg_dtype_real_size(a->dtype) == 4) {
-      float one = 1.0f;
-      memcpy(ones + (size_t)i * es, &one, sizeof one);
-    } else {
-      double one = 1.0;
-      memcpy(ones + (size_t)i * es, &one, sizeof one);
-    }
-  }
+  for (int i = 0; rc == 0 && i < r; ++i)
+    jmg_dtype_set_one(a->dtype, ones + (size_t)i * es);
   for (int d = 0; rc == 0 && d < a->ndev; ++d)
     rc = cuda_alloc(NULL, a, d, shard_bytes, &x[d], err);
-  if (rc == 0) rc = descriptor(call.ctx, a->n, a->n, a->tile, t, &desc_a, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrf_bufferSize(call.ctx->handle, CUBLAS_FILL_MODE_LOWER, n,
-                                   call.a_ptrs, 1, 1, desc_a, t, &lw_potrf),
-        op, err);
-  if (rc == 0) rc = solve_workspace(&call, desc_a, r, x, &lw_potrs, err);
-  if (rc == 0)
-    rc = take_workspace(&call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   int h_info = 0;
-  if (rc == 0) rc = factor(&call, desc_a, &h_info, err);
-  if (rc == 0) rc = sync_devices(a, op, err);
-  if (rc == 0) rc = check_info(h_info, op, "cusolverMgPotrf", err);
+  if (rc == 0) rc = factor_for_solve(&call, x, r, &desc_a, &h_info, err);
   const cudaStream_t s0 = rc == 0 ? stream_of(a, 0) : NULL;
   for (int k = 1; rc == 0 && h_info == 0 && k <= a->ndev; ++k) {
     const int d = k % a->ndev; /* slabs 1, 2, ..., ndev - 1, then 0 */
@@ -624,6 +700,9 @@ static int mg_fill_upper(const jmg_engine *e, const jmg_dist_matrix *a,
 static const jmg_engine g_cusolvermg_engine = {
     .name = "cusolvermg",
     .copy = cuda_copy,
+    .lanes_open = cuda_lanes_open,
+    .lane_copy = cuda_lane_copy,
+    .lanes_close = cuda_lanes_close,
     .alloc = cuda_alloc,
     .release = cuda_release,
     .fill_nan = cuda_fill_nan,

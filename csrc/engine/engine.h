@@ -44,6 +44,18 @@ typedef struct jmg_engine {
   int (*copy)(const struct jmg_engine *e, const jmg_dist_matrix *m, void *dst,
               int dst_dev, const void *src, int src_dev, size_t bytes,
               jmg_error *err);
+  /* Copy lanes for the layout permutation: independent in-order queues, so
+   * that copies between different devices run at the same time. lanes_open
+   * makes nlanes lanes ordered after everything issued so far (*lanes may be
+   * NULL where the engine needs no state); lane_copy issues a copy on a lane;
+   * lanes_close waits for every lane and frees them, also after an error. */
+  int (*lanes_open)(const struct jmg_engine *e, const jmg_dist_matrix *m,
+                    int nlanes, void **lanes, jmg_error *err);
+  int (*lane_copy)(const struct jmg_engine *e, const jmg_dist_matrix *m,
+                   void *lanes, int lane, void *dst, int dst_dev,
+                   const void *src, int src_dev, size_t bytes, jmg_error *err);
+  int (*lanes_close)(const struct jmg_engine *e, const jmg_dist_matrix *m,
+                     void *lanes, jmg_error *err);
   /* Allocates / frees scratch on device dev (staging buffers). */
   int (*alloc)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
                size_t bytes, void **out, jmg_error *err);

@@ -24,6 +24,29 @@ static int cpu_copy(const jmg_engine *e, const jmg_dist_matrix *m, void *dst,
   return 0;
 }
 
+/* CPU copies are synchronous memmoves: lanes need no state, and running them
+ * one after the other is a valid order. */
+static int cpu_lanes_open(const jmg_engine *e, const jmg_dist_matrix *m,
+                          int nlanes, void **lanes, jmg_error *err) {
+  (void)e, (void)m, (void)nlanes, (void)err;
+  *lanes = NULL;
+  return 0;
+}
+
+static int cpu_lane_copy(const jmg_engine *e, const jmg_dist_matrix *m,
+                         void *lanes, int lane, void *dst, int dst_dev,
+                         const void *src, int src_dev, size_t bytes,
+                         jmg_error *err) {
+  (void)lanes, (void)lane;
+  return cpu_copy(e, m, dst, dst_dev, src, src_dev, bytes, err);
+}
+
+static int cpu_lanes_close(const jmg_engine *e, const jmg_dist_matrix *m,
+                           void *lanes, jmg_error *err) {
+  (void)e, (void)m, (void)lanes, (void)err;
+  return 0;
+}
+
 static int cpu_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
                      size_t bytes, void **out, jmg_error *err) {
   (void)e, (void)m;
@@ -259,6 +282,9 @@ static int lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
 static const jmg_engine g_lapack_engine = {
     .name = "lapack",
     .copy = cpu_copy,
+    .lanes_open = cpu_lanes_open,
+    .lane_copy = cpu_lane_copy,
+    .lanes_close = cpu_lanes_close,
     .alloc = cpu_alloc,
     .release = cpu_release,
     .fill_nan = cpu_fill_nan,

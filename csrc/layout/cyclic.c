@@ -102,28 +102,34 @@ int jmg_cyclic_plan_init(jmg_cyclic_plan *plan, int64_t n, int ndev,
 }
 
 int jmg_cyclic_apply(const jmg_cyclic_plan *plan, jmg_cyclic_direction dir,
-                     jmg_unit_copy_fn copy, void *ctx, jmg_error *err) {
+                     int nlanes, jmg_unit_copy_fn copy, void *ctx,
+                     jmg_error *err) {
+  if (nlanes < 1)
+    return jmg_error_set(err, JMG_EINVAL, NULL, "layout",
+                         "need at least one copy lane (got %d)", nlanes);
   for (int64_t c = 0; c < plan->ncycles; ++c) {
     const int64_t *p = plan->cycle_slots + plan->cycle_start[c];
     const int64_t len = plan->cycle_start[c + 1] - plan->cycle_start[c];
-    const jmg_unit_loc stage = {(c % 2 == 0) ? JMG_STAGE_0 : JMG_STAGE_1, 0};
+    const int lane = (int)(c % nlanes);
+    const jmg_unit_loc stage = {JMG_STAGE, lane};
     int rc;
     if (dir == JMG_TO_CYCLIC) {
       /* The unit in p[i] goes to p[i+1]: save the last, shift backwards. */
-      rc = copy(ctx, stage, jmg_cyclic_slot_loc(plan, p[len - 1]), err);
+      rc = copy(ctx, lane, stage, jmg_cyclic_slot_loc(plan, p[len - 1]), err);
       for (int64_t i = len - 1; rc == 0 && i > 0; --i)
-        rc = copy(ctx, jmg_cyclic_slot_loc(plan, p[i]),
+        rc = copy(ctx, lane, jmg_cyclic_slot_loc(plan, p[i]),
                   jmg_cyclic_slot_loc(plan, p[i - 1]), err);
-      if (rc == 0) rc = copy(ctx, jmg_cyclic_slot_loc(plan, p[0]), stage, err);
+      if (rc == 0)
+        rc = copy(ctx, lane, jmg_cyclic_slot_loc(plan, p[0]), stage, err);
     } else {
       /* The unit in p[i+1] goes back to p[i]: save the first, shift forwards.
        */
-      rc = copy(ctx, stage, jmg_cyclic_slot_loc(plan, p[0]), err);
+      rc = copy(ctx, lane, stage, jmg_cyclic_slot_loc(plan, p[0]), err);
       for (int64_t i = 0; rc == 0 && i < len - 1; ++i)
-        rc = copy(ctx, jmg_cyclic_slot_loc(plan, p[i]),
+        rc = copy(ctx, lane, jmg_cyclic_slot_loc(plan, p[i]),
                   jmg_cyclic_slot_loc(plan, p[i + 1]), err);
       if (rc == 0)
-        rc = copy(ctx, jmg_cyclic_slot_loc(plan, p[len - 1]), stage, err);
+        rc = copy(ctx, lane, jmg_cyclic_slot_loc(plan, p[len - 1]), stage, err);
     }
     if (rc != 0) return rc;
   }

@@ -13,8 +13,11 @@
  * shard size, a unit is a whole tile and each move is one large copy.
  *
  * The executor applies the cycles in place through a copy callback (memcpy on
- * CPU, cudaMemcpyPeerAsync on GPU) with two staging buffers of one unit each,
- * and applies the inverse for outputs that return to the user. */
+ * CPU, cudaMemcpyPeerAsync on GPU). Cycles are disjoint, so they are spread
+ * over independent lanes (on GPUs, one stream each: copies between different
+ * pairs of GPUs then share the NVLink fabric at once); each lane has one
+ * staging buffer of one unit. The inverse brings back outputs that return to
+ * the user. */
 #ifndef JMG_LAYOUT_CYCLIC_H
 #define JMG_LAYOUT_CYCLIC_H
 
@@ -53,30 +56,33 @@ int jmg_cyclic_plan_init(jmg_cyclic_plan *plan, int64_t n, int ndev,
                          int64_t tile, jmg_error *err);
 void jmg_cyclic_plan_free(jmg_cyclic_plan *plan);
 
-/* A place a unit of columns can be: a device's buffer at a unit offset, or
- * one of the two staging buffers (dev = JMG_STAGE_0 or JMG_STAGE_1). */
-enum { JMG_STAGE_0 = -1, JMG_STAGE_1 = -2 };
+/* A place a unit of columns can be: a device's buffer at a unit offset, or a
+ * lane's staging buffer (dev = JMG_STAGE, unit = the lane). */
+enum { JMG_STAGE = -1 };
 typedef struct jmg_unit_loc {
   int dev;
-  int64_t unit; /* local unit index on dev; 0 for staging buffers */
+  int64_t unit; /* local unit index on dev; the lane for JMG_STAGE */
 } jmg_unit_loc;
 
-/* Copies one unit of columns from src to dst. Returns 0 or a negative status
- * with err filled. */
-typedef int (*jmg_unit_copy_fn)(void *ctx, jmg_unit_loc dst, jmg_unit_loc src,
-                                jmg_error *err);
+/* Copies one unit of columns from src to dst on a lane. Copies on one lane
+ * must take effect in the order they are issued; copies on different lanes
+ * never touch the same unit. Returns 0 or a negative status with err filled.
+ */
+typedef int (*jmg_unit_copy_fn)(void *ctx, int lane, jmg_unit_loc dst,
+                                jmg_unit_loc src, jmg_error *err);
 
 typedef enum {
   JMG_TO_CYCLIC = 0,   /* contiguous -> block-cyclic */
   JMG_FROM_CYCLIC = 1, /* block-cyclic -> contiguous (the inverse) */
 } jmg_cyclic_direction;
 
-/* Applies the permutation in place. Each cycle of length L costs L + 1 unit
- * copies. Cycles alternate between the two staging buffers, so that on an
- * asynchronous stream one cycle's last copy never has to finish before the next
- * cycle's first can be issued. Stops at the first failing copy. */
+/* Applies the permutation in place. Cycle c runs on lane c % nlanes (nlanes
+ * >= 1): it saves its last unit in the lane's staging buffer, shifts the
+ * others, and restores the saved unit; a cycle of length L costs L + 1 unit
+ * copies. Stops at the first failing copy. */
 int jmg_cyclic_apply(const jmg_cyclic_plan *plan, jmg_cyclic_direction dir,
-                     jmg_unit_copy_fn copy, void *ctx, jmg_error *err);
+                     int nlanes, jmg_unit_copy_fn copy, void *ctx,
+                     jmg_error *err);
 
 /* Splits a global slot number (in units) into device and local unit. */
 static inline jmg_unit_loc jmg_cyclic_slot_loc(const jmg_cyclic_plan *plan,

@@ -99,45 +99,76 @@ void jmg_leader_view_free(jmg_leader_view *v) {
 
 /* ---- permutation ----------------------------------------------------------*/
 
+/* Lanes for the permutation: JAXMG_COPY_LANES if set (1 runs every copy in
+ * one queue), else one per device, never more than there are cycles. */
+static int permute_lanes(const jmg_cyclic_plan *plan) {
+  int want = plan->ndev;
+  const char *env = getenv("JAXMG_COPY_LANES");
+  if (env != NULL && *env != '\0') {
+    char *end = NULL;
+    long v = strtol(env, &end, 10);
+    if (end != NULL && *end == '\0' && v >= 1 && v <= 64) want = (int)v;
+  }
+  return plan->ncycles < want ? (int)plan->ncycles : want;
+}
+
 typedef struct permute_ctx {
   jmg_leader_view *v;
-  void *stage[2];
+  void *lanes;
+  int nlanes;
+  void **stage; /* stage[l]: lane l's staging unit, on device l % ndev */
   size_t unit_bytes;
 } permute_ctx;
 
 static void *unit_ptr(permute_ctx *c, jmg_unit_loc loc, int *dev) {
-  if (loc.dev < 0) {
-    *dev = 0; /* staging buffers live on the leader's device */
-    return c->stage[loc.dev == JMG_STAGE_0 ? 0 : 1];
+  if (loc.dev == JMG_STAGE) {
+    *dev = (int)(loc.unit % c->v->ndev);
+    return c->stage[loc.unit];
   }
   *dev = loc.dev;
   return (char *)c->v->a_data[loc.dev] + (size_t)loc.unit * c->unit_bytes;
 }
 
-static int copy_unit(void *ctx, jmg_unit_loc dst, jmg_unit_loc src,
+static int copy_unit(void *ctx, int lane, jmg_unit_loc dst, jmg_unit_loc src,
                      jmg_error *err) {
   permute_ctx *c = ctx;
   int ddev, sdev;
   void *d = unit_ptr(c, dst, &ddev);
   void *s = unit_ptr(c, src, &sdev);
-  return c->v->engine->copy(c->v->engine, &c->v->a, d, ddev, s, sdev,
-                            c->unit_bytes, err);
+  const jmg_engine *e = c->v->engine;
+  return e->lane_copy(e, &c->v->a, c->lanes, lane, d, ddev, s, sdev,
+                      c->unit_bytes, err);
 }
 
 int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
                        jmg_error *err) {
   if (v->plan.ncycles == 0) return 0; /* one device, or T_A = shard size */
   const jmg_engine *e = v->engine;
-  permute_ctx c = {v, {NULL, NULL}, 0};
+  permute_ctx c = {v, NULL, permute_lanes(&v->plan), NULL, 0};
   c.unit_bytes =
       (size_t)v->plan.unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
-  int rc = e->alloc(e, &v->a, 0, c.unit_bytes, &c.stage[0], err);
-  if (rc == 0) rc = e->alloc(e, &v->a, 0, c.unit_bytes, &c.stage[1], err);
-  if (rc == 0) rc = jmg_cyclic_apply(&v->plan, dir, copy_unit, &c, err);
+  int rc = 0, opened = 0;
+  c.stage = calloc((size_t)c.nlanes, sizeof *c.stage);
+  if (c.stage == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, v->op, "malloc",
+                       "cannot allocate %d staging pointers", c.nlanes);
+  for (int l = 0; rc == 0 && l < c.nlanes; ++l)
+    rc = e->alloc(e, &v->a, l % v->ndev, c.unit_bytes, &c.stage[l], err);
+  if (rc == 0) {
+    rc = e->lanes_open(e, &v->a, c.nlanes, &c.lanes, err);
+    opened = rc == 0;
+  }
+  if (rc == 0)
+    rc = jmg_cyclic_apply(&v->plan, dir, c.nlanes, copy_unit, &c, err);
   /* Copies may be in flight: finish them before the staging goes away. */
-  if (rc == 0) rc = e->sync(e, &v->a, err);
-  if (c.stage[0]) e->release(e, &v->a, 0, c.stage[0], c.unit_bytes);
-  if (c.stage[1]) e->release(e, &v->a, 0, c.stage[1], c.unit_bytes);
+  if (opened) {
+    jmg_error ignored;
+    int closed = e->lanes_close(e, &v->a, c.lanes, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = closed;
+  }
+  for (int l = 0; c.stage != NULL && l < c.nlanes; ++l)
+    if (c.stage[l]) e->release(e, &v->a, l % v->ndev, c.stage[l], c.unit_bytes);
+  free(c.stage);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", v->op);
   return rc;

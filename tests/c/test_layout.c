@@ -168,26 +168,38 @@ static int check_plan(const jmg_cyclic_plan *p, int64_t n, int ndev,
 
 /* ---- applying a plan to host buffers ------------------------------------ */
 
+#define MAX_LANES 8
+
 typedef struct copy_ctx {
   int ndev;
   int64_t col_len; /* elements per column */
   int64_t unit;    /* columns per unit */
   int64_t per_dev; /* units per device */
   int32_t **dev;   /* dev[d]: local_cols columns of col_len elements */
-  int32_t *stage[2];
+  int32_t *stage[MAX_LANES];
+  int nlanes;
   int64_t calls;
   int64_t fail_at; /* fail the fail_at-th call (1-based); 0: never */
   /* Checks of the calls themselves. */
-  int bad;          /* a location out of range, or dst == src */
-  int stage_misuse; /* staging not used save ... restore, alternating */
-  int open_stage;   /* the stage saved into by the cycle in flight, or 0 */
-  int last_stage;   /* the stage of the previous cycle, or 0 */
+  int bad;             /* a location out of range, or dst == src */
+  int stage_misuse;    /* a lane's staging not used save ... restore */
+  int open[MAX_LANES]; /* lane l has a cycle in flight (saved, not restored) */
+  int last_lane;       /* the lane of the previous cycle, or -1 */
+  /* Deferred mode: copies are queued per lane and run at the end, the last
+   * lane first, as concurrent GPU streams may: right only if different lanes
+   * never touch the same unit. */
+  int deferred;
+  struct queued_copy {
+    int32_t *dst;
+    const int32_t *src;
+  } * queue[MAX_LANES];
+  int64_t queued[MAX_LANES];
 } copy_ctx;
 
 static int32_t *unit_ptr(copy_ctx *c, jmg_unit_loc loc) {
-  if (loc.dev == JMG_STAGE_0 || loc.dev == JMG_STAGE_1) {
-    if (loc.unit != 0) return NULL;
-    return c->stage[loc.dev == JMG_STAGE_0 ? 0 : 1];
+  if (loc.dev == JMG_STAGE) {
+    if (loc.unit < 0 || loc.unit >= c->nlanes) return NULL;
+    return c->stage[loc.unit];
   }
   if (loc.dev < 0 || loc.dev >= c->ndev || loc.unit < 0 ||
       loc.unit >= c->per_dev)
@@ -195,7 +207,7 @@ static int32_t *unit_ptr(copy_ctx *c, jmg_unit_loc loc) {
   return c->dev[loc.dev] + loc.unit * c->unit * c->col_len;
 }
 
-static int memcpy_unit(void *ctx, jmg_unit_loc dst, jmg_unit_loc src,
+static int memcpy_unit(void *ctx, int lane, jmg_unit_loc dst, jmg_unit_loc src,
                        jmg_error *err) {
   copy_ctx *c = ctx;
   c->calls++;
@@ -203,26 +215,48 @@ static int memcpy_unit(void *ctx, jmg_unit_loc dst, jmg_unit_loc src,
     return jmg_error_set(err, JMG_ECUDA, NULL, "cudaMemcpyPeerAsync",
                          "injected failure on copy %lld", (long long)c->calls);
   int32_t *d = unit_ptr(c, dst), *s = unit_ptr(c, src);
-  if (d == NULL || s == NULL || d == s) {
+  if (lane < 0 || lane >= c->nlanes || d == NULL || s == NULL || d == s) {
     c->bad = 1;
     return 0;
   }
-  /* A cycle saves into one staging buffer first and restores from it last;
-   * successive cycles alternate between the two. */
-  if (dst.dev < 0) {
-    if (src.dev < 0 || c->open_stage != 0 || dst.dev == c->last_stage ||
-        (c->last_stage == 0 && dst.dev != JMG_STAGE_0))
+  /* A cycle saves into its own lane's staging buffer first and restores from
+   * it last; cycles go round-robin over the lanes. */
+  if (dst.dev == JMG_STAGE) {
+    if (src.dev == JMG_STAGE || dst.unit != lane || c->open[lane] ||
+        lane != (c->last_lane + 1) % c->nlanes)
       c->stage_misuse = 1;
-    c->open_stage = dst.dev;
-  } else if (src.dev < 0) {
-    if (src.dev != c->open_stage) c->stage_misuse = 1;
-    c->last_stage = c->open_stage;
-    c->open_stage = 0;
-  } else if (c->open_stage == 0) {
+    c->open[lane] = 1;
+    c->last_lane = lane;
+  } else if (src.dev == JMG_STAGE) {
+    if (src.unit != lane || !c->open[lane]) c->stage_misuse = 1;
+    c->open[lane] = 0;
+  } else if (!c->open[lane]) {
     c->stage_misuse = 1; /* a device-to-device copy outside any cycle */
+  }
+  if (c->deferred) {
+    struct queued_copy *q =
+        realloc(c->queue[lane], (size_t)(c->queued[lane] + 1) * sizeof *q);
+    if (q == NULL) abort();
+    q[c->queued[lane]].dst = d;
+    q[c->queued[lane]].src = s;
+    c->queue[lane] = q;
+    c->queued[lane]++;
+    return 0;
   }
   memcpy(d, s, (size_t)(c->unit * c->col_len) * sizeof *d);
   return 0;
+}
+
+/* Runs the deferred copies: lanes from the last to the first, each in order. */
+static void run_deferred(copy_ctx *c) {
+  for (int l = c->nlanes - 1; l >= 0; --l) {
+    for (int64_t i = 0; i < c->queued[l]; ++i)
+      memcpy(c->queue[l][i].dst, c->queue[l][i].src,
+             (size_t)(c->unit * c->col_len) * sizeof(int32_t));
+    free(c->queue[l]);
+    c->queue[l] = NULL;
+    c->queued[l] = 0;
+  }
 }
 
 static int copy_ctx_init(copy_ctx *c, const jmg_cyclic_plan *p,
@@ -243,7 +277,9 @@ static int copy_ctx_init(copy_ctx *c, const jmg_cyclic_plan *p,
         c->dev[d][j * col_len + i] =
             (int32_t)(((int64_t)d * p->local_cols + j) * col_len + i);
   }
-  for (int k = 0; k < 2; ++k) {
+  c->nlanes = 1;
+  c->last_lane = -1;
+  for (int k = 0; k < MAX_LANES; ++k) {
     c->stage[k] = malloc((size_t)(p->unit * col_len) * sizeof(int32_t));
     if (c->stage[k] == NULL) return -1;
   }
@@ -254,15 +290,15 @@ static void copy_ctx_free(copy_ctx *c) {
   if (c->dev != NULL)
     for (int d = 0; d < c->ndev; ++d) free(c->dev[d]);
   free(c->dev);
-  free(c->stage[0]);
-  free(c->stage[1]);
+  for (int k = 0; k < MAX_LANES; ++k) free(c->stage[k]);
   memset(c, 0, sizeof *c);
 }
 
 static void copy_ctx_reset_counters(copy_ctx *c) {
   c->calls = 0;
   c->bad = c->stage_misuse = 0;
-  c->open_stage = c->last_stage = 0;
+  memset(c->open, 0, sizeof c->open);
+  c->last_lane = -1;
 }
 
 /* Every element where the layout puts it: the reference cyclic placement, or
@@ -308,14 +344,16 @@ static int apply_checked(copy_ctx *c, const jmg_cyclic_plan *p,
   jmg_error err;
   jmg_error_clear(&err);
   copy_ctx_reset_counters(c);
-  int rc = jmg_cyclic_apply(p, dir, memcpy_unit, c, &err);
+  int rc = jmg_cyclic_apply(p, dir, c->nlanes, memcpy_unit, c, &err);
+  run_deferred(c);
   const char *name = dir == JMG_TO_CYCLIC ? "to cyclic" : "from cyclic";
   if (rc != 0) return fail(why, len, "%s: apply failed: %s", name, err.msg);
   if (c->bad) return fail(why, len, "%s: a copy went out of range", name);
   if (c->stage_misuse)
     return fail(why, len, "%s: staging buffers misused", name);
-  if (c->open_stage != 0)
-    return fail(why, len, "%s: a cycle was never closed", name);
+  for (int l = 0; l < c->nlanes; ++l)
+    if (c->open[l])
+      return fail(why, len, "%s: lane %d: a cycle was never closed", name, l);
   if (c->calls != expected_copies(p))
     return fail(why, len, "%s: %lld copies, expected %lld", name,
                 (long long)c->calls, (long long)expected_copies(p));
@@ -349,8 +387,20 @@ static int run_case(int64_t n, int ndev, int64_t tile, int64_t col_len,
   copy_ctx c;
   int bad = check_plan(&plan, n, ndev, tile, why, len);
   if (copy_ctx_init(&c, &plan, col_len) != 0) abort();
-  if (!bad) bad = apply_checked(&c, &plan, JMG_TO_CYCLIC, why, len);
-  if (!bad) bad = apply_checked(&c, &plan, JMG_FROM_CYCLIC, why, len);
+  /* One lane, then several with the lanes' copies run out of order (deferred):
+   * each round trip ends in the contiguous layout the next one starts from. */
+  static const int lanes[][2] = {{1, 0}, {2, 1}, {3, 1}, {4, 1}, {8, 1}};
+  for (size_t k = 0; !bad && k < sizeof lanes / sizeof lanes[0]; ++k) {
+    c.nlanes = lanes[k][0];
+    c.deferred = lanes[k][1];
+    bad = apply_checked(&c, &plan, JMG_TO_CYCLIC, why, len);
+    if (!bad) bad = apply_checked(&c, &plan, JMG_FROM_CYCLIC, why, len);
+    if (bad) {
+      size_t used = strlen(why);
+      snprintf(why + used, len - used, " (%d lanes%s)", c.nlanes,
+               c.deferred ? ", run out of order" : "");
+    }
+  }
   copy_ctx_free(&c);
   jmg_cyclic_plan_free(&plan);
   return bad;
@@ -467,8 +517,8 @@ TEST(layout_failing_copy_stops_apply_with_its_error) {
       if (copy_ctx_init(&c, &plan, 2) != 0) abort();
       c.fail_at = k;
       jmg_error_clear(&err);
-      int rc = jmg_cyclic_apply(&plan, (jmg_cyclic_direction)dir, memcpy_unit,
-                                &c, &err);
+      int rc = jmg_cyclic_apply(&plan, (jmg_cyclic_direction)dir, 1,
+                                memcpy_unit, &c, &err);
       int64_t calls = c.calls;
       copy_ctx_free(&c);
       if (k <= total) {
@@ -550,7 +600,7 @@ TEST(layout_trivial_plans_move_nothing) {
     int64_t ncycles = plan.ncycles;
     copy_ctx c;
     if (copy_ctx_init(&c, &plan, 1) != 0) abort();
-    int rc = jmg_cyclic_apply(&plan, JMG_TO_CYCLIC, memcpy_unit, &c, &err);
+    int rc = jmg_cyclic_apply(&plan, JMG_TO_CYCLIC, 1, memcpy_unit, &c, &err);
     int64_t calls = c.calls;
     copy_ctx_free(&c);
     jmg_cyclic_plan_free(&plan);

@@ -352,11 +352,17 @@ TEST(rendezvous_processes_missing_participant_times_out_naming_it) {
   double late_elapsed = now_s() - t1;
   CHECK_EQ(collect(cs, 3, 5.0), 3);
   CHECK(now_s() - t0 < 4.0);
+  /* The first to time out waited its whole timeout; it releases the others,
+   * which may have arrived later (forks start at different times on a busy
+   * machine) and so waited less. */
+  double longest = 0;
+  for (int i = 0; i < 3; ++i)
+    if (cs[i].r.elapsed_s > longest) longest = cs[i].r.elapsed_s;
+  CHECK(longest >= 0.25);
   for (int i = 0; i < 3; ++i) {
     CHECK_EQ(cs[i].r.rc, -JMG_ETIMEDOUT);
     CHECK_CONTAINS(cs[i].r.err.msg, "3 of 4 participants arrived");
     CHECK_CONTAINS(cs[i].r.err.msg, "shard(s) 2 never did");
-    CHECK(cs[i].r.elapsed_s >= 0.25);
     CHECK(cs[i].r.elapsed_s < 1.0);
     CHECK_EQ(cs[i].r.leader_runs, 0);
   }

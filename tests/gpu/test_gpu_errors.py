@@ -1,0 +1,107 @@
+"""A failure inside a GPU call: a Python exception naming the op and the
+cause, raised on every participant, no hang, and the next call works.
+
+The failure is real, not injected: the child process caps XLA's allocator at
+a few GiB per GPU (XLA_PYTHON_CLIENT_MEM_FRACTION) and inverts a donated
+matrix whose shard takes more than half of that cap. potri needs a second
+shard-sized buffer per GPU from XLA's allocator (XLA_FFI_DeviceMemory_Allocate),
+which is refused; that error must travel from the leader to every participant.
+The same process then solves a small problem and checks it.
+
+Skipped without GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+jax = pytest.importorskip("jax")
+
+
+def _gpus() -> list:
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:
+        return []
+
+
+GPUS = _gpus()
+pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
+
+# Run in a child: the allocator cap must be set before JAX starts.
+_CHILD = textwrap.dedent(
+    """
+    import jax, sys
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import jaxmg
+
+    gpus = jax.devices("gpu")
+    mesh = Mesh(np.array(gpus), ("x",))
+    rows = NamedSharding(mesh, P("x", None))
+    limit = min(d.memory_stats()["bytes_limit"] for d in gpus)
+    # The shard takes 60% of the cap: A fits, A plus potri's second buffer not.
+    n = int((0.6 * limit * len(gpus) / 8) ** 0.5)
+    n -= n % (256 * len(gpus))
+    print(f"cap {limit / 2**30:.2f} GiB per GPU, N={n}", flush=True)
+
+    def make(n):
+        # Built elementwise on the devices, one N x N buffer: diagonally
+        # dominant, so SPD.
+        i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        off = 1.0 / (1.0 + jnp.abs(i - j).astype(jnp.float64))
+        return jnp.where(i == j, 2.0 * n, off)
+
+    a = jax.jit(make, static_argnums=0, out_shardings=rows)(n)
+    inv = jax.jit(lambda a: jaxmg.potri(a, 256, mesh, (P("x", None),)),
+                  donate_argnums=0)
+    try:
+        inv(a).block_until_ready()
+    except Exception as e:  # XlaRuntimeError: the type is jaxlib's
+        print("RAISED:", type(e).__name__, str(e).replace("\\n", " ")[:600], flush=True)
+    else:
+        print("NO ERROR", flush=True)
+        sys.exit(3)
+
+    # The next calls work, on every device.
+    m = 512 * len(gpus)
+    rng = np.random.default_rng(0)
+    r = rng.standard_normal((m, m))
+    small = jax.device_put(r @ r.T / m + np.eye(m), rows)
+    b = jnp.asarray(rng.standard_normal((m, 2)))
+    x, s = jaxmg.potrs(small, b, 128, mesh, (P("x", None), P(None, None)),
+                       return_status=True)
+    res = float(jnp.linalg.norm(small @ x - b) / (jnp.linalg.norm(small) * jnp.linalg.norm(x)))
+    ainv = jaxmg.potri(small, 128, mesh, (P("x", None),))
+    eye_err = float(jnp.linalg.norm(small @ ainv - jnp.eye(m)) / m)
+    print(f"AFTER: status {int(s)} residual {res:.2e} inverse error {eye_err:.2e}", flush=True)
+    sys.exit(0 if int(s) == 0 and res < 1e-13 and eye_err < 1e-12 else 4)
+    """
+)
+
+
+def test_allocator_refusal_is_an_exception_and_the_next_call_works():
+    env = dict(os.environ)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.03"  # about 4 GiB of an H200
+    env["JAXMG_RENDEZVOUS_TIMEOUT"] = "60"
+    out = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True,
+                         text=True, timeout=300, env=env)
+    log = out.stdout + out.stderr[-3000:]
+    print(out.stdout)
+    assert out.returncode == 0, log
+    raised = next(line for line in out.stdout.splitlines() if line.startswith("RAISED:"))
+    # The op and the cause are named; one exception for the whole call means
+    # every participant returned (a participant left waiting would hang the
+    # program until the rendezvous timeout, then raise a timeout instead).
+    assert "potri" in raised, raised
+    assert "timed out" not in raised and "timeout" not in raised.lower(), raised
+    assert "AFTER: status 0" in out.stdout, log
