@@ -82,8 +82,10 @@ const jmg_rendezvous *jmg_rendezvous_threads(void);
 
 /* Processes of one node: one POSIX shared-memory segment per call, with a
  * robust process-shared mutex + condition variable. join and abort behave as
- * the thread version; join_async returns -JMG_EUNSUPPORTED for now. Posts are
- * copied (see JMG_RDV_MAX_POST). */
+ * the thread version. join_async arrives before it returns and waits on a
+ * thread of its own; the leader's fn always runs in shard 0's process (on
+ * that thread when shard 0 joined asynchronously), since only it holds the
+ * leader's context. Posts are copied (see JMG_RDV_MAX_POST). */
 const jmg_rendezvous *jmg_rendezvous_processes(void);
 
 /* The sequence number of the next call of `op` by participant `shard` of
