@@ -88,6 +88,16 @@ const jmg_rendezvous *jmg_rendezvous_threads(void);
  * leader's context. Posts are copied (see JMG_RDV_MAX_POST). */
 const jmg_rendezvous *jmg_rendezvous_processes(void);
 
+/* Removes the process rendezvous' segments that are stale (left behind by
+ * crashed jobs: waiting or failed, with every process that created, joined or
+ * aborted them gone), by the rule the rendezvous itself applies to a segment
+ * it finds under its own name. Never touches a segment with a live owner.
+ * Returns how many were removed. Called once per process, at its first
+ * call through the process rendezvous: a crashed job's segments never meet
+ * a later job (their names hash another job's identity) but would stay in
+ * /dev/shm. */
+int jmg_rdv_sweep_stale(void);
+
 /* The sequence number of the next call of `op` by participant `shard` of
  * mesh `mesh_id` under run id `run_id`: 0 for the first call under a run id,
  * then 1, 2, ... One call site executes in the same order on every device

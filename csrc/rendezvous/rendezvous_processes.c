@@ -36,9 +36,9 @@
  *    on it from unlinking each other's fresh segment (but for a window of
  *    microseconds between the check and the unlink).
  * There is no age rule: a live owner means someone may still rely on the
- * segment. "Gone" is kill(pid, 0) failing with ESRCH, so pids must be of one
- * pid namespace, and a dead process that is not yet reaped (a zombie) still
- * counts as alive until its parent waits for it.
+ * segment. "Gone" is kill(pid, 0) failing with ESRCH, or /proc/<pid>/stat
+ * saying zombie (dead, not yet reaped), so pids must be of one pid
+ * namespace.
  *
  * Every unlink of the name happens under the segment's mutex and sets its
  * `unlinked` flag first, so a segment's name is removed at most once and never
@@ -50,6 +50,7 @@
  * the leader), so a killed process fails the call within the timeout. The
  * timeout bounds only the wait for arrivals, as in the thread version. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -179,10 +180,28 @@ static unsigned char *slot(seg *s, int shard) {
          (size_t)shard * JMG_RDV_MAX_POST;
 }
 
-/* kill(pid, 0) fails with ESRCH only for a pid that no longer exists. */
+/* Whether /proc says pid is a zombie (dead, not yet reaped by its parent: a
+ * launcher that waits for its children one after the other reaps a killed
+ * one late). Where /proc cannot be read, it is not. */
+static int pid_zombie(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
+  const char *close_paren = strrchr(buf, ')');
+  if (close_paren == NULL || close_paren[1] != ' ') return 0;
+  return close_paren[2] == 'Z' || close_paren[2] == 'X';
+}
+
+/* kill(pid, 0) fails with ESRCH only for a pid that no longer exists; a
+ * zombie exists but is dead. */
 static int pid_alive(pid_t pid) {
   if (pid <= 0) return 0;
-  if (kill(pid, 0) == 0) return 1;
+  if (kill(pid, 0) == 0) return !pid_zombie(pid);
   return errno != ESRCH;
 }
 
@@ -775,3 +794,70 @@ static const jmg_rendezvous g_processes = {
 };
 
 const jmg_rendezvous *jmg_rendezvous_processes(void) { return &g_processes; }
+
+/* ---- sweeping ------------------------------------------------------------ */
+
+/* Looks at one segment by name: unlinks it when it is stale (the rule of
+ * attach). 1 if removed, 0 if not, or a negative status. */
+static int sweep_one(const char *name, jmg_error *err) {
+  mapping m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.name, sizeof m.name, "%s", name);
+  int fd = shm_open(m.name, O_RDWR, 0600);
+  if (fd < 0) return 0; /* gone meanwhile */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(seg)) {
+    close(fd); /* being created: its creator decides */
+    return 0;
+  }
+  m.size = (size_t)st.st_size;
+  void *p = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return 0;
+  m.s = p;
+  seg *s = m.s;
+  if (atomic_load_explicit(&s->magic, memory_order_acquire) != SEG_MAGIC ||
+      s->id.nparts < 1 || s->id.nparts > MAX_PARTS ||
+      seg_size(s->id.nparts) != m.size) {
+    unmap(&m);
+    return 0;
+  }
+  if (seg_lock(s, err) != 0) {
+    unmap(&m);
+    return 0; /* a broken lock: left to attach's rules */
+  }
+  if (s->state == WAITING) {
+    int d = first_dead_present(s);
+    if (d >= 0) fail_dead(s, d);
+  }
+  int removed = 0;
+  if ((s->state == WAITING || s->state == FAILED) && !s->unlinked &&
+      !any_owner_alive(s)) {
+    int rc = unlink_name(&m, err);
+    removed = rc == 0 ? 1 : rc;
+  }
+  seg_unlock(s);
+  unmap(&m);
+  return removed;
+}
+
+int jmg_rdv_sweep_stale(void) {
+  DIR *d = opendir("/dev/shm");
+  if (d == NULL) return 0; /* not Linux's layout: nothing to sweep */
+  int removed = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    /* Our segments: "jaxmg-" and 16 hex digits (see make_name). */
+    const char *hex = e->d_name + 6;
+    if (strncmp(e->d_name, "jaxmg-", 6) != 0 || strlen(hex) != 16 ||
+        strspn(hex, "0123456789abcdef") != 16)
+      continue;
+    char name[NAME_LEN];
+    name[0] = '/';
+    memcpy(name + 1, e->d_name, 6 + 16 + 1); /* checked above: 22 + NUL */
+    jmg_error err;
+    if (sweep_one(name, &err) > 0) ++removed;
+  }
+  closedir(d);
+  return removed;
+}
