@@ -1,5 +1,6 @@
-"""One process of an MPMD test job (launched by test_mpmd.py, never collected
-by pytest): ``python mpmd_worker.py SCENARIO PORT NPROC PROCESS_ID``.
+"""One process of an MPMD test job (launched by test_mpmd.py and
+tests/gpu/test_gpu_mpmd.py, never collected by pytest):
+``python mpmd_worker.py SCENARIO PORT NPROC PROCESS_ID``.
 
 Every process joins ``jax.distributed`` on localhost with its own CPU
 device(s) (XLA_FLAGS from the launcher), builds the same global inputs from a
@@ -22,7 +23,9 @@ import traceback
 import jax
 
 jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_platforms", "cpu")
+# CPU devices unless the launcher asks for GPUs (tests/gpu/test_gpu_mpmd.py).
+PLATFORM = os.environ.get("JAXMG_TEST_PLATFORM", "cpu")
+jax.config.update("jax_platforms", PLATFORM)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -57,11 +60,23 @@ class Checks:
             self.failed.append(f"{name}: {traceback.format_exc(limit=6)}")
 
 
+def save(name: str, y: jax.Array) -> None:
+    """With JAXMG_TEST_OUT set, stores this process's blocks of a result for
+    the launcher to compare with the SPMD result."""
+    out = os.environ.get("JAXMG_TEST_OUT")
+    if out:
+        for k, (idx, blk) in enumerate(local_blocks(y)):
+            np.save(os.path.join(out, f"{name}-p{jax.process_index()}-{k}.npy"), blk)
+            with open(os.path.join(out, f"{name}-p{jax.process_index()}-{k}.idx"), "w") as f:
+                f.write(repr(tuple((s.start, s.stop) for s in idx)))
+
+
 def check_potrs(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
     a = jt.make_hpd(rng, n, dtype)
     b = jt.make_rhs(rng, n, 3, dtype)
     x = jaxmg.potrs(global_array(a, mesh, spec), global_array(b, mesh, P(None, None)),
                     T_A=2, mesh=mesh, in_specs=(spec, P(None, None)))
+    save(f"potrs-{np.dtype(dtype).name}", x)
     for _, xb in local_blocks(x):
         res = np.linalg.norm(jt.to_ref(a) @ jt.to_ref(xb) - jt.to_ref(b))
         res /= np.linalg.norm(jt.to_ref(a)) * np.linalg.norm(jt.to_ref(xb))
@@ -71,6 +86,7 @@ def check_potrs(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
 def check_potri(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
     a = jt.make_hpd(rng, n, dtype)
     inv = jaxmg.potri(global_array(a, mesh, spec), T_A=2, mesh=mesh, in_specs=(spec,))
+    save(f"potri-{np.dtype(dtype).name}", inv)
     ref = np.linalg.inv(jt.to_ref(a))
     for idx, blk in local_blocks(inv):
         err = np.linalg.norm(jt.to_ref(blk) - ref[idx]) / np.linalg.norm(ref)
@@ -80,6 +96,7 @@ def check_potri(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
 def check_syevd(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
     a = jt.make_hermitian(rng, n, dtype)
     w, v = jaxmg.syevd(global_array(a, mesh, spec), T_A=2, mesh=mesh, in_specs=(spec,))
+    save(f"syevd-{np.dtype(dtype).name}", w)
     w_ref = np.linalg.eigvalsh(jt.to_ref(a))
     scale = np.linalg.norm(w_ref, np.inf)
     for _, wb in local_blocks(w):
@@ -209,10 +226,16 @@ def main() -> None:
     if name == "kill":
         # Without it, jax.distributed brings every process down when one dies.
         jax.config.update("jax_enable_recoverability", True)
+    # On GPUs each process drives one GPU but sees them all (the leader opens
+    # the others' memory through CUDA IPC): local_device_ids, not
+    # CUDA_VISIBLE_DEVICES, picks its GPU.
+    per = int(os.environ.get("JAXMG_TEST_DEVICES_PER_PROCESS", "1"))
+    local = list(range(me * per, (me + 1) * per)) if PLATFORM != "cpu" else None
     jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=nproc,
-                               process_id=me)
+                               process_id=me, local_device_ids=local)
     checks = Checks()
-    faulthandler.dump_traceback_later(40, exit=True)  # a hang shows where
+    # A hang shows where it hangs (before the launcher's bound kills it).
+    faulthandler.dump_traceback_later(80 if PLATFORM == "cpu" else 500, exit=True)
     try:
         scenario(name, checks, me)
     except Exception:  # noqa: BLE001

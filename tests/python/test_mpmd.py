@@ -10,73 +10,7 @@ covers several cases."""
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
-import socket
-import subprocess
-import sys
-import time
-
-import pytest
-
-HERE = pathlib.Path(__file__).resolve().parent
-WORKER = HERE / "mpmd_worker.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
-def start_job(scenario: str, nproc: int, devices_per_process: int = 1,
-              timeout_s: float = 30.0) -> list[subprocess.Popen]:
-    port = free_port()
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices_per_process}"
-    env["JAX_PLATFORMS"] = "cpu"
-    env["JAXMG_RENDEZVOUS_TIMEOUT"] = str(timeout_s)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    return [subprocess.Popen([sys.executable, str(WORKER), scenario, str(port), str(nproc),
-                              str(i)], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-            for i in range(nproc)]
-
-
-def finish_job(procs: list[subprocess.Popen], bound_s: float = 100.0) -> dict[int, dict]:
-    """Each process's result line, by process id (missing for a process that
-    died); kills whatever is still running after bound_s."""
-    end = time.monotonic() + bound_s
-    results, outputs = {}, {}
-    for i, p in enumerate(procs):
-        try:
-            out, _ = p.communicate(timeout=max(end - time.monotonic(), 1.0))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-        outputs[i] = out
-        for line in out.splitlines():
-            if line.startswith("RESULT "):
-                results[i] = json.loads(line[len("RESULT "):])
-    results["outputs"] = outputs
-    return results
-
-
-def run_job(*args, **kwargs) -> dict[int, dict]:
-    return finish_job(start_job(*args, **kwargs))
-
-
-def assert_all_passed(results: dict, nproc: int, expect: int) -> None:
-    for i in range(nproc):
-        assert i in results, f"process {i} gave no result:\n{results['outputs'][i][-3000:]}"
-        r = results[i]
-        assert not r["failed"], f"process {i}:\n" + "\n".join(r["failed"])
-        assert len(r["done"]) == expect, r["done"]
-
-
-def shm_names(prefix: str = "jaxmg-") -> set[str]:
-    return {n for n in os.listdir("/dev/shm") if n.startswith(prefix)}
+from mpmd_launch import assert_all_passed, finish_job, run_job, shm_names, start_job
 
 
 def test_two_processes_every_op_and_dtype():
@@ -128,3 +62,23 @@ def test_two_jobs_at_once_never_meet():
     jobs = [start_job("loop", 2), start_job("loop", 2)]
     for procs in jobs:
         assert_all_passed(finish_job(procs), 2, expect=4)
+
+
+def test_example_mpmd_potrs_runs_as_documented():
+    """examples/mpmd_potrs.py, launched as its docstring says (with --cpu)."""
+    import subprocess
+    import sys
+
+    from mpmd_launch import HERE, free_port
+
+    example = HERE.parent.parent / "examples" / "mpmd_potrs.py"
+    port = free_port()
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+    procs = [subprocess.Popen([sys.executable, str(example), "--process-id", str(i),
+                               "--num-processes", "2", "--cpu",
+                               "--coordinator", f"localhost:{port}"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for i in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for i, out in enumerate(outs):
+        assert f"process {i}: x == 1/diag(A): True" in out, out[-2000:]
