@@ -37,6 +37,7 @@ static const jmg_ffi_platform g_cpu = {
     .free_device_ctx = cpu_free_device_ctx,
     .copy_local = cpu_copy_local,
     .async = 1,
+    .share = jmg_host_share,
 };
 
 static const jmg_ffi_platform *cpu_platform(void) { return &g_cpu; }

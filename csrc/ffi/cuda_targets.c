@@ -4,7 +4,11 @@
  * Each participant (one per GPU, each on its own XLA thread) reads its shard
  * position from device memory, synchronizes its XLA stream so that its inputs
  * are complete, and joins the rendezvous; the leader then drives every GPU
- * through the cuSOLVERMg engine. Workspaces come from XLA's allocator. */
+ * through the cuSOLVERMg engine. Workspaces come from XLA's allocator.
+ * In MPMD (one process per GPU) the participants are processes: they share
+ * their buffers with the leader through CUDA IPC (share/cuda_share.c), and
+ * the stream synchronization above is what makes their inputs complete
+ * before the leader, in another process, reads them. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +165,7 @@ static const jmg_ffi_platform g_cuda = {
     .free_device_ctx = cuda_free_device_ctx,
     .copy_local = cuda_copy_local,
     .async = 0,
+    .share = jmg_cuda_share,
 };
 
 #define JMG_EXPORT __attribute__((visibility("default")))

@@ -1,9 +1,14 @@
 #include "ffi/ffi_common.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "share/host_share.h"
+
+#include "share/host_share.h"
 
 int jmg_ffi_answer_metadata(XLA_FFI_CallFrame *frame) {
   const jmg_xla_extension *ext = jmg_xla_first_extension(frame);
@@ -222,6 +227,12 @@ XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
   return frame->api->XLA_FFI_Error_Create(&args);
 }
 
+/* What crashed jobs left in /dev/shm (see jmg_rdv_sweep_stale). */
+static void sweep_stale(void) {
+  (void)jmg_rdv_sweep_stale();
+  (void)jmg_host_share_sweep();
+}
+
 int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                   const char *op, int64_t nargs, int64_t nrets,
                   jmg_op_call *call, jmg_shard_io *io, jmg_ffi_buffer *a,
@@ -272,7 +283,31 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   int64_t call_id = 0;
   if (rc == 0 && jmg_ffi_has_attr(frame, "call_id"))
     rc = jmg_ffi_attr_i64(frame, op, "call_id", &call_id, err);
-  if (rc == 0) rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
+  int64_t job_id = 0;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "job_id"))
+    rc = jmg_ffi_attr_i64(frame, op, "job_id", &job_id, err);
+  if (rc == 0 && job_id != 0) {
+    /* MPMD: XLA's run ids are per process and do not match across
+     * processes. The key's run id is then the job's identity, which every
+     * process of one job run shares and no other job has; the call site
+     * (call_id, numbered alike in every process, see _shard.py) and the
+     * sequence number (every process executes a call site's calls in the
+     * same order) tell its calls apart. */
+    if (platform->share == NULL)
+      rc = jmg_error_set(err, JMG_EUNSUPPORTED, op, "FFI call frame",
+                         "the %s platform cannot share buffers between "
+                         "processes (MPMD)",
+                         platform->name);
+    call->key.run_id = job_id;
+    if (rc == 0) {
+      static pthread_once_t swept = PTHREAD_ONCE_INIT;
+      pthread_once(&swept, sweep_stale);
+      call->rdv = jmg_rendezvous_processes();
+      call->share = platform->share();
+    }
+  } else if (rc == 0) {
+    rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
+  }
   if (rc != 0) return rc;
   const int shard = position % nparts;
   const uint64_t group = (uint64_t)(position / nparts);

@@ -16,6 +16,7 @@
 #include "ffi/xla_compat.h"
 #include "ops/ops.h"
 #include "rendezvous/rendezvous.h"
+#include "share/share.h"
 
 /* What differs between platforms (CPU, CUDA) for a handler. */
 typedef struct jmg_ffi_platform {
@@ -35,6 +36,9 @@ typedef struct jmg_ffi_platform {
    * (XLA:CPU, which may run independent calls in different orders on
    * different devices; XLA:GPU runs every device's calls in program order). */
   int async;
+  /* How participants in other processes share their buffers with the
+   * leader (MPMD calls, see share/share.h). */
+  const jmg_share *(*share)(void);
 } jmg_ffi_platform;
 
 /* A decoded buffer argument or result. */
@@ -98,9 +102,11 @@ XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
 /* The common start of every op handler. Every op's frame begins the same
  * way: argument 0 is this shard of A (local_cols x n, read column-major),
  * the last argument is the int32 shard index, result 0 is A's aliased output;
- * attributes mesh_id, T_A and (optional) call_id. Decodes those, reads the run
- * id and sequence number, and fills call and the call-wide fields of io (not
- * its buffers beyond a). Once it returns 0, later failures must go through
+ * attributes mesh_id, T_A, (optional) call_id and (optional) job_id. Decodes
+ * those, reads the run id and sequence number, and fills call and the
+ * call-wide fields of io (not its buffers beyond a). A nonzero job_id makes
+ * the call MPMD: the participants may be processes, they meet in the process
+ * rendezvous and share their buffers through platform->share. Once it returns 0, later failures must go through
  * jmg_op_abort so that the other participants are released. */
 int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                   const char *op, int64_t nargs, int64_t nrets,

@@ -33,6 +33,8 @@ int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
   call->key.op = op;
   if (check_local(op, io, call->key.nparts, err) != 0)
     return jmg_op_abort(call, op, err);
+  if (call->share != NULL)
+    return jmg_op_join_shared(call, op, io, leader, err);
   if (call->done != NULL)
     return call->rdv->join_async(&call->key, call->shard, io, leader, call,
                                  call->timeout_s, call->done, call->done_ctx,

@@ -46,4 +46,9 @@ int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err);
 int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
                 jmg_leader_fn leader, jmg_error *err);
 
+/* jmg_op_join for calls whose participants may be processes (call->share
+ * set): the buffers travel through call->share (ops/op_shared.c). */
+int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
+                       jmg_leader_fn leader, jmg_error *err);
+
 #endif

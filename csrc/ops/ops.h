@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "engine/engine.h"
 #include "rendezvous/rendezvous.h"
+#include "share/share.h"
 
 typedef struct jmg_shard_io {
   /* The call, as this participant sees it; the leader checks that all agree. */
@@ -48,6 +49,11 @@ typedef struct jmg_op_call {
   jmg_rdv_key key; /* key.op is set by the op */
   int shard;
   double timeout_s;
+  /* NULL: the participants are threads of one process (SPMD) and the leader
+   * uses their buffers as they are. Else they may be processes (MPMD): posts
+   * carry buffers exported through share, and rdv is the process
+   * rendezvous. */
+  const jmg_share *share;
   /* NULL: the run functions block until the call is over. Else they join
    * asynchronously and return 0 once joined; done reports the end. The call
    * and io must then live until done has run. */

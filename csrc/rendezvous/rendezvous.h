@@ -82,9 +82,21 @@ const jmg_rendezvous *jmg_rendezvous_threads(void);
 
 /* Processes of one node: one POSIX shared-memory segment per call, with a
  * robust process-shared mutex + condition variable. join and abort behave as
- * the thread version; join_async returns -JMG_EUNSUPPORTED for now. Posts are
- * copied (see JMG_RDV_MAX_POST). */
+ * the thread version. join_async arrives before it returns and waits on a
+ * thread of its own; the leader's fn always runs in shard 0's process (on
+ * that thread when shard 0 joined asynchronously), since only it holds the
+ * leader's context. Posts are copied (see JMG_RDV_MAX_POST). */
 const jmg_rendezvous *jmg_rendezvous_processes(void);
+
+/* Removes the process rendezvous' segments that are stale (left behind by
+ * crashed jobs: waiting or failed, with every process that created, joined or
+ * aborted them gone), by the rule the rendezvous itself applies to a segment
+ * it finds under its own name. Never touches a segment with a live owner.
+ * Returns how many were removed. Called once per process, at its first
+ * call through the process rendezvous: a crashed job's segments never meet
+ * a later job (their names hash another job's identity) but would stay in
+ * /dev/shm. */
+int jmg_rdv_sweep_stale(void);
 
 /* The sequence number of the next call of `op` by participant `shard` of
  * mesh `mesh_id` under run id `run_id`: 0 for the first call under a run id,

@@ -36,9 +36,9 @@
  *    on it from unlinking each other's fresh segment (but for a window of
  *    microseconds between the check and the unlink).
  * There is no age rule: a live owner means someone may still rely on the
- * segment. "Gone" is kill(pid, 0) failing with ESRCH, so pids must be of one
- * pid namespace, and a dead process that is not yet reaped (a zombie) still
- * counts as alive until its parent waits for it.
+ * segment. "Gone" is kill(pid, 0) failing with ESRCH, or /proc/<pid>/stat
+ * saying zombie (dead, not yet reaped), so pids must be of one pid
+ * namespace.
  *
  * Every unlink of the name happens under the segment's mutex and sets its
  * `unlinked` flag first, so a segment's name is removed at most once and never
@@ -50,6 +50,7 @@
  * the leader), so a killed process fails the call within the timeout. The
  * timeout bounds only the wait for arrivals, as in the thread version. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -179,10 +180,28 @@ static unsigned char *slot(seg *s, int shard) {
          (size_t)shard * JMG_RDV_MAX_POST;
 }
 
-/* kill(pid, 0) fails with ESRCH only for a pid that no longer exists. */
+/* Whether /proc says pid is a zombie (dead, not yet reaped by its parent: a
+ * launcher that waits for its children one after the other reaps a killed
+ * one late). Where /proc cannot be read, it is not. */
+static int pid_zombie(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
+  const char *close_paren = strrchr(buf, ')');
+  if (close_paren == NULL || close_paren[1] != ' ') return 0;
+  return close_paren[2] == 'Z' || close_paren[2] == 'X';
+}
+
+/* kill(pid, 0) fails with ESRCH only for a pid that no longer exists; a
+ * zombie exists but is dead. */
 static int pid_alive(pid_t pid) {
   if (pid <= 0) return 0;
-  if (kill(pid, 0) == 0) return 1;
+  if (kill(pid, 0) == 0) return !pid_zombie(pid);
   return errno != ESRCH;
 }
 
@@ -534,55 +553,79 @@ static int leave(mapping *m, int shard, int rc, jmg_error *err) {
   return rc;
 }
 
-static int procs_join(const jmg_rdv_key *key, int shard, void *post,
-                      jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                      jmg_error *err) {
+/* One participant between its arrival and its leaving. */
+typedef struct part {
+  mapping m;
+  ident id;
+  int shard;
+  double deadline;
+  double timeout_s;
+  void **posts; /* the leader's: pointers to the slots */
+  jmg_leader_fn fn;
+  void *fn_ctx;
+} part;
+
+static void part_free(part *p) {
+  free(p->posts);
+  p->posts = NULL;
+}
+
+/* Attaches to the call and posts. 0: arrived, with the segment's mutex held;
+ * 1: the call was over before we came (failed, or the shard was claimed
+ * twice), rc and err say why, nothing held; or a negative status. */
+static int arrive(const jmg_rdv_key *key, int shard, void *post,
+                  jmg_leader_fn fn, void *fn_ctx, double timeout_s, part *p,
+                  int *rc_out, jmg_error *err) {
+  memset(p, 0, sizeof *p);
   int rc = check_key(key, shard, err);
   if (rc != 0) return rc;
-  const double deadline = now_s() + timeout_s;
-  ident id = jmg_call_ident_of(key);
-  void **posts = NULL;
+  p->deadline = now_s() + timeout_s;
+  p->timeout_s = timeout_s;
+  p->id = jmg_call_ident_of(key);
+  p->shard = shard;
+  p->fn = fn;
+  p->fn_ctx = fn_ctx;
+  const ident *id = &p->id;
   if (shard == 0) {
-    posts = calloc((size_t)id.nparts, sizeof *posts);
-    if (posts == NULL)
-      return jmg_error_set(err, JMG_ENOMEM, id.op, "rendezvous",
+    p->posts = calloc((size_t)id->nparts, sizeof *p->posts);
+    if (p->posts == NULL)
+      return jmg_error_set(err, JMG_ENOMEM, id->op, "rendezvous",
                            "cannot allocate the posts of %d participants",
-                           id.nparts);
+                           id->nparts);
   }
-  mapping m;
-  rc = attach(&m, &id, timeout_s, err);
+  rc = attach(&p->m, id, timeout_s, err);
   if (rc != 0) {
-    free(posts);
+    part_free(p);
     return rc;
   }
-  seg *s = m.s;
+  seg *s = p->m.s;
 
   if (s->state == FAILED) { /* a participant arriving after the failure */
     touch(s, shard);
-    rc = s->rc;
+    *rc_out = s->rc;
     jmg_error_copy(err, &s->err);
     jmg_error e; /* an unlink failure here: the call's error says more */
-    (void)maybe_unlink_failed(&m, &e);
+    (void)maybe_unlink_failed(&p->m, &e);
     seg_unlock(s);
-    unmap(&m);
-    free(posts);
-    return rc;
+    unmap(&p->m);
+    part_free(p);
+    return 1;
   }
   if (s->shards[shard].touched) {
     jmg_error e;
-    jmg_error_set(&e, JMG_EINVAL, id.op, "rendezvous",
+    jmg_error_set(&e, JMG_EINVAL, id->op, "rendezvous",
                   "two participants claim shard %d of %d: the shard index "
                   "passed in is not this device's position on the mesh axis",
-                  shard, id.nparts);
+                  shard, id->nparts);
     fail_seg(s, &e);
     jmg_error_copy(err, &e);
+    *rc_out = -(int)e.code;
     seg_unlock(s);
-    unmap(&m);
-    free(posts);
-    return -(int)e.code;
+    unmap(&p->m);
+    part_free(p);
+    return 1;
   }
 
-  /* Arrive. */
   touch(s, shard);
   s->shards[shard].present = 1;
   s->shards[shard].inside = 1;
@@ -592,19 +635,27 @@ static int procs_join(const jmg_rdv_key *key, int shard, void *post,
   else
     memset(slot(s, shard), 0, JMG_RDV_MAX_POST);
   s->arrived++;
-  if (s->arrived == id.nparts) {
+  if (s->arrived == id->nparts) {
     s->state = RUNNING;
     jmg_error e;
-    if (unlink_name(&m, &e) != 0) fail_seg(s, &e);
+    if (unlink_name(&p->m, &e) != 0) fail_seg(s, &e);
     pthread_cond_broadcast(&s->cv);
   }
+  return 0;
+}
 
-  /* Wait for the others. */
+/* From arrival to leaving: waits for the others, runs the leader's fn on
+ * shard 0, waits for the end and leaves. Called with the mutex held; returns
+ * the call's outcome with nothing held and p freed. */
+static int await_end(part *p, jmg_error *err) {
+  seg *s = p->m.s;
+  const int nparts = p->id.nparts;
+  int rc;
   while (s->state == WAITING) {
-    double left = deadline - now_s();
+    double left = p->deadline - now_s();
     if (left <= 0) {
       jmg_error e;
-      timeout_error(s, timeout_s, &e);
+      timeout_error(s, p->timeout_s, &e);
       fail_seg(s, &e);
       break;
     }
@@ -617,12 +668,12 @@ static int procs_join(const jmg_rdv_key *key, int shard, void *post,
   }
 
   /* The leader runs the op, without the lock: it may take minutes. */
-  if (s->state == RUNNING && shard == 0) {
-    for (int i = 0; i < id.nparts; ++i) posts[i] = slot(s, i);
+  if (s->state == RUNNING && p->shard == 0) {
+    for (int i = 0; i < nparts; ++i) p->posts[i] = slot(s, i);
     seg_unlock(s);
     jmg_error e;
     jmg_error_clear(&e);
-    int frc = fn(fn_ctx, posts, id.nparts, &e);
+    int frc = p->fn(p->fn_ctx, p->posts, nparts, &e);
     rc = seg_lock(s, err);
     if (rc != 0) goto lost_lock;
     if (s->state == RUNNING) {
@@ -639,29 +690,82 @@ static int procs_join(const jmg_rdv_key *key, int shard, void *post,
   }
   rc = s->rc;
   if (rc != 0) jmg_error_copy(err, &s->err);
-  free(posts);
-  return leave(&m, shard, rc, err);
+  part_free(p);
+  return leave(&p->m, p->shard, rc, err);
 
 lost_lock: /* the lock is broken (and not held): the segment is lost */
-  unmap(&m);
-  free(posts);
+  unmap(&p->m);
+  part_free(p);
   return rc;
+}
+
+static int procs_join(const jmg_rdv_key *key, int shard, void *post,
+                      jmg_leader_fn fn, void *fn_ctx, double timeout_s,
+                      jmg_error *err) {
+  part p;
+  int over_rc = 0;
+  int rc = arrive(key, shard, post, fn, fn_ctx, timeout_s, &p, &over_rc, err);
+  if (rc < 0) return rc;
+  if (rc == 1) return over_rc;
+  return await_end(&p, err);
+}
+
+/* An asynchronous participant: its arrival happens in join_async, the rest
+ * on a thread of its own (the robust mutex is released in between: a mutex
+ * belongs to the thread that took it). */
+typedef struct async_part {
+  part p;
+  jmg_rdv_done_fn done;
+  void *done_ctx;
+} async_part;
+
+static void finish_async(async_part *a) {
+  jmg_error err;
+  jmg_error_clear(&err);
+  int rc = seg_lock(a->p.m.s, &err);
+  if (rc == 0) {
+    rc = await_end(&a->p, &err);
+  } else {
+    unmap(&a->p.m);
+    part_free(&a->p);
+  }
+  a->done(a->done_ctx, rc, rc != 0 ? &err : NULL);
+  free(a);
+}
+
+static void *async_main(void *arg) {
+  finish_async(arg);
+  return NULL;
 }
 
 static int procs_join_async(const jmg_rdv_key *key, int shard, void *post,
                             jmg_leader_fn fn, void *fn_ctx, double timeout_s,
                             jmg_rdv_done_fn done, void *done_ctx,
                             jmg_error *err) {
-  (void)shard;
-  (void)post;
-  (void)fn;
-  (void)fn_ctx;
-  (void)timeout_s;
-  (void)done;
-  (void)done_ctx;
-  return jmg_error_set(err, JMG_EUNSUPPORTED, key->op, "rendezvous",
-                       "the process rendezvous does not support asynchronous "
-                       "joins yet; use join");
+  async_part *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, key->op, "rendezvous",
+                         "cannot allocate an asynchronous participant");
+  a->done = done;
+  a->done_ctx = done_ctx;
+  int over_rc = 0;
+  int rc = arrive(key, shard, post, fn, fn_ctx, timeout_s, &a->p, &over_rc,
+                  err);
+  if (rc != 0) {
+    free(a);
+    return rc < 0 ? rc : over_rc;
+  }
+  seg_unlock(a->p.m.s);
+  pthread_t t;
+  pthread_attr_t attr;
+  int r = pthread_attr_init(&attr);
+  if (r == 0) r = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (r == 0) r = pthread_create(&t, &attr, async_main, a);
+  pthread_attr_destroy(&attr);
+  /* Joined already: without a thread of its own it finishes on this one,
+   * blocking (the leader's work, or the wait for the others). */
+  if (r != 0) finish_async(a);
+  return 0;
 }
 
 static void procs_abort(const jmg_rdv_key *key, int shard,
@@ -690,3 +794,70 @@ static const jmg_rendezvous g_processes = {
 };
 
 const jmg_rendezvous *jmg_rendezvous_processes(void) { return &g_processes; }
+
+/* ---- sweeping ------------------------------------------------------------ */
+
+/* Looks at one segment by name: unlinks it when it is stale (the rule of
+ * attach). 1 if removed, 0 if not, or a negative status. */
+static int sweep_one(const char *name, jmg_error *err) {
+  mapping m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.name, sizeof m.name, "%s", name);
+  int fd = shm_open(m.name, O_RDWR, 0600);
+  if (fd < 0) return 0; /* gone meanwhile */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(seg)) {
+    close(fd); /* being created: its creator decides */
+    return 0;
+  }
+  m.size = (size_t)st.st_size;
+  void *p = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return 0;
+  m.s = p;
+  seg *s = m.s;
+  if (atomic_load_explicit(&s->magic, memory_order_acquire) != SEG_MAGIC ||
+      s->id.nparts < 1 || s->id.nparts > MAX_PARTS ||
+      seg_size(s->id.nparts) != m.size) {
+    unmap(&m);
+    return 0;
+  }
+  if (seg_lock(s, err) != 0) {
+    unmap(&m);
+    return 0; /* a broken lock: left to attach's rules */
+  }
+  if (s->state == WAITING) {
+    int d = first_dead_present(s);
+    if (d >= 0) fail_dead(s, d);
+  }
+  int removed = 0;
+  if ((s->state == WAITING || s->state == FAILED) && !s->unlinked &&
+      !any_owner_alive(s)) {
+    int rc = unlink_name(&m, err);
+    removed = rc == 0 ? 1 : rc;
+  }
+  seg_unlock(s);
+  unmap(&m);
+  return removed;
+}
+
+int jmg_rdv_sweep_stale(void) {
+  DIR *d = opendir("/dev/shm");
+  if (d == NULL) return 0; /* not Linux's layout: nothing to sweep */
+  int removed = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    /* Our segments: "jaxmg-" and 16 hex digits (see make_name). */
+    const char *hex = e->d_name + 6;
+    if (strncmp(e->d_name, "jaxmg-", 6) != 0 || strlen(hex) != 16 ||
+        strspn(hex, "0123456789abcdef") != 16)
+      continue;
+    char name[NAME_LEN];
+    name[0] = '/';
+    memcpy(name + 1, e->d_name, 6 + 16 + 1); /* checked above: 22 + NUL */
+    jmg_error err;
+    if (sweep_one(name, &err) > 0) ++removed;
+  }
+  closedir(d);
+  return removed;
+}

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,7 @@ typedef struct spec {
   double linger_s;   /* sleep after reporting, before _exit */
   int abort_instead; /* abort(why) instead of join */
   int leader_fail;   /* the leader's fn fails */
+  int async_join;    /* join_async, then wait for done */
   jmg_error why;
 } spec;
 
@@ -104,6 +106,39 @@ typedef struct child {
   report r;
 } child;
 
+/* What done reports to a child that joined asynchronously. */
+typedef struct async_result {
+  _Atomic int called;
+  int rc;
+  jmg_error err;
+} async_result;
+
+static void async_done(void *ctx, int rc, const jmg_error *err) {
+  async_result *a = ctx;
+  a->rc = rc;
+  if (err != NULL) a->err = *err;
+  atomic_fetch_add(&a->called, 1);
+}
+
+/* join_async, then waits (bounded) for done; -JMG_EINTERNAL if it never
+ * comes. */
+static int join_async_and_wait(const spec *sp, void *buf, leader_ctx *l,
+                               jmg_error *err) {
+  static async_result a; /* one per child process */
+  const jmg_rendezvous *rdv = jmg_rendezvous_processes();
+  int rc = rdv->join_async(&sp->key, sp->shard, buf, leader_fn, l,
+                           sp->timeout_s, async_done, &a, err);
+  if (rc != 0) return rc;
+  double end = now_s() + sp->timeout_s + 5.0;
+  while (atomic_load(&a.called) == 0 && now_s() < end) sleep_s(0.002);
+  sleep_s(0.01); /* done must not be called twice */
+  if (atomic_load(&a.called) != 1)
+    return jmg_error_set(err, JMG_EINTERNAL, "test", "join_async",
+                         "done was called %d times", atomic_load(&a.called));
+  if (a.rc != 0) *err = a.err;
+  return a.rc;
+}
+
 static void child_main(const spec *sp, int wfd) {
   sleep_s(sp->delay_s);
   const jmg_rendezvous *rdv = jmg_rendezvous_processes();
@@ -122,6 +157,8 @@ static void child_main(const spec *sp, int wfd) {
   if (sp->abort_instead) {
     rdv->abort(&sp->key, sp->shard, &sp->why);
     r.rc = -(int)sp->why.code;
+  } else if (sp->async_join) {
+    r.rc = join_async_and_wait(sp, buf, &l, &r.err);
   } else {
     r.rc = rdv->join(&sp->key, sp->shard, buf, leader_fn, &l, sp->timeout_s,
                      &r.err);
@@ -496,7 +533,7 @@ TEST(rendezvous_processes_concurrent_keys_never_mix) {
   }
 }
 
-TEST(rendezvous_processes_single_participant_bad_shard_and_async) {
+TEST(rendezvous_processes_single_participant_and_bad_shard) {
   const jmg_rendezvous *rdv = jmg_rendezvous_processes();
   unsigned char buf[JMG_RDV_MAX_POST] = {0};
   post p = {0, 9, 0};
@@ -514,8 +551,50 @@ TEST(rendezvous_processes_single_participant_bad_shard_and_async) {
   CHECK_EQ(rdv->join(&key, 4, buf, leader_fn, &l, 1.0, &err), -JMG_EINVAL);
   CHECK_CONTAINS(err.msg, "outside");
   rdv->abort(&key, -1, &err); /* does nothing */
-  CHECK_EQ(rdv->join_async(&key, 0, buf, leader_fn, &l, 1.0, NULL, NULL, &err),
-           -JMG_EUNSUPPORTED);
-  CHECK_CONTAINS(err.msg, "asynchronous");
   CHECK_EQ(l.runs, 1);
+}
+
+/* join_async: the leader's fn runs in shard 0's process (on its waiting
+ * thread), mixed with blocking participants; an abort reaches asynchronous
+ * participants through done; a late asynchronous arrival fails at once,
+ * returning the error without calling done. */
+TEST(rendezvous_processes_async_joins_meet_and_fail_like_blocking_ones) {
+  jmg_rdv_key key = make_key("syevd", 110, fresh_run_id(), 3);
+  child cs[4];
+  spec sp;
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, i, 7, 5.0);
+    sp.async_join = i != 1; /* shards 0 and 2 asynchronous, 1 blocking */
+    sp.delay_s = 0.05 * i;
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 3, 10.0), 3);
+  for (int i = 0; i < 3; ++i) CHECK_EQ(cs[i].r.rc, 0);
+  CHECK_EQ(cs[0].r.leader_runs, 1);
+  CHECK_EQ(cs[0].r.order_bad, 0);
+  CHECK(!shm_exists(&key));
+
+  key = make_key("potri", 111, fresh_run_id(), 4);
+  for (int i = 0; i < 4; ++i) {
+    spec_init(&sp, key, i, 7, 10.0);
+    sp.async_join = 1;
+    if (i == 2) {
+      sp.abort_instead = 1;
+      sp.delay_s = 0.1;
+      jmg_error_set(&sp.why, JMG_EINVAL, "potri", "FFI call frame",
+                    "status on shard 2 is not int32");
+    }
+    if (i == 3) sp.delay_s = 0.4; /* arrives after the failure */
+    sp.linger_s = 0.8; /* keep the failed call's owners alive */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 4, 10.0), 4);
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) continue;
+    CHECK_EQ(cs[i].r.rc, -JMG_EINVAL);
+    CHECK_CONTAINS(cs[i].r.err.msg, "status on shard 2 is not int32");
+    CHECK(cs[i].r.elapsed_s < 2.0);
+  }
+  CHECK(cs[3].r.elapsed_s < 0.2); /* failed at once, without done */
+  CHECK_EQ(cs[0].r.leader_runs, 0);
 }

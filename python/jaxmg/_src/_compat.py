@@ -89,3 +89,29 @@ def sharding_of(x: Any) -> Any:
 def is_tracer(x: Any) -> bool:
     """Whether x is a traced value (under jit, grad, vmap...)."""
     return isinstance(x, jax.core.Tracer)
+
+
+def distributed_client() -> Any:
+    """The ``jax.distributed`` client of this process, or None when
+    ``jax.distributed.initialize`` was not called."""
+    from jax._src import distributed
+
+    return getattr(distributed.global_state, "client", None)
+
+
+def coordinator_address() -> str:
+    """The coordinator address every process of the job was started with."""
+    from jax._src import distributed
+
+    return str(getattr(distributed.global_state, "coordinator_address", "") or "")
+
+
+def kv_set(key: str, value: str) -> None:
+    """Stores ``value`` under ``key`` in the job's key-value store."""
+    distributed_client().key_value_set(key, value)
+
+
+def kv_get(key: str, timeout_s: float) -> str:
+    """The value under ``key`` in the job's key-value store, waiting up to
+    ``timeout_s`` for another process to store it."""
+    return distributed_client().blocking_key_value_get(key, int(timeout_s * 1000))

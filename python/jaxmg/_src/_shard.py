@@ -15,6 +15,7 @@ permutation of diag(A, c*I), so the answer for A is read off exactly.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import zlib
@@ -26,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _native
+from jaxmg._src import _checks, _mode, _native
 from jaxmg._src._compat import is_tracer as _compat_is_tracer
 from jaxmg._src._compat import place, shard_map_unchecked
 
@@ -134,6 +135,17 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
 # two calls in one program never meet, whatever order the devices run them in.
 _call_ids = itertools.count(1)
 
+# MPMD calls are numbered per mesh instead: all processes of a job trace the
+# calls over a mesh that spans them in the same order (they are collective),
+# but one process may trace calls over its own devices that the others never
+# make, which would shift a process-wide count.
+_mpmd_call_ids: dict[int, Any] = {}
+
+# The job id of the call being traced (0: SPMD), set by `mapped`; None in the
+# user's own shard_map, where the mesh is unknown (see _mode.ambient_job_id).
+_call_job: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "jaxmg_call_job", default=None)
+
 
 def onto(x: Any, mesh: Mesh, spec: Any) -> Any:
     """A concrete array committed to other devices than mesh's, moved onto
@@ -191,7 +203,14 @@ def ffi_call(
         # A batch is solved one matrix after the other.
         vmap_method="sequential",
     )
-    attrs = dict(attrs, call_id=next(_call_ids))
+    job = _call_job.get()
+    if job is None:
+        job = _mode.ambient_job_id()
+    if job:
+        ids = _mpmd_call_ids.setdefault(int(attrs.get("mesh_id", 0)), itertools.count(1))
+        attrs = dict(attrs, call_id=next(ids), job_id=job)
+    else:
+        attrs = dict(attrs, call_id=next(_call_ids))
     return call(*operands, **{k: np.int64(v) for k, v in attrs.items()})
 
 
@@ -238,8 +257,20 @@ def mapped(
     laid out as ``in_specs`` say first, the mesh's id and the sharded axes
     passed in, ``static`` bound as keyword arguments."""
     ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
-    body = functools.partial(shard_fn, axes=axes, others=others,
-                             mesh_id=mesh_id(ids, mesh.axis_names), **static)
+    op = shard_fn.__name__.strip("_").removesuffix("_shard")
+    job = _mode.call_job_id(op, mesh, axes, others)
+    inner = functools.partial(shard_fn, axes=axes, others=others,
+                              mesh_id=mesh_id(ids, mesh.axis_names), **static)
+
+    def body(*args: jax.Array) -> Any:
+        # Tells ffi_call, while the shard's part is traced, whether this
+        # call's groups span processes.
+        token = _call_job.set(job)
+        try:
+            return inner(*args)
+        finally:
+            _call_job.reset(token)
+
     mapped_fn = shard_map_unchecked(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
 
     def run(*args: jax.Array) -> Any:

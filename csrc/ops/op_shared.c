@@ -1,0 +1,202 @@
+/* Joining a call whose participants are processes (MPMD): every participant
+ * but the leader exports its buffers (share/share.h) into its post; the
+ * leader imports every post into a jmg_shard_io of its own, runs the op's
+ * leader function exactly as in SPMD over those, and closes them; after the
+ * call each participant brings its outputs home. The op code is the same in
+ * both modes: only the buffers it is handed differ. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/op_common.h"
+#include "share/share.h"
+
+_Static_assert(sizeof(jmg_share_post) <= JMG_RDV_MAX_POST,
+               "a participant's post must fit in the rendezvous' post slot");
+
+/* One participant of a shared call, from before its join until its end. */
+typedef struct shared_join {
+  jmg_op_call *call;
+  const char *op;
+  jmg_leader_fn leader;
+  jmg_share_post post;
+  void *export_state; /* NULL: nothing exported (the leader's own shard) */
+  jmg_rdv_done_fn done;
+  void *done_ctx;
+  /* What the rendezvous copies: the post, padded to the slot's size. */
+  unsigned char slot[JMG_RDV_MAX_POST];
+} shared_join;
+
+static void set_buf(jmg_share_post *post, int i, const void *p, size_t bytes) {
+  post->buf[i].local = (uint64_t)(uintptr_t)p;
+  post->buf[i].bytes = p != NULL ? bytes : 0;
+}
+
+static void fill_post(jmg_share_post *post, const jmg_shard_io *io) {
+  memset(post, 0, sizeof *post);
+  post->pid = (int64_t)getpid();
+  post->dtype = (int32_t)io->dtype;
+  post->want_vectors = io->want_vectors;
+  post->n = io->n;
+  post->local_cols = io->local_cols;
+  post->tile = io->tile;
+  post->nrhs = io->nrhs;
+  post->local_device_ctx = (uint64_t)(uintptr_t)io->device_ctx;
+  const size_t es = jmg_dtype_size(io->dtype);
+  const size_t real_es = jmg_dtype_real_size(io->dtype);
+  const size_t n = (size_t)io->n;
+  set_buf(post, JMG_SHARE_A, io->a, n * (size_t)io->local_cols * es);
+  set_buf(post, JMG_SHARE_B, io->b, n * (size_t)io->nrhs * es);
+  set_buf(post, JMG_SHARE_X, io->x, n * (size_t)io->nrhs * es);
+  set_buf(post, JMG_SHARE_W, io->w, n * real_es);
+  set_buf(post, JMG_SHARE_STATUS, io->status, sizeof(int32_t));
+}
+
+/* The leader's view of post d: its buffers as pointers of this process. */
+static int import_post(const jmg_share *share, const char *op,
+                       const jmg_share_post *p, int d, jmg_shard_io *io,
+                       void **state, jmg_error *err) {
+  void *ptrs[JMG_SHARE_NBUF] = {NULL};
+  void *device_ctx = NULL;
+  *state = NULL;
+  if (!p->exported) {
+    if (p->pid != (int64_t)getpid())
+      return jmg_error_set(err, JMG_EINTERNAL, op, "rendezvous",
+                           "shard %d (pid %lld) posted buffers it did not "
+                           "export",
+                           d, (long long)p->pid);
+    for (int i = 0; i < JMG_SHARE_NBUF; ++i)
+      ptrs[i] = (void *)(uintptr_t)p->buf[i].local;
+    device_ctx = (void *)(uintptr_t)p->local_device_ctx;
+  } else {
+    int rc = share->import_bufs(op, p, ptrs, &device_ctx, state, err);
+    if (rc != 0) return rc;
+  }
+  memset(io, 0, sizeof *io);
+  io->dtype = (jmg_dtype)p->dtype;
+  io->want_vectors = p->want_vectors;
+  io->n = p->n;
+  io->local_cols = p->local_cols;
+  io->tile = p->tile;
+  io->nrhs = p->nrhs;
+  io->a = ptrs[JMG_SHARE_A];
+  io->b = ptrs[JMG_SHARE_B];
+  io->x = ptrs[JMG_SHARE_X];
+  io->w = ptrs[JMG_SHARE_W];
+  io->status = ptrs[JMG_SHARE_STATUS];
+  io->device_ctx = device_ctx;
+  return 0;
+}
+
+static int shared_leader(void *ctx, void *const *posts, int nparts,
+                         jmg_error *err) {
+  shared_join *j = ctx;
+  const jmg_share *share = j->call->share;
+  jmg_shard_io *ios = calloc((size_t)nparts, sizeof *ios);
+  void **views = calloc((size_t)nparts, sizeof *views);
+  void **states = calloc((size_t)nparts, sizeof *states);
+  int rc = 0, opened = 0;
+  if (ios == NULL || views == NULL || states == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, j->op, "malloc",
+                       "cannot allocate the views of %d participants", nparts);
+  for (; rc == 0 && opened < nparts; ++opened) {
+    jmg_share_post p; /* the slot is only byte-aligned as far as C knows */
+    memcpy(&p, posts[opened], sizeof p);
+    rc = import_post(share, j->op, &p, opened, &ios[opened], &states[opened],
+                     err);
+    if (rc != 0) {
+      char why[JMG_ERROR_MSG_LEN];
+      snprintf(why, sizeof why, "%s", err->msg);
+      jmg_error_set(err, err->code, j->op, err->call,
+                    "cannot reach the buffers of shard %d (pid %lld): %s",
+                    opened, (long long)p.pid, why);
+      break;
+    }
+    views[opened] = &ios[opened];
+  }
+  if (rc == 0) rc = j->leader(j->call, views, nparts, err);
+  for (int d = 0; d < opened; ++d) {
+    if (states[d] == NULL) continue;
+    jmg_error e;
+    int crc = share->close(j->op, states[d], &e);
+    if (crc != 0 && rc == 0) {
+      rc = crc;
+      jmg_error_copy(err, &e);
+    }
+  }
+  free(ios);
+  free(views);
+  free(states);
+  return rc;
+}
+
+/* The participant's end: outputs home, exports released. */
+static int finish(shared_join *j, int rc, jmg_error *err) {
+  if (j->export_state == NULL) return rc;
+  jmg_error e;
+  int frc = j->call->share->finish(j->op, &j->post, j->export_state, rc == 0,
+                                   &e);
+  j->export_state = NULL;
+  if (frc != 0 && rc == 0) {
+    jmg_error_copy(err, &e);
+    return frc;
+  }
+  return rc;
+}
+
+static void shared_done(void *ctx, int rc, const jmg_error *err) {
+  shared_join *j = ctx;
+  jmg_error e;
+  if (err != NULL)
+    jmg_error_copy(&e, err);
+  else
+    jmg_error_clear(&e);
+  rc = finish(j, rc, &e);
+  j->done(j->done_ctx, rc, rc != 0 ? &e : NULL);
+  free(j);
+}
+
+int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
+                       jmg_leader_fn leader, jmg_error *err) {
+  shared_join *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                  "cannot allocate the participant's state");
+    return jmg_op_abort(call, op, err);
+  }
+  j->call = call;
+  j->op = op;
+  j->leader = leader;
+  fill_post(&j->post, io);
+  /* The leader's own buffers need no export: it uses them as they are. */
+  if (call->shard != 0) {
+    int rc = call->share->export_bufs(op, &j->post, io->device_ctx,
+                                      &j->export_state, err);
+    if (rc != 0) {
+      free(j);
+      return jmg_op_abort(call, op, err);
+    }
+  }
+  memcpy(j->slot, &j->post, sizeof j->post);
+  if (call->done != NULL) {
+    j->done = call->done;
+    j->done_ctx = call->done_ctx;
+    int rc = call->rdv->join_async(&call->key, call->shard, j->slot,
+                                   shared_leader, j, call->timeout_s,
+                                   shared_done, j, err);
+    if (rc != 0) { /* not joined: done will not be called */
+      jmg_error ignored;
+      finish(j, rc, &ignored);
+      free(j);
+    }
+    return rc;
+  }
+  int rc = call->rdv->join(&call->key, call->shard, j->slot, shared_leader, j,
+                           call->timeout_s, err);
+  rc = finish(j, rc, err);
+  free(j);
+  return rc;
+}

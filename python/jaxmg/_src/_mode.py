@@ -1,0 +1,142 @@
+"""SPMD or MPMD: how the devices of a call are driven, read off the mesh.
+
+A call solves one matrix per group of devices (the devices along the axes
+A's rows are sharded over, for each position along the other axes). When
+every group lies in one process, its devices are threads of that process and
+meet in the in-process rendezvous (SPMD), also inside a multi-process job
+(the seed tutorial's mesh ("S", "T") with rows sharded over "T" within each
+process). When a group spans processes (one process per GPU, started with
+``jax.distributed.initialize``), the call is MPMD: the processes meet through
+POSIX shared memory and the leader reaches the others' buffers through CUDA
+IPC (GPUs) or shared memory (CPU devices). cuSOLVERMg drives the GPUs of one
+node, so a group that spans nodes is refused.
+
+An MPMD call carries the job's identity (``job_id``): the C library keys its
+rendezvous on it instead of XLA's run id, which is per process. It is a hash
+of the coordinator address and a random nonce that process 0 publishes through
+the job's key-value store, so every process of one job run shares it, and no
+other job (a second job on the node, or an earlier run on the same port whose
+shared-memory segments a crash left behind) has it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import secrets
+import socket
+from typing import Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+from jaxmg._src import _compat
+
+_NONCE_KEY = "jaxmg/job_nonce"
+_HOST_KEY = "jaxmg/node/{}"
+
+
+def _kv_timeout_s() -> float:
+    """How long to wait for the other processes' entries: the rendezvous
+    timeout (they reach the same call)."""
+    try:
+        value = float(os.environ.get("JAXMG_RENDEZVOUS_TIMEOUT", "300"))
+    except ValueError:
+        value = 300.0
+    return value if value > 0 else 300.0
+
+
+def node_name() -> str:
+    """This machine, as processes that can share memory must agree on: the
+    host name and the kernel's boot id (containers with their own host name
+    do not share /dev/shm; a reused host name after a reboot is another
+    boot)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+@functools.lru_cache(maxsize=1)
+def _job() -> tuple[int, tuple[str, ...]]:
+    if _compat.distributed_client() is None:
+        raise RuntimeError(
+            "jaxmg: the mesh spans several processes but jax.distributed is not "
+            "initialized in this one; call jax.distributed.initialize first"
+        )
+    me, count = jax.process_index(), jax.process_count()
+    timeout = _kv_timeout_s()
+
+    def get(key: str, what: str) -> str:
+        try:
+            return _compat.kv_get(key, timeout)
+        except Exception as e:  # the client raises its own error types
+            raise RuntimeError(
+                f"jaxmg: {what} did not arrive within {timeout:.3g} s (set "
+                f"JAXMG_RENDEZVOUS_TIMEOUT to wait longer); every process must "
+                f"make the same jaxmg calls: {e}") from e
+
+    if me == 0:
+        nonce = secrets.token_hex(16)
+        _compat.kv_set(_NONCE_KEY, nonce)
+    else:
+        nonce = get(_NONCE_KEY, "the job identity from process 0")
+    _compat.kv_set(_HOST_KEY.format(me), node_name())
+    nodes = tuple(get(_HOST_KEY.format(i), f"the node name of process {i}")
+                  for i in range(count))
+    text = f"{_compat.coordinator_address()}|{nonce}".encode()
+    job_id = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little",
+                            signed=True)
+    return job_id or 1, nodes  # 0 means SPMD to the C library
+
+
+def job_id() -> int:
+    """This job run's identity, the same in all its processes (nonzero)."""
+    return _job()[0]
+
+
+def process_nodes() -> tuple[str, ...]:
+    """The node of every process of the job, by process index."""
+    return _job()[1]
+
+
+def groups(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.ndarray:
+    """The mesh's devices as (groups, shards): row g holds the devices of
+    group g in shard order (the layout _shard.position numbers)."""
+    names = list(mesh.axis_names)
+    order = [names.index(a) for a in others] + [names.index(a) for a in axes]
+    devices = np.transpose(np.asarray(mesh.devices), order)
+    nparts = int(np.prod([mesh.shape[a] for a in axes]))
+    return devices.reshape(-1, nparts)
+
+
+def call_job_id(op: str, mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> int:
+    """0 when every group of the call lies in one process (SPMD); else the
+    job's identity (MPMD), once the groups are checked to lie on one node."""
+    grid = groups(mesh, axes, others)
+    spanning = [row for row in grid if len({d.process_index for d in row}) > 1]
+    if not spanning:
+        return 0
+    nodes = process_nodes()
+    for row in spanning:
+        where = sorted({nodes[d.process_index] for d in row})
+        if len(where) > 1:
+            raise ValueError(
+                f"jaxmg.{op}: the devices that solve one matrix span {len(where)} "
+                f"nodes ({', '.join(w.split('/')[0] for w in where)}); cuSOLVERMg "
+                "drives the GPUs of one node only. Shard A's rows over an axis "
+                "within a node (e.g. P('T', None) on a mesh ('S', 'T') with 'T' "
+                "within nodes): each node then solves its own copy"
+            )
+    return job_id()
+
+
+def ambient_job_id() -> int:
+    """For calls from inside the user's own shard_map, where the mesh is not
+    known: the job's identity in a multi-process job (the process rendezvous
+    also serves participants of one process), else 0."""
+    return job_id() if jax.process_count() > 1 else 0

@@ -1,0 +1,82 @@
+"""MPMD on GPUs: jobs of 2 and 4 processes, one GPU each (every process sees
+every GPU, ``jax.distributed.initialize(local_device_ids=[i])`` picks its
+own), sharing their buffers with the leader through CUDA IPC. Every op and
+dtype is checked in each process against a float64 NumPy reference (residuals,
+orthogonality), and here against the SPMD result of the same inputs on as many
+GPUs of this process. Also the seed tutorial's mesh ("S", "T") with 2
+processes of 2 GPUs.
+
+The job processes run tests/python/mpmd_worker.py (the CPU MPMD tests' worker)
+with JAXMG_TEST_PLATFORM=cuda."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+
+import jaxmg_testing as jt  # noqa: E402
+from mpmd_launch import assert_all_passed, run_job  # noqa: E402
+
+
+def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
+    """The op on the worker's inputs (mpmd_worker.every_op_and_dtype's seeds)
+    over this process's first nparts GPUs: the SPMD result."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    import jaxmg
+
+    rng = np.random.default_rng([len(op), jt.DTYPES.index(dtype)])
+    mesh = Mesh(np.array(gpus[:nparts]), ("x",))
+    if op == "syevd":
+        a = jt.make_hermitian(rng, n, dtype)
+    else:
+        a = jt.make_hpd(rng, n, dtype)
+    a_dev = jax.device_put(a, NamedSharding(mesh, P("x", None)))
+    if op == "potrs":
+        b = jt.make_rhs(rng, n, 3, dtype)
+        return np.asarray(jaxmg.potrs(a_dev, jax.device_put(b, NamedSharding(mesh, P())),
+                                      T_A=2, mesh=mesh, in_specs=(P("x", None), P(None, None))))
+    if op == "potri":
+        return np.asarray(jaxmg.potri(a_dev, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
+    return np.asarray(jaxmg.syevd(a_dev, T_A=2, mesh=mesh, in_specs=(P("x", None),))[0])
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, tmp_path):
+    if len(gpus) < nproc:
+        pytest.skip(f"needs {nproc} GPUs")
+    scenario = "all" if nproc == 2 else "some"
+    results = run_job(scenario, nproc, platform="cuda", timeout_s=120.0, bound_s=550.0,
+                      extra_env={"JAXMG_TEST_OUT": str(tmp_path)})
+    assert_all_passed(results, nproc, expect=15 if nproc == 2 else 6)
+    n = 4 * nproc
+    dtypes = jt.DTYPES if nproc == 2 else (np.float64, np.complex64)
+    for op in ("potrs", "potri", "syevd"):
+        for dtype in dtypes:
+            ref = spmd_result(op, dtype, n, nproc, gpus)
+            blocks = sorted(tmp_path.glob(f"{op}-{np.dtype(dtype).name}-p*-*.npy"))
+            assert blocks, f"{op} {dtype}: no MPMD result saved"
+            for path in blocks:
+                idx = ast.literal_eval(path.with_suffix(".idx").read_text())
+                part = ref[tuple(slice(*s) for s in idx)]
+                got = np.load(path)
+                scale = max(np.abs(ref).max(), 1.0)
+                err = np.abs(got - part).max() / scale
+                assert err < jt.tol(dtype, n), f"{op} {dtype} {path.name}: {err:.3g}"
+
+
+def test_gpu_mpmd_mesh_2d(gpus):
+    """Two processes of two GPUs, mesh ("S", "T"): rows over "T" (one solve
+    per process) and over ("S", "T") (one solve across both processes)."""
+    if len(gpus) < 4:
+        pytest.skip("needs 4 GPUs")
+    results = run_job("mesh2d", 2, devices_per_process=2, platform="cuda",
+                      timeout_s=120.0, bound_s=550.0)
+    assert_all_passed(results, 2, expect=4)

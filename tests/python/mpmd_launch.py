@@ -1,0 +1,83 @@
+"""Launching MPMD test jobs: every process of a job runs mpmd_worker.py,
+started with jax.distributed on localhost. Used by tests/python/test_mpmd.py
+(CPU devices) and tests/gpu/test_gpu_mpmd.py (one GPU per process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+WORKER = HERE / "mpmd_worker.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def start_job(scenario: str, nproc: int, devices_per_process: int = 1,
+              timeout_s: float = 30.0, platform: str = "cpu",
+              extra_env: dict[str, str] | None = None) -> list[subprocess.Popen]:
+    """Starts the nproc processes of one job running ``scenario``."""
+    port = free_port()
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices_per_process}"
+    env["JAX_PLATFORMS"] = platform
+    env["JAXMG_TEST_PLATFORM"] = platform
+    env["JAXMG_TEST_DEVICES_PER_PROCESS"] = str(devices_per_process)
+    if platform != "cpu":
+        # Every process sees every GPU (see mpmd_worker.main).
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    env.update(extra_env or {})
+    env["JAXMG_RENDEZVOUS_TIMEOUT"] = str(timeout_s)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    return [subprocess.Popen([sys.executable, str(WORKER), scenario, str(port), str(nproc),
+                              str(i)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+            for i in range(nproc)]
+
+
+def finish_job(procs: list[subprocess.Popen], bound_s: float = 100.0) -> dict[int, dict]:
+    """Each process's result line, by process id (missing for a process that
+    died); kills whatever is still running after bound_s."""
+    end = time.monotonic() + bound_s
+    results, outputs = {}, {}
+    for i, p in enumerate(procs):
+        try:
+            out, _ = p.communicate(timeout=max(end - time.monotonic(), 1.0))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        outputs[i] = out
+        for line in out.splitlines():
+            if line.startswith("RESULT "):
+                results[i] = json.loads(line[len("RESULT "):])
+    results["outputs"] = outputs
+    return results
+
+
+def run_job(*args, bound_s: float = 100.0, **kwargs) -> dict[int, dict]:
+    """start_job, then finish_job."""
+    return finish_job(start_job(*args, **kwargs), bound_s)
+
+
+def assert_all_passed(results: dict, nproc: int, expect: int) -> None:
+    """Every process reported, with ``expect`` checks done and none failed."""
+    for i in range(nproc):
+        assert i in results, f"process {i} gave no result:\n{results['outputs'][i][-3000:]}"
+        r = results[i]
+        assert not r["failed"], f"process {i}:\n" + "\n".join(r["failed"])
+        assert len(r["done"]) == expect, r["done"]
+
+
+def shm_names(prefix: str = "jaxmg-") -> set[str]:
+    """jaxmg's POSIX shared-memory segments on this machine."""
+    return {n for n in os.listdir("/dev/shm") if n.startswith(prefix)}

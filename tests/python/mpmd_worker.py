@@ -1,0 +1,253 @@
+"""One process of an MPMD test job (launched by test_mpmd.py and
+tests/gpu/test_gpu_mpmd.py, never collected by pytest):
+``python mpmd_worker.py SCENARIO PORT NPROC PROCESS_ID``.
+
+Every process joins ``jax.distributed`` on localhost with its own CPU
+device(s) (XLA_FLAGS from the launcher), builds the same global inputs from a
+shared seed, runs the scenario, checks its own shards of the results against a
+float64 NumPy reference, and prints one line ``RESULT <json>``: the checks it
+made and any error, as text. An exception in a check is a failed check, never
+a crash, so that the launcher always learns what went wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import faulthandler
+import time
+import traceback
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+# CPU devices unless the launcher asks for GPUs (tests/gpu/test_gpu_mpmd.py).
+PLATFORM = os.environ.get("JAXMG_TEST_PLATFORM", "cpu")
+jax.config.update("jax_platforms", PLATFORM)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+import jaxmg  # noqa: E402
+import jaxmg_testing as jt  # noqa: E402
+
+DTYPES = dict(zip(jt.DTYPE_IDS, jt.DTYPES))
+
+
+def global_array(x: np.ndarray, mesh: Mesh, spec: P) -> jax.Array:
+    """x (the same in every process) as a global array laid out as spec."""
+    return jax.make_array_from_callback(x.shape, NamedSharding(mesh, spec), lambda i: x[i])
+
+
+def local_blocks(y: jax.Array):
+    """(index, block) of this process's shards of y."""
+    return [(s.index, np.asarray(s.data)) for s in y.addressable_shards]
+
+
+class Checks:
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self.failed: list[str] = []
+
+    def run(self, name: str, fn) -> None:
+        try:
+            fn()
+            self.done.append(name)
+        except Exception:  # noqa: BLE001 - reported, never swallowed
+            self.failed.append(f"{name}: {traceback.format_exc(limit=6)}")
+
+
+def save(name: str, y: jax.Array) -> None:
+    """With JAXMG_TEST_OUT set, stores this process's blocks of a result for
+    the launcher to compare with the SPMD result."""
+    out = os.environ.get("JAXMG_TEST_OUT")
+    if out:
+        for k, (idx, blk) in enumerate(local_blocks(y)):
+            np.save(os.path.join(out, f"{name}-p{jax.process_index()}-{k}.npy"), blk)
+            with open(os.path.join(out, f"{name}-p{jax.process_index()}-{k}.idx"), "w") as f:
+                f.write(repr(tuple((s.start, s.stop) for s in idx)))
+
+
+def check_potrs(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
+    a = jt.make_hpd(rng, n, dtype)
+    b = jt.make_rhs(rng, n, 3, dtype)
+    x = jaxmg.potrs(global_array(a, mesh, spec), global_array(b, mesh, P(None, None)),
+                    T_A=2, mesh=mesh, in_specs=(spec, P(None, None)))
+    save(f"potrs-{np.dtype(dtype).name}", x)
+    for _, xb in local_blocks(x):
+        res = np.linalg.norm(jt.to_ref(a) @ jt.to_ref(xb) - jt.to_ref(b))
+        res /= np.linalg.norm(jt.to_ref(a)) * np.linalg.norm(jt.to_ref(xb))
+        assert res < jt.tol(dtype, n), f"potrs residual {res:.3g}"
+
+
+def check_potri(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
+    a = jt.make_hpd(rng, n, dtype)
+    inv = jaxmg.potri(global_array(a, mesh, spec), T_A=2, mesh=mesh, in_specs=(spec,))
+    save(f"potri-{np.dtype(dtype).name}", inv)
+    ref = np.linalg.inv(jt.to_ref(a))
+    for idx, blk in local_blocks(inv):
+        err = np.linalg.norm(jt.to_ref(blk) - ref[idx]) / np.linalg.norm(ref)
+        assert err < jt.tol(dtype, n) * 10, f"potri error {err:.3g}"
+
+
+def check_syevd(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
+    a = jt.make_hermitian(rng, n, dtype)
+    w, v = jaxmg.syevd(global_array(a, mesh, spec), T_A=2, mesh=mesh, in_specs=(spec,))
+    save(f"syevd-{np.dtype(dtype).name}", w)
+    w_ref = np.linalg.eigvalsh(jt.to_ref(a))
+    scale = np.linalg.norm(w_ref, np.inf)
+    for _, wb in local_blocks(w):
+        err = np.max(np.abs(jt.to_ref(wb) - w_ref)) / scale
+        assert err < jt.tol(dtype, n), f"eigenvalue error {err:.3g}"
+    wl = jt.to_ref(local_blocks(w)[0][1])
+    for idx, vb in local_blocks(v):  # this process's columns of V
+        vb = jt.to_ref(vb)
+        cols = wl[idx[1]]
+        res = np.linalg.norm(jt.to_ref(a) @ vb - vb * cols) / (scale * n)
+        orth = np.linalg.norm(vb.conj().T @ vb - np.eye(vb.shape[1]))
+        assert res < jt.tol(dtype, n), f"eigenvector residual {res:.3g}"
+        assert orth < jt.tol(dtype, n), f"orthogonality {orth:.3g}"
+
+
+OPS = {"potrs": check_potrs, "potri": check_potri, "syevd": check_syevd}
+
+
+def every_op_and_dtype(mesh: Mesh, spec: P, checks: Checks, dtypes, n: int) -> None:
+    for op, fn in OPS.items():
+        for name in dtypes:
+            rng = np.random.default_rng([len(op), jt.DTYPE_IDS.index(name)])
+            checks.run(f"{op}-{name}", lambda: fn(mesh, spec, n, DTYPES[name], rng))
+
+
+def two_independent_calls(mesh: Mesh, checks: Checks) -> None:
+    """Two solves with no data dependence in one program: each process may run
+    them in either order; the call sites keep them apart."""
+    def run() -> None:
+        rng = np.random.default_rng(7)
+        a1, a2 = jt.make_hpd(rng, 8, np.float64), jt.make_hpd(rng, 8, np.float64)
+        b = jt.make_rhs(rng, 8, 2, np.float64)
+        spec = P("x", None)
+
+        @jax.jit
+        def both(a1, a2, b):
+            solve = lambda a: jaxmg.potrs(a, b, T_A=2, mesh=mesh, in_specs=(spec, P(None, None)))
+            return solve(a1), solve(a2)
+
+        g = lambda x: global_array(x, mesh, spec)
+        for _ in range(3):  # repeated executions: sequence numbers
+            x1, x2 = both(g(a1), g(a2), global_array(b, mesh, P(None, None)))
+            for a, x in ((a1, x1), (a2, x2)):
+                xb = local_blocks(x)[0][1]
+                assert np.linalg.norm(a @ xb - b) < 1e-10 * np.linalg.norm(b)
+    checks.run("two-independent-calls", run)
+
+
+def status_on_failure(mesh: Mesh, checks: Checks) -> None:
+    def run() -> None:
+        a = np.eye(8)
+        a[5, 5] = -1.0
+        x, status = jaxmg.potrs(global_array(a, mesh, P("x", None)),
+                                global_array(np.ones((8, 1)), mesh, P(None, None)),
+                                T_A=2, mesh=mesh, in_specs=(P("x", None), P(None, None)),
+                                return_status=True)
+        assert int(np.asarray(local_blocks(status)[0][1])) == 6
+        assert np.all(np.isnan(local_blocks(x)[0][1]))
+    checks.run("status-on-failure", run)
+
+
+def shardmap_ctx(mesh: Mesh, checks: Checks) -> None:
+    def run() -> None:
+        rng = np.random.default_rng(11)
+        a = jt.make_hpd(rng, 8, np.float64)
+        b = jt.make_rhs(rng, 8, 2, np.float64)
+        f = jax.shard_map(lambda a, b: jaxmg.potrs_shardmap_ctx(a, b, T_A=2), mesh=mesh,
+                          in_specs=(P("x", None), P(None, None)),
+                          out_specs=(P(None, None), P(None)), check_vma=False)
+        x, status = jax.jit(f)(global_array(a, mesh, P("x", None)),
+                               global_array(b, mesh, P(None, None)))
+        assert int(local_blocks(status)[0][1][0]) == 0
+        xb = local_blocks(x)[0][1]
+        assert np.linalg.norm(a @ xb - b) < 1e-10 * np.linalg.norm(b)
+    checks.run("shardmap-ctx", run)
+
+
+def scenario(name: str, checks: Checks, me: int) -> None:
+    devices = np.array(jax.devices())
+    if name in ("all", "some"):
+        mesh = Mesh(devices, ("x",))
+        dtypes = jt.DTYPE_IDS if name == "all" else ("f64", "c64")
+        every_op_and_dtype(mesh, P("x", None), checks, dtypes, n=4 * len(devices))
+        if name == "all":
+            two_independent_calls(mesh, checks)
+            status_on_failure(mesh, checks)
+            shardmap_ctx(mesh, checks)
+    elif name == "mesh2d":
+        # The seed tutorial's pattern: "S" across processes, "T" within.
+        by_proc: dict[int, list] = {}
+        for d in jax.devices():
+            by_proc.setdefault(d.process_index, []).append(d)
+        grid = np.array([by_proc[p] for p in sorted(by_proc)])
+        mesh = Mesh(grid, ("S", "T"))
+        for spec in (P("T", None), P(("S", "T"), None)):
+            for op in ("potrs", "syevd"):
+                rng = np.random.default_rng(3)
+                checks.run(f"{op}-{spec}", lambda: OPS[op](mesh, spec, 8, np.float64, rng))
+    elif name == "kill":
+        # After a first call together, shards 0 and 1 enter a second call and
+        # shard 1 is killed inside it; shard 2 comes late. Both must raise.
+        mesh = Mesh(devices, ("x",))
+        a = global_array(np.eye(6), mesh, P("x", None))
+        b = global_array(np.ones((6, 1)), mesh, P(None, None))
+        jaxmg.potrs(a, b, T_A=2, mesh=mesh, in_specs=(P("x", None), P(None, None)))
+        if me == 1:
+            threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+        if me == 2:
+            time.sleep(3.0)
+        t0 = time.monotonic()
+        try:
+            jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),))
+            checks.failed.append("kill: the call succeeded without its peers")
+        except Exception as e:  # noqa: BLE001
+            checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
+    elif name == "loop":
+        mesh = Mesh(devices, ("x",))
+        for i in range(4):
+            rng = np.random.default_rng(100 + i)
+            checks.run(f"loop-{i}", lambda: check_potrs(mesh, P("x", None), 8, np.float64, rng))
+    else:
+        raise ValueError(f"unknown scenario {name}")
+
+
+def main() -> None:
+    name, port, nproc, me = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    if name == "kill":
+        # Without it, jax.distributed brings every process down when one dies.
+        jax.config.update("jax_enable_recoverability", True)
+    # On GPUs each process drives one GPU but sees them all (the leader opens
+    # the others' memory through CUDA IPC): local_device_ids, not
+    # CUDA_VISIBLE_DEVICES, picks its GPU.
+    per = int(os.environ.get("JAXMG_TEST_DEVICES_PER_PROCESS", "1"))
+    local = list(range(me * per, (me + 1) * per)) if PLATFORM != "cpu" else None
+    jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=nproc,
+                               process_id=me, local_device_ids=local)
+    checks = Checks()
+    # A hang shows where it hangs (before the launcher's bound kills it).
+    faulthandler.dump_traceback_later(80 if PLATFORM == "cpu" else 500, exit=True)
+    try:
+        scenario(name, checks, me)
+    except Exception:  # noqa: BLE001
+        checks.failed.append(traceback.format_exc())
+    print("RESULT " + json.dumps({"process": me, "done": checks.done,
+                                  "failed": checks.failed}), flush=True)
+    if name == "kill" and me == 0:
+        time.sleep(4.0)  # the coordination service lives in process 0
+    # Skip jax.distributed's shutdown barrier: in the failure scenarios some
+    # processes are gone and it would wait for them.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

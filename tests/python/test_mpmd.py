@@ -1,0 +1,84 @@
+"""MPMD on CPU devices: jobs of 2 to 4 processes started with
+``jax.distributed.initialize`` on localhost, each process with its own CPU
+device(s), meeting through the process rendezvous and sharing their buffers
+through POSIX shared memory (what CUDA IPC does on GPUs).
+
+Each job runs tests/python/mpmd_worker.py in every process; the worker checks
+its own shards against a float64 NumPy reference and prints its checks. Jobs
+are few and small (process start-up dominates on a small machine); each one
+covers several cases."""
+
+from __future__ import annotations
+
+from mpmd_launch import assert_all_passed, finish_job, run_job, shm_names, start_job
+
+
+def test_two_processes_every_op_and_dtype():
+    """potrs, potri, syevd in float32/64, complex64/128; two independent calls
+    in one program, run repeatedly; a failing status; the shard_map form."""
+    before = shm_names()
+    assert_all_passed(run_job("all", 2), 2, expect=15)
+    assert shm_names() <= before  # every segment removed
+
+
+def test_four_processes_every_op():
+    assert_all_passed(run_job("some", 4), 4, expect=6)
+
+
+def test_mesh_2d_processes_times_devices():
+    """The seed tutorial's mesh ("S", "T"): 2 processes of 2 devices. Rows
+    over "T" solve one copy per process (SPMD inside a multi-process job);
+    rows over ("S", "T") solve one matrix across both processes, two devices
+    of each (MPMD with two participants per process)."""
+    assert_all_passed(run_job("mesh2d", 2, devices_per_process=2), 2, expect=4)
+
+
+def test_killed_process_fails_the_others_then_its_region_is_swept():
+    """Shard 1 is killed inside a call that waits for shard 2: shard 0 raises
+    at once (not after the 30 s timeout), naming the dead shard, and so does
+    shard 2 when it comes. Shard 1's buffer region, left in /dev/shm, is
+    removed by the next job, which works."""
+    results = run_job("kill", 3)
+    assert 1 not in results  # killed
+    for i in (0, 2):
+        assert i in results, results["outputs"][i][-3000:]
+        assert not results[i]["failed"], results[i]["failed"]
+    (dead,) = results[0]["done"]
+    assert "jaxmg.potri" in dead and "shard 1" in dead and "exited" in dead, dead
+    assert float(dead.split("after ")[1].split(" s")[0]) < 3.0, dead
+    (late,) = results[2]["done"]
+    assert float(late.split("after ")[1].split(" s")[0]) < 3.0, late
+    left = {n for n in shm_names("jaxmg-d-")}
+    assert left, "shard 1's buffer region should be left behind"
+
+    # A second job: its first MPMD call sweeps what the crashed one left.
+    assert_all_passed(run_job("loop", 2), 2, expect=4)
+    assert not (left & shm_names()), left & shm_names()
+
+
+def test_two_jobs_at_once_never_meet():
+    """Two jobs on one machine run the same program at the same time: their
+    calls have equal keys but for the job identity, and must never mix."""
+    jobs = [start_job("loop", 2), start_job("loop", 2)]
+    for procs in jobs:
+        assert_all_passed(finish_job(procs), 2, expect=4)
+
+
+def test_example_mpmd_potrs_runs_as_documented():
+    """examples/mpmd_potrs.py, launched as its docstring says (with --cpu)."""
+    import subprocess
+    import sys
+
+    from mpmd_launch import HERE, free_port
+
+    example = HERE.parent.parent / "examples" / "mpmd_potrs.py"
+    port = free_port()
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+    procs = [subprocess.Popen([sys.executable, str(example), "--process-id", str(i),
+                               "--num-processes", "2", "--cpu",
+                               "--coordinator", f"localhost:{port}"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for i in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for i, out in enumerate(outs):
+        assert f"process {i}: x == 1/diag(A): True" in out, out[-2000:]
