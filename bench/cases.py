@@ -93,43 +93,49 @@ def preset(name: str) -> list[Case]:
             + expand(["potri"], DEFAULT_DTYPES, [64], [16], [4])
             + expand(["syevd"], DEFAULT_DTYPES, [64], [16], [4]))
     if name == "h200x4":
-        # About 7 minutes on 4 H200s (with --budget-s 380 as a guard). The
+        # About 7 minutes on 4 H200s (--budget-s 380 is the guard). The
         # estimate, from DESIGN.md's figures (cuSOLVERMg dpotrf+dpotrs
-        # N=65536 on 4 GPUs 0.845 s, JAX on one 2.08 s, both ~N^3; potri c128
-        # N=32768: cuSOLVERMg 4 s, jnp.linalg.inv 7 s; syevd f64 N=16384 on 4
-        # GPUs 5.9 s, eigh 3.2 s), counting a warm-up plus the timed runs
-        # (5, or fewer so that a case stays near 10 s, at least 2), plus
-        # ~1 s of compilation and checks per jaxmg case:
-        #   ceiling phase (potrs 3 procs ~60 s, potri ~50 s, syevd ~35 s) ~150 s
-        #   jaxmg + JAX: potrs f64 65536/32768 tiles ~35 s; potri c128 32768
-        #   ~60 s (jaxmg's potrs-on-identity may be slower than that: it is
-        #   what this measures); potrs sweep ~80 s; syevd ~45 s; potri
-        #   sweep ~20 s                                                ~240 s
-        # total ~390 s; the tail (tile sweeps) is what --budget-s drops.
+        # N=65536 on 4 GPUs 0.845 s, JAX on one 2.08 s, both ~N^3, 0.03 s at
+        # least; potri c128 N=32768: cuSOLVERMg 4 s, jnp.linalg.inv 7 s;
+        # syevd f64 N=16384 on 4 GPUs 5.9 s, 8192 1.6 s, eigh 3.2 s), with
+        # 1 and 2 GPUs taken 2.5x and 1.7x slower than 4, jaxmg 1.12x the
+        # ceiling, a warm-up plus the timed runs (5, or fewer so that a case
+        # stays near 6 s, at least 2), ~1.5 s of compilation and checks per
+        # jaxmg case, ~0.6 s of set-up and check per ceiling case, and ~3 s
+        # to start each ceiling process:
+        #   ceiling ~150 s, jaxmg ~175 s, single-GPU JAX ~75 s, start-up
+        #   ~15 s: ~410 s, so the budget may drop the last cases.
+        # jaxmg's potri (potrf + potrs on the identity) is the least known:
+        # it may take longer than cusolverMgPotri; the budget then drops the
+        # tail (the T_A sweep below N = 32768, potri on fewer GPUs).
         tiles = [256, 1024, 2048]
+        f64 = {"potrs": ("float64",)}
         return dedupe(
             # 1. the targets: potrs f64 at N = 65536 and 32768 on 4 GPUs, every
             #    T_A; potri c128 at N = 32768 on 4 GPUs.
-            expand(["potrs"], {"potrs": ("float64",)}, [65536, 32768], tiles, [4])
+            expand(["potrs"], f64, [65536, 32768], tiles, [4])
             + expand(["potri"], DEFAULT_DTYPES, [32768], [1024], [4])
-            # 2. potrs f32 and f64, N doubling from 4096, on 1, 2 and 4 GPUs.
-            + expand(["potrs"], DEFAULT_DTYPES, _pow2(4096, 65536), [1024], [4, 2, 1])
+            # 2. potrs f32 and f64, N doubling from 4096, on 1, 2 and 4 GPUs
+            #    (f32 at N = 65536 on 4 only: it runs no faster than f64).
+            + expand(["potrs"], DEFAULT_DTYPES, [65536], [1024], [4])
+            + expand(["potrs"], f64, [65536], [1024], [2, 1])
+            + expand(["potrs"], DEFAULT_DTYPES, _pow2(4096, 32768), [1024], [4, 2, 1])
             # 3. syevd f64: cuSOLVERMg's syevd is slow below N ~ 32768
-            #    (DESIGN.md), so up to 16384 on 4 GPUs, 8192 on 1 and 2.
+            #    (DESIGN.md): up to 16384 on 4 GPUs, 4096 on 1 and 2.
             + expand(["syevd"], DEFAULT_DTYPES, [16384, 8192, 4096], [1024], [4])
-            + expand(["syevd"], DEFAULT_DTYPES, [8192, 4096], [1024], [2, 1])
-            # 4. potri c128 below 32768, on 1, 2 and 4 GPUs.
-            + expand(["potri"], DEFAULT_DTYPES, [16384, 8192], [1024], [4, 2, 1])
+            + expand(["syevd"], DEFAULT_DTYPES, [4096], [1024], [2, 1])
+            # 4. potri c128 below 32768.
+            + expand(["potri"], DEFAULT_DTYPES, [16384, 8192], [1024], [4])
+            + expand(["potri"], DEFAULT_DTYPES, [8192], [1024], [2, 1])
             # 5. the rest of the T_A sweep, as the budget allows.
-            + expand(["potrs"], DEFAULT_DTYPES, [16384, 8192], tiles, [4])
-            + expand(["syevd"], DEFAULT_DTYPES, [8192], tiles, [4]))
+            + expand(["potrs"], f64, [16384, 8192], tiles, [4]))
     raise ValueError(f"unknown preset {name!r}; known: smoke, h200x4")
 
 
 PRESET_SETTINGS = {
     # repeats, max seconds of timed runs per case, budget (s; 0: none)
     "smoke": dict(repeats=2, max_case_s=2.0, budget_s=0.0),
-    "h200x4": dict(repeats=5, max_case_s=10.0, budget_s=380.0),
+    "h200x4": dict(repeats=5, max_case_s=6.0, budget_s=380.0),
 }
 
 

@@ -73,12 +73,18 @@ def run(binary: pathlib.Path, all_cases: Iterable[Case], repeats: int, max_case_
     results: dict[Key, Measured] = {}
     start = time.perf_counter()
     with open(log_path, "a") as logf:
-        # The target cases are on the most GPUs: those first.
-        for g in sorted(by_gpus, reverse=True):
+        # The target cases are on the most GPUs: those first. Each process gets
+        # the budget left in proportion to its number of cases, so that a long
+        # first one cannot leave nothing to the others; within a process the
+        # cases go in priority order and the ceiling stops starting them when
+        # its share is spent.
+        order = sorted(by_gpus, reverse=True)
+        for i, g in enumerate(order):
             left = budget_s - (time.perf_counter() - start) if budget_s > 0 else 0.0
             if budget_s > 0 and left <= 0:
                 log(f"ceiling: budget spent, {len(by_gpus[g])} case(s) on {g} GPU(s) skipped")
                 continue
+            left *= len(by_gpus[g]) / sum(len(by_gpus[h]) for h in order[i:])
             cmd = [str(binary), "--gpus", str(g), "--repeats", str(repeats),
                    "--max-case-s", str(max_case_s)]
             if budget_s > 0:
@@ -92,7 +98,7 @@ def run(binary: pathlib.Path, all_cases: Iterable[Case], repeats: int, max_case_
                 # timeout only guards against a hang.
                 proc = subprocess.run(cmd, input="\n".join(by_gpus[g]) + "\n",
                                       capture_output=True, text=True,
-                                      timeout=(left + 300) if budget_s > 0 else None)
+                                      timeout=(left + 120) if budget_s > 0 else None)
                 stdout, stderr, rc = proc.stdout, proc.stderr, proc.returncode
             except subprocess.TimeoutExpired as e:
                 stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")

@@ -42,23 +42,25 @@ static cublasOperation_t op_ct(dtype_t t) {
   return dtype_of(t)->complex ? CUBLAS_OP_C : CUBLAS_OP_T;
 }
 
-/* C (m x m) = A^H. B = C with beta = 0 is cuBLAS's in-place form of geam. */
+/* C (m x m) = A^H, as 1 A^H + 0 A^H: B is A itself, so that nothing is read
+ * from C (which may hold anything, NaN included: 0 * NaN is NaN should cuBLAS
+ * read B despite beta = 0). */
 static cublasStatus_t geam_ct(cublasHandle_t h, dtype_t t, int m, const void *A,
                               int lda, void *C, int ldc) {
   const scalar one = make_scalar(t, 1.0), zero = make_scalar(t, 0.0);
-  const cublasOperation_t ta = op_ct(t), tb = CUBLAS_OP_N;
+  const cublasOperation_t op = op_ct(t);
   switch (t) {
     case DT_F32:
-      return cublasSgeam(h, ta, tb, m, m, &one.s, A, lda, &zero.s, C, ldc, C,
+      return cublasSgeam(h, op, op, m, m, &one.s, A, lda, &zero.s, A, lda, C,
                          ldc);
     case DT_F64:
-      return cublasDgeam(h, ta, tb, m, m, &one.d, A, lda, &zero.d, C, ldc, C,
+      return cublasDgeam(h, op, op, m, m, &one.d, A, lda, &zero.d, A, lda, C,
                          ldc);
     case DT_C64:
-      return cublasCgeam(h, ta, tb, m, m, &one.c, A, lda, &zero.c, C, ldc, C,
+      return cublasCgeam(h, op, op, m, m, &one.c, A, lda, &zero.c, A, lda, C,
                          ldc);
     default:
-      return cublasZgeam(h, ta, tb, m, m, &one.z, A, lda, &zero.z, C, ldc, C,
+      return cublasZgeam(h, op, op, m, m, &one.z, A, lda, &zero.z, A, lda, C,
                          ldc);
   }
 }
