@@ -168,6 +168,8 @@ def main(argv: list[str]) -> int:
     jaxmg_res: dict = {}
     jax_res: dict = {}
     interrupted = False
+    peak = args.peak_tflops if args.peak_tflops is not None else (
+        67.0 if args.platform == "gpu" else 0.0)
     try:
         ceiling = run_ceiling(args, case_list, settings, raw, log)
         import jax
@@ -177,8 +179,6 @@ def main(argv: list[str]) -> int:
         case_list = resolve_all_devices(case_list, len(devices))
         log(f"jax {jax.__version__}, {len(devices)} {devices[0].platform} device(s): "
             f"{devices[0].device_kind}")
-        peak = args.peak_tflops if args.peak_tflops is not None else (
-            67.0 if args.platform == "gpu" else 0.0)
 
         def save() -> None:
             import report
@@ -192,8 +192,6 @@ def main(argv: list[str]) -> int:
         log("interrupted: writing what was measured")
     import report
 
-    peak = args.peak_tflops if args.peak_tflops is not None else (
-        67.0 if args.platform == "gpu" else 0.0)
     for c in case_list:
         key = (c.op, c.dtype, c.n, c.tile, c.gpus)
         jaxmg_res.setdefault(key, Measured(status="skipped (interrupted)" if interrupted
