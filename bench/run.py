@@ -85,6 +85,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def plan(args: argparse.Namespace) -> tuple[list[cases.Case], dict[str, float]]:
     """The cases (in priority order) and settings the arguments ask for."""
+    bad = [op for op in (args.ops or []) if op not in cases.OPS]
+    bad += [dt for dt in (args.dtypes or []) if dt not in cases.DTYPES]
+    if bad:
+        raise SystemExit(f"run.py: unknown op or dtype: {', '.join(bad)}")
     settings = dict(repeats=5, max_case_s=10.0, budget_s=0.0)
     if args.preset:
         settings.update(cases.PRESET_SETTINGS[args.preset])
@@ -107,10 +111,6 @@ def plan(args: argparse.Namespace) -> tuple[list[cases.Case], dict[str, float]]:
             case_list = [c for c in case_list if c.gpus in args.gpus]
     else:
         raise SystemExit("run.py: give --preset or --n (see --help)")
-    bad = [op for op in (args.ops or []) if op not in cases.OPS]
-    bad += [dt for dt in (args.dtypes or []) if dt not in cases.DTYPES]
-    if bad:
-        raise SystemExit(f"run.py: unknown op or dtype: {', '.join(bad)}")
     return case_list, settings
 
 
@@ -157,7 +157,8 @@ def main(argv: list[str]) -> int:
         ndev = max([c.gpus for c in case_list] + [4])
         flags = os.environ.get("XLA_FLAGS", "")
         if "xla_force_host_platform_device_count" not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={ndev}".strip()
+            flag = f"--xla_force_host_platform_device_count={ndev}"
+            os.environ["XLA_FLAGS"] = f"{flags} {flag}".strip()
     budget = settings["budget_s"]
     log(f"run.py {' '.join(argv)}: {len(case_list)} case(s), repeats {settings['repeats']:g}, "
         f"max {settings['max_case_s']:g} s per case, budget {budget:g} s")
@@ -230,9 +231,7 @@ def run_ceiling(args: argparse.Namespace, case_list: list[cases.Case],
     if ngpu == 0:
         log("ceiling: it sees no GPU; no ceiling column")
         return {}
-    todo = [c if c.gpus else cases.Case(c.op, c.dtype, c.n, cases.effective_tile(c.n, ngpu, c.tile), ngpu)
-            for c in case_list]
-    todo = [c for c in todo if c.gpus <= ngpu]
+    todo = [c for c in resolve_all_devices(case_list, ngpu) if c.gpus <= ngpu]
     budget = settings["budget_s"] * CEILING_SHARE if settings["budget_s"] > 0 else 0.0
     return ceiling_runner.run(args.ceiling, todo, int(settings["repeats"]),
                               settings["max_case_s"], budget, raw / "ceiling.log", log)
