@@ -1,0 +1,187 @@
+"""Timing and checking one JAX-side case: jaxmg on a mesh of k devices, or the
+single-device JAX routine on the first device.
+
+Timing: the function is compiled ahead of time (its compile time reported
+apart), run once as a warm-up (cuSOLVERMg handles, workspaces, autotuning),
+then timed R times, each run on the host clock from the call to
+``jax.block_until_ready`` of every output (all devices synchronized). R is
+``repeats``, or fewer (at least 2) when R runs of the warm-up's length would
+exceed ``max_case_s``; the median is reported with min, max and R.
+
+Checking: every timed run's result is checked (not timed) against the input,
+with random probe vectors, in the working precision at
+``Precision.HIGHEST`` (no TF32 products):
+
+* potrs: ||A x - b|| / (||A|| ||x||), the normwise backward error;
+* potri: with Y = X V for a random N x 4 V, ||A Y - V|| / (||A|| ||Y||): the
+  backward error of X as a solver, every entry of X taking part;
+* syevd: the larger of ||A V c - V (w c)|| / (max|w| ||c||) and
+  ||V^H V c - c|| / ||c|| for a random N x 4 c (all eigenpairs at once, and
+  orthonormality); infinite when w is not ascending.
+
+||A|| is the Frobenius norm. A run whose residual is not below
+cases.tolerance, is not finite, or whose jaxmg status is not 0 makes the
+case FAIL: its time is kept in the CSV but never shown or plotted as valid.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+import cases
+import inputs
+
+HI = jax.lax.Precision.HIGHEST
+PROBES = 4
+
+
+@dataclass
+class Measured:
+    """The outcome of one measurement (times in seconds)."""
+
+    status: str  # ok | FAIL | error: ... | skipped ... | n/a ...
+    median_s: float | None = None
+    min_s: float | None = None
+    max_s: float | None = None
+    runs: int = 0
+    residual: float | None = None
+    compile_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def set_times(self, times: list[float]) -> None:
+        self.median_s = statistics.median(times)
+        self.min_s, self.max_s, self.runs = min(times), max(times), len(times)
+
+
+def _mm(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.matmul(a, b, precision=HI)
+
+
+@jax.jit
+def frobenius(a: jax.Array) -> jax.Array:
+    return jnp.sqrt(jnp.sum(jnp.abs(a) ** 2))
+
+
+@jax.jit
+def _potrs_residual(a, b, x, anorm):
+    return jnp.linalg.norm(_mm(a, x) - b) / (anorm * jnp.linalg.norm(x))
+
+
+@jax.jit
+def _potri_residual(a, inv, v, anorm):
+    y = _mm(inv, v)
+    return jnp.linalg.norm(_mm(a, y) - v) / (anorm * jnp.linalg.norm(y))
+
+
+@jax.jit
+def _syevd_residual(a, w, vecs, c):
+    y = _mm(vecs, c)
+    wc = w.astype(c.dtype)[:, None] * c
+    wmax = jnp.max(jnp.abs(w))
+    cn = jnp.linalg.norm(c)
+    r1 = jnp.linalg.norm(_mm(a, y) - _mm(vecs, wc)) / (wmax * cn)
+    r2 = jnp.linalg.norm(_mm(jnp.conj(vecs).T, y) - c) / cn
+    ascending = jnp.all(jnp.diff(w) >= 0)
+    return jnp.where(ascending, jnp.maximum(r1, r2), jnp.inf)
+
+
+def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
+              key: jax.Array, mesh: Mesh) -> float:
+    """The relative residual of one result (module docstring)."""
+    if op == "potrs":
+        return float(_potrs_residual(a, b, out, anorm))
+    probe = inputs.replicated_normal(key, (a.shape[0], PROBES), a.dtype, mesh)
+    if op == "potri":
+        return float(_potri_residual(a, out, probe, anorm))
+    w, vecs = out
+    return float(_syevd_residual(a, w, vecs, probe))
+
+
+def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
+    """The jitted jaxmg call: returns (result, status)."""
+    import jaxmg
+
+    specs = (P(inputs.AXIS, None), P(None, None))
+    if op == "potrs":
+        def f(a, b):
+            return jaxmg.potrs(a, b, tile, mesh, specs, return_status=True)
+    elif op == "potri":
+        def f(a, b):
+            return jaxmg.potri(a, tile, mesh, specs[:1], return_status=True)
+    else:
+        def f(a, b):
+            w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
+            return (w, v), s
+    return jax.jit(f)
+
+
+def jax_fn(op: str) -> Callable[..., Any]:
+    """The jitted single-device JAX routine: returns (result, None)."""
+    if op == "potrs":
+        def f(a, b):
+            return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a, lower=True), b), None
+    elif op == "potri":
+        def f(a, b):
+            return jnp.linalg.inv(a), None
+    else:
+        def f(a, b):
+            return jnp.linalg.eigh(a), None
+    return jax.jit(f)
+
+
+def runs_for(repeats: int, max_case_s: float, warm_s: float) -> int:
+    """Timed runs: repeats, or fewer (at least 2) to stay near max_case_s.
+    The same rule as the ceiling's (bench/ceiling/main.c)."""
+    if max_case_s <= 0 or warm_s * repeats <= max_case_s:
+        return repeats
+    return max(2, min(repeats, int(max_case_s / warm_s)))
+
+
+def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], seed: int,
+            repeats: int, max_case_s: float, log: Callable[[str], None]) -> Measured:
+    """Generates A (and b) on mesh, then times and checks fn(A, b)."""
+    tol = cases.tolerance(dtype, n)
+    key = jax.random.PRNGKey(seed)
+    a = inputs.hpd(n, dtype, mesh, seed)
+    b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, 1), dtype, mesh)
+         if op == "potrs" else jnp.zeros((), dtype))
+    anorm = frobenius(a)
+    t0 = time.perf_counter()
+    compiled = fn.lower(a, b).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(compiled(a, b))
+    warm_s = time.perf_counter() - t0
+    del out
+    m = Measured(status="ok", compile_s=compile_s)
+    worst, times = 0.0, []
+    for i in range(runs_for(repeats, max_case_s, warm_s)):
+        t0 = time.perf_counter()
+        out, status = jax.block_until_ready(compiled(a, b))
+        times.append(time.perf_counter() - t0)
+        res = _residual(op, a, b, out, anorm, jax.random.fold_in(key, 100 + i), mesh)
+        bad_status = status is not None and int(np.max(np.asarray(status))) != 0
+        del out, status
+        if bad_status:
+            m.status = "FAIL"
+            log(f"    run {i}: solver status not 0")
+        if not res < tol:  # NaN too
+            m.status = "FAIL"
+            log(f"    run {i}: residual {res:.3e} above tolerance {tol:.1e}")
+        if np.isfinite(worst):  # a non-finite residual stays the worst
+            worst = res if not np.isfinite(res) else max(worst, res)
+    m.residual = worst
+    m.set_times(times)
+    del a, b
+    return m

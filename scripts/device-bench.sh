@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# On a GPU machine: build jaxmg and the engine's ceiling, run the benchmark
+# under a timeout, and keep everything under RESULTS_DIR.
+#
+#   scripts/device-bench.sh RESULTS_DIR [bench/run.py arguments]
+#
+#   scripts/device-bench.sh OUT/bench                       # --preset h200x4
+#   scripts/device-bench.sh OUT/bench --ops potrs --n 65536 --tiles 1024 --gpus 4
+#   scripts/device-bench.sh OUT/largest --largest           # the largest float32 potrs
+#
+# RESULTS_DIR gets results.csv, table.txt, the PNG plots (or largest.txt and
+# largest.json) and meta.txt (date, machine, GPUs, commit); raw/ the logs
+# (the build, the ceiling's output, nvidia-smi). The layout of bench/results/.
+#
+# Environment: JAXMG_COMMIT (recorded in meta.txt when the tree has no .git),
+# JAXMG_BENCH_TIMEOUT (seconds for the benchmark itself, default 450: the
+# h200x4 preset stops starting cases at 380 s), JAXMG_SKIP_BUILD=1 (reuse the
+# build of a previous call on a machine still warm); see scripts/device-lib.sh.
+set -uo pipefail
+results="${1:?usage: scripts/device-bench.sh RESULTS_DIR [run.py args]}"
+shift
+# shellcheck source=scripts/device-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+raw="$results/raw"
+mkdir -p "$raw"
+jaxmg_device_env
+jaxmg_machine_info "$raw"
+ceiling="${JAXMG_CEILING_BIN:-/tmp/jaxmg-bench/ceiling}"
+[ "$#" -eq 0 ] && set -- --preset h200x4
+
+commit="$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || true)"
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(hostname)"
+  echo "gpu_name: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  echo "gpu_count: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)"
+  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  echo "cuda: $("${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)"
+  echo "commit: ${commit:-${JAXMG_COMMIT:-unknown}}"
+  echo "python: $("$jaxmg_python" -c 'import sys, jax; print(sys.version.split()[0], "jax", jax.__version__)' 2>&1 | tail -1)"
+  echo "command: scripts/device-bench.sh $results $*"
+} >"$results/meta.txt"
+cat "$results/meta.txt"
+
+if [ "${JAXMG_SKIP_BUILD:-0}" = 1 ] && [ -d "$jaxmg_site/jaxmg" ] && [ -x "$ceiling" ]; then
+  echo "== reusing the build in $jaxmg_site and $ceiling"
+  jaxmg_use_site
+else
+  jaxmg_build "$raw" || { echo "device-bench: build failed"; exit 1; }
+  jaxmg_build_ceiling "$ceiling" "$raw/ceiling-build.log" ||
+    echo "device-bench: no ceiling binary; the benchmark runs without its column"
+fi
+
+cd "$jaxmg_root" || exit 1
+echo "== benchmark: bench/run.py $*"
+extra=()
+[ "$1" = --largest ] || extra=(--ceiling "$ceiling")
+# SIGTERM first: run.py then writes the table and CSV of what it measured.
+timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/run.py "$@" \
+  --out "$results" "${extra[@]}" 2>&1 | tee "$raw/run.log"
+status="${PIPESTATUS[0]}"
+echo "device-bench: exit $status; results in $results"
+exit "$status"
