@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ceiling.h"
+#include "engine/cuda_check.h"
 
 /* "cudaSetDevice(c->dev[d])" -> "cudaSetDevice": the function names the call.
  */
@@ -42,38 +43,12 @@ int check_cuda(cudaError_t rc, const char *call) {
   return -1;
 }
 
-static const char *solver_status_name(cusolverStatus_t rc) {
-  switch (rc) {
-    case CUSOLVER_STATUS_NOT_INITIALIZED:
-      return "CUSOLVER_STATUS_NOT_INITIALIZED";
-    case CUSOLVER_STATUS_ALLOC_FAILED:
-      return "CUSOLVER_STATUS_ALLOC_FAILED";
-    case CUSOLVER_STATUS_INVALID_VALUE:
-      return "CUSOLVER_STATUS_INVALID_VALUE";
-    case CUSOLVER_STATUS_ARCH_MISMATCH:
-      return "CUSOLVER_STATUS_ARCH_MISMATCH";
-    case CUSOLVER_STATUS_MAPPING_ERROR:
-      return "CUSOLVER_STATUS_MAPPING_ERROR";
-    case CUSOLVER_STATUS_EXECUTION_FAILED:
-      return "CUSOLVER_STATUS_EXECUTION_FAILED";
-    case CUSOLVER_STATUS_INTERNAL_ERROR:
-      return "CUSOLVER_STATUS_INTERNAL_ERROR";
-    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
-      return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
-    case CUSOLVER_STATUS_NOT_SUPPORTED:
-      return "CUSOLVER_STATUS_NOT_SUPPORTED";
-    case CUSOLVER_STATUS_INVALID_WORKSPACE:
-      return "CUSOLVER_STATUS_INVALID_WORKSPACE";
-    default:
-      return "CUSOLVER_STATUS_?";
-  }
-}
-
 int check_solver(cusolverStatus_t rc, const char *call) {
   if (rc == CUSOLVER_STATUS_SUCCESS) return 0;
   char name[64];
   fprintf(stderr, "ceiling: %s failed: %s (%d)\n",
-          name_of(call, name, sizeof name), solver_status_name(rc), (int)rc);
+          name_of(call, name, sizeof name), jmg_cusolver_status_name(rc),
+          (int)rc);
   return -1;
 }
 

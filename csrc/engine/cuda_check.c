@@ -21,7 +21,7 @@ int jmg_cuda_check(cudaError_t rc, const char *op, const char *call,
                        cudaGetErrorString(rc), cudaGetErrorName(rc));
 }
 
-static const char *cusolver_name(cusolverStatus_t rc) {
+const char *jmg_cusolver_status_name(cusolverStatus_t rc) {
   switch (rc) {
     case CUSOLVER_STATUS_NOT_INITIALIZED:
       return "CUSOLVER_STATUS_NOT_INITIALIZED";
@@ -54,7 +54,7 @@ int jmg_cusolver_check(cusolverStatus_t rc, const char *op, const char *call,
   char name[JMG_ERROR_CALL_LEN];
   call_name(call, name, sizeof name);
   return jmg_error_set(err, JMG_ECUSOLVER, op, name, "%s (%d)",
-                       cusolver_name(rc), (int)rc);
+                       jmg_cusolver_status_name(rc), (int)rc);
 }
 
 int jmg_cublas_check(cublasStatus_t rc, const char *op, const char *call,

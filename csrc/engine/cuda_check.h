@@ -12,6 +12,8 @@
 /* Each returns 0 on success, else fills err and returns its negative code. */
 int jmg_cuda_check(cudaError_t rc, const char *op, const char *call,
                    jmg_error *err);
+/* "CUSOLVER_STATUS_INVALID_VALUE" and so on (cuSOLVER has no such function). */
+const char *jmg_cusolver_status_name(cusolverStatus_t rc);
 int jmg_cusolver_check(cusolverStatus_t rc, const char *op, const char *call,
                        jmg_error *err);
 int jmg_cublas_check(cublasStatus_t rc, const char *op, const char *call,
