@@ -26,8 +26,15 @@ def attr(code, ctype):
     return v.value if rc == 0 else f"error {rc}"
 # CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10,
 # CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14 (1: POSIX fd, 8: fabric)
+# Where the buffer sits in its allocation (what MPMD exports: the allocation,
+# plus the offset), for it and for a second buffer allocated after it.
+y = jnp.ones((4096, 4096), jnp.float32).block_until_ready()
+def where(p):
+    base, size = ctypes.c_uint64(0), ctypes.c_size_t(0)
+    rc = cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(p))
+    return f"offset {p - base.value} of {size.value}" if rc == 0 else f"error {rc}"
 print("legacy_ipc", attr(10, ctypes.c_int), "handle_types", attr(14, ctypes.c_uint64),
-      "jax", jax.__version__)
+      "x", where(ptr), "y", where(y.unsafe_buffer_pointer()), "jax", jax.__version__)
 """
 
 SETTINGS = [

@@ -36,8 +36,8 @@ static int sys_error(jmg_error *err, const char *op, const char *call,
   char b[128];
   int e = errno;
   if (strerror_r(e, b, sizeof b) != 0) snprintf(b, sizeof b, "errno %d", e);
-  return jmg_error_set(err, e == ENOMEM || e == ENOSPC ? JMG_ENOMEM
-                                                       : JMG_EINTERNAL,
+  return jmg_error_set(err,
+                       e == ENOMEM || e == ENOSPC ? JMG_ENOMEM : JMG_EINTERNAL,
                        op, call, "%s: %s", what, b);
 }
 
@@ -154,9 +154,8 @@ static int host_import(const char *op, const jmg_share_post *post,
     return rc;
   }
   for (int i = 0; i < JMG_SHARE_NBUF; ++i)
-    ptrs[i] = post->buf[i].local != 0
-                  ? (char *)r->base + post->buf[i].offset
-                  : NULL;
+    ptrs[i] =
+        post->buf[i].local != 0 ? (char *)r->base + post->buf[i].offset : NULL;
   *state = r;
   return 0;
 }
@@ -170,11 +169,7 @@ static int host_close(const char *op, void *state, jmg_error *err) {
 }
 
 static const jmg_share g_host = {
-    "host",
-    host_export,
-    host_finish,
-    host_import,
-    host_close,
+    "host", host_export, host_finish, host_import, host_close,
 };
 
 const jmg_share *jmg_host_share(void) { return &g_host; }

@@ -9,10 +9,12 @@
  *  - host (CPU devices): the participant copies its inputs into a POSIX
  *    shared-memory segment of its own, the leader maps it and writes the
  *    outputs there, the participant copies its outputs back after the call;
- *  - CUDA: the participant exports a CUDA IPC handle of the allocation that
- *    holds each buffer (XLA sub-allocates: handle of the base, plus the
- *    offset); the leader opens them and works in the participant's memory
- *    directly. Defined in libjaxmg_cuda.so only.
+ *  - CUDA: the participant exports the allocation that holds each buffer
+ *    (XLA sub-allocates: the allocation, plus the buffer's offset in it) as
+ *    a POSIX file descriptor of the driver's virtual-memory API, or as a
+ *    legacy CUDA IPC handle where the memory is of the cudaMalloc kind; the
+ *    leader maps them and works in the participant's memory directly.
+ *    Defined in libjaxmg_cuda.so only.
  * The ops layer (ops/op_shared.c) moves buffers between jmg_shard_io and the
  * post; this layer only makes handles and maps them. */
 #ifndef JMG_SHARE_SHARE_H
@@ -40,11 +42,15 @@ static inline int jmg_share_is_output(int i) { return i != JMG_SHARE_B; }
 
 #define JMG_SHARE_HANDLE_LEN 64 /* sizeof(cudaIpcMemHandle_t) */
 #define JMG_SHARE_DEVICE_LEN 32 /* a PCI bus id, "0000:00:00.0" */
+#define JMG_SHARE_OFFER_LEN 48  /* share/fd_pass.h's JMG_FD_PASS_NAME_LEN */
 
 typedef struct jmg_share_buf {
-  uint64_t local;  /* the address in the owner's process; 0: no buffer */
-  uint64_t bytes;  /* its size */
-  uint64_t offset; /* from the start of the exported region (handle) */
+  uint64_t local;        /* the address in the owner's process; 0: no buffer */
+  uint64_t bytes;        /* its size */
+  uint64_t offset;       /* from the start of the exported region (handle) */
+  uint64_t region_bytes; /* the exported region's size, where it matters */
+  int32_t kind;          /* how the region is exported: the share's own */
+  int32_t region;        /* the region's index among the post's, likewise */
   unsigned char handle[JMG_SHARE_HANDLE_LEN]; /* the region, as exported */
 } jmg_share_buf;
 
@@ -58,6 +64,9 @@ typedef struct jmg_share_post {
   uint64_t local_device_ctx; /* its device_ctx, valid in its process only */
   int32_t exported;          /* 0: buffers are only usable in-process */
   char device[JMG_SHARE_DEVICE_LEN]; /* its device, node-wide (CUDA) */
+  /* Where the leader takes the descriptors of the exported regions from
+   * (CUDA, share/fd_pass.h); "" when there are none. */
+  char offer[JMG_SHARE_OFFER_LEN];
   jmg_share_buf buf[JMG_SHARE_NBUF];
 } jmg_share_post;
 
@@ -70,8 +79,8 @@ typedef struct jmg_share {
                      void **state, jmg_error *err);
   /* Participant, after the call: when ok, brings the outputs home (host:
    * copies them back); always lets go of what export made. */
-  int (*finish)(const char *op, const jmg_share_post *post, void *state,
-                int ok, jmg_error *err);
+  int (*finish)(const char *op, const jmg_share_post *post, void *state, int ok,
+                jmg_error *err);
   /* Leader: ptrs[i] usable in this process for every present buffer of an
    * exported post, and the engine context of the post's device (NULL on the
    * host). *state is what close needs. */

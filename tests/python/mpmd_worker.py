@@ -195,6 +195,35 @@ def scenario(name: str, checks: Checks, me: int) -> None:
             for op in ("potrs", "syevd"):
                 rng = np.random.default_rng(3)
                 checks.run(f"{op}-{spec}", lambda: OPS[op](mesh, spec, 8, np.float64, rng))
+    elif name == "nodes":
+        # Each process pretends to be its own node: calls whose devices span
+        # processes must be refused at trace time (cuSOLVERMg is one node
+        # only), in every process, while calls within a process still work.
+        from jaxmg._src import _mode
+        _mode.node_name = lambda: f"fake-node-{me}"
+        by_proc = {}
+        for d in jax.devices():
+            by_proc.setdefault(d.process_index, []).append(d)
+        mesh = Mesh(np.array([by_proc[p] for p in sorted(by_proc)]), ("S", "T"))
+        rng = np.random.default_rng(5)
+        checks.run("within-a-node", lambda: check_potrs(mesh, P("T", None), 8, np.float64, rng))
+        a = global_array(np.eye(8), mesh, P(("S", "T"), None))
+        b = global_array(np.ones((8, 1)), mesh, P(None, None))
+        ctx = jax.jit(jax.shard_map(lambda a, b: jaxmg.potrs_shardmap_ctx(
+                                        a, b, T_A=2, axis_name=("S", "T")),
+                                    mesh=mesh, in_specs=(P(("S", "T"), None), P(None, None)),
+                                    out_specs=(P(None, None), P(None)), check_vma=False))
+        plain = lambda: jaxmg.potrs(a, b, T_A=2, mesh=mesh,  # noqa: E731
+                                    in_specs=(P(("S", "T"), None), P(None, None)))
+        for what, call in (("plain", plain), ("shardmap_ctx", lambda: ctx(a, b))):
+            try:
+                call()
+                checks.failed.append(f"{what}: a call across two nodes was not refused")
+            except ValueError as e:
+                if "one node only" in str(e):
+                    checks.done.append(f"{what} refused: {e}")
+                else:
+                    checks.failed.append(f"{what}: refused for another reason: {e}")
     elif name == "kill":
         # After a first call together, shards 0 and 1 enter a second call and
         # shard 1 is killed inside it; shard 2 comes late. Both must raise.

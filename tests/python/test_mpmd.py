@@ -33,6 +33,14 @@ def test_mesh_2d_processes_times_devices():
     assert_all_passed(run_job("mesh2d", 2, devices_per_process=2), 2, expect=4)
 
 
+def test_calls_across_nodes_are_refused_in_every_process():
+    """Two processes that each pretend to be a node of their own: a call over
+    devices of both (plain form and shard_map form) raises ValueError saying
+    cuSOLVERMg is one node only, at trace time in both processes; a call over
+    each process's own devices still solves."""
+    assert_all_passed(run_job("nodes", 2, devices_per_process=2), 2, expect=3)
+
+
 def test_killed_process_fails_the_others_then_its_region_is_swept():
     """Shard 1 is killed inside a call that waits for shard 2: shard 0 raises
     at once (not after the 30 s timeout), naming the dead shard, and so does

@@ -135,8 +135,22 @@ def call_job_id(op: str, mesh: Mesh, axes: Sequence[str], others: Sequence[str])
     return job_id()
 
 
-def ambient_job_id() -> int:
+def ambient_job_id(op: str, nparts: int) -> int:
     """For calls from inside the user's own shard_map, where the mesh is not
     known: the job's identity in a multi-process job (the process rendezvous
-    also serves participants of one process), else 0."""
-    return job_id() if jax.process_count() > 1 else 0
+    also serves participants of one process), else 0. A call over more
+    devices (nparts) than this process's node has must span nodes, which
+    cuSOLVERMg cannot: refused here rather than left to time out."""
+    if jax.process_count() == 1:
+        return 0
+    nodes = process_nodes()
+    mine = nodes[jax.process_index()]
+    on_node = sum(1 for d in jax.devices() if nodes[d.process_index] == mine)
+    if nparts > on_node:
+        raise ValueError(
+            f"jaxmg.{op}: A's rows are sharded over {nparts} devices but this "
+            f"node has {on_node} devices of the job; cuSOLVERMg drives the GPUs of "
+            "one node only. Shard the rows over an axis within a node (e.g. axis "
+            "'T' of a mesh ('S', 'T') with 'T' within nodes)"
+        )
+    return job_id()
