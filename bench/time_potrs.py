@@ -1,11 +1,15 @@
 """Times jaxmg.potrs on the GPUs at hand: a small script, not the benchmark
 suite (that is bench/'s own issue).
 
-    python bench/time_potrs.py [N] [T_A] [repeats]      # defaults 65536 1024 5
+    python bench/time_potrs.py [N] [T_A] [repeats] [VARIANT ...]  # 65536 1024 5
 
 Builds a random, well-conditioned SPD float64 matrix row-sharded over all GPUs,
 warms up (compilation, cuSOLVERMg handles), then prints the median of
 `repeats` device-synchronized solves and the relative residual of the last.
+
+Each VARIANT (``NAME=VALUE[,NAME=VALUE...]``, e.g. ``JAXMG_COPY_LANES=1``) sets
+environment variables that jaxmg reads at every call, and is timed in turn on
+the same matrix, after the default; the variables are restored after each.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 65536
     tile = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    variants = [""] + sys.argv[4:]
     gpus = jax.devices("gpu")
     mesh = Mesh(np.array(gpus), ("x",))
     rows = NamedSharding(mesh, P("x", None))
@@ -47,15 +52,26 @@ def main() -> None:
     b = jax.random.normal(jax.random.PRNGKey(1), (n, 1), jnp.float64)
     solve = jax.jit(lambda a, b: jaxmg.potrs(a, b, tile, mesh, (P("x", None), P(None, None))))
     solve(a, b).block_until_ready()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        x = solve(a, b).block_until_ready()
-        times.append(time.perf_counter() - t0)
-    res = float(jnp.linalg.norm(a @ x - b) / (jnp.linalg.norm(a) * jnp.linalg.norm(x)))
-    print(f"potrs float64 N={n} T_A={tile} on {len(gpus)} GPU(s): median "
-          f"{statistics.median(times):.3f} s of {repeats} (min {min(times):.3f}, "
-          f"max {max(times):.3f}); residual {res:.2e}")
+    for variant in variants:
+        settings = dict(kv.split("=", 1) for kv in variant.split(",") if kv)
+        saved = {k: os.environ.get(k) for k in settings}
+        os.environ.update(settings)
+        solve(a, b).block_until_ready()  # this variant's own warm-up
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            x = solve(a, b).block_until_ready()
+            times.append(time.perf_counter() - t0)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        res = float(jnp.linalg.norm(a @ x - b) / (jnp.linalg.norm(a) * jnp.linalg.norm(x)))
+        print(f"potrs float64 N={n} T_A={tile} on {len(gpus)} GPU(s) "
+              f"[{variant or 'default'}]: median {statistics.median(times):.4f} s of "
+              f"{repeats} (min {min(times):.4f}, max {max(times):.4f}); residual {res:.2e}",
+              flush=True)
 
 
 if __name__ == "__main__":
