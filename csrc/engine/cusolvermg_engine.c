@@ -247,48 +247,27 @@ static int cuda_copy(const jmg_engine *e, const jmg_dist_matrix *m, void *dst,
                       NULL, err);
 }
 
-/* Copy lanes. Each lane is an ordered queue of peer copies; a copy runs on a
- * stream of its source GPU, so that the copy engines of the GPU that holds
- * the data push it over that GPU's own links (a stream on a third GPU would
- * move it through that GPU's links too). A lane keeps one stream per GPU,
- * made when first needed and started after everything already issued on the
- * participants' streams; consecutive copies of a lane on different GPUs are
- * ordered by an event. JAXMG_COPY_ON=lane puts all of lane l's copies on one
- * stream of GPU l % ndev instead (the previous scheme, kept to measure). */
-typedef struct cuda_lane {
-  cudaStream_t stream[MG_MAX_DEVICES];
-  /* done[d]: recorded on stream[d] after the lane's copies there (an event
-   * must be recorded on a stream of its own GPU). */
-  cudaEvent_t done[MG_MAX_DEVICES];
-  int last_dev; /* the GPU position of the lane's latest copy; -1: none */
-} cuda_lane;
-
+/* Copy lanes: lane l is a stream on the l % ndev-th GPU of the call, so the
+ * copy engines of every GPU drive the permutation at once. Each lane starts
+ * after everything already issued on the participants' streams. */
 typedef struct cuda_lanes {
   int n;
-  int on_lane_device;                /* JAXMG_COPY_ON=lane */
-  cudaEvent_t ready[MG_MAX_DEVICES]; /* the participants' streams at open */
-  cuda_lane lane[];
+  cudaStream_t stream[];
 } cuda_lanes;
 
 static int cuda_lanes_close(const jmg_engine *e, const jmg_dist_matrix *m,
                             void *lanes, jmg_error *err) {
-  (void)e;
+  (void)e, (void)m;
   cuda_lanes *l = lanes;
   int rc = 0;
   for (int i = 0; l != NULL && i < l->n; ++i) {
-    for (int d = 0; d < m->ndev; ++d) {
-      cudaStream_t s = l->lane[i].stream[d];
-      if (s == NULL) continue;
-      jmg_error ignored;
-      int r = JMG_CUDA_TRY(cudaStreamSynchronize(s), NULL,
-                           rc == 0 ? err : &ignored);
-      if (rc == 0) rc = r;
-      cudaStreamDestroy(s);
-      if (l->lane[i].done[d] != NULL) cudaEventDestroy(l->lane[i].done[d]);
-    }
+    if (l->stream[i] == NULL) continue;
+    jmg_error ignored;
+    int s = JMG_CUDA_TRY(cudaStreamSynchronize(l->stream[i]), NULL,
+                         rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    cudaStreamDestroy(l->stream[i]);
   }
-  for (int d = 0; l != NULL && d < m->ndev; ++d)
-    if (l->ready[d] != NULL) cudaEventDestroy(l->ready[d]);
   free(l);
   return rc;
 }
@@ -298,7 +277,8 @@ static int cuda_lanes_open(const jmg_engine *e, const jmg_dist_matrix *m,
   *lanes = NULL;
   int saved = -1;
   int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
-  cuda_lanes *l = calloc(1, sizeof *l + (size_t)nlanes * sizeof(cuda_lane));
+  cuda_lanes *l = calloc(1, sizeof *l + (size_t)nlanes * sizeof(cudaStream_t));
+  cudaEvent_t ready[MG_MAX_DEVICES] = {0};
   if (rc == 0 && m->ndev > MG_MAX_DEVICES)
     rc = jmg_error_set(err, JMG_EUNSUPPORTED, NULL, "cuSOLVERMg",
                        "%d GPUs requested; cuSOLVERMg drives at most %d",
@@ -306,22 +286,28 @@ static int cuda_lanes_open(const jmg_engine *e, const jmg_dist_matrix *m,
   if (rc == 0 && l == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
                        "cannot allocate %d copy lanes", nlanes);
-  if (l != NULL) {
-    const char *on = getenv("JAXMG_COPY_ON");
-    l->n = nlanes;
-    l->on_lane_device = on != NULL && strcmp(on, "lane") == 0;
-    for (int i = 0; i < nlanes; ++i) l->lane[i].last_dev = -1;
-  }
+  if (l != NULL) l->n = nlanes;
   for (int d = 0; rc == 0 && d < m->ndev; ++d) {
     rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, d)->device), NULL, err);
     if (rc == 0)
       rc = JMG_CUDA_TRY(
-          cudaEventCreateWithFlags(&l->ready[d], cudaEventDisableTiming), NULL,
+          cudaEventCreateWithFlags(&ready[d], cudaEventDisableTiming), NULL,
           err);
     if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaEventRecord(l->ready[d], stream_of(m, d)), NULL,
+      rc = JMG_CUDA_TRY(cudaEventRecord(ready[d], stream_of(m, d)), NULL, err);
+  }
+  for (int i = 0; rc == 0 && i < nlanes; ++i) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, i % m->ndev)->device), NULL, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaStreamCreateWithFlags(&l->stream[i], cudaStreamNonBlocking), NULL,
+          err);
+    for (int d = 0; rc == 0 && d < m->ndev; ++d)
+      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(l->stream[i], ready[d], 0), NULL,
                         err);
   }
+  for (int d = 0; d < m->ndev && d < MG_MAX_DEVICES; ++d)
+    if (ready[d] != NULL) cudaEventDestroy(ready[d]);
   if (saved >= 0) cudaSetDevice(saved);
   if (rc != 0) {
     jmg_error ignored;
@@ -332,52 +318,17 @@ static int cuda_lanes_open(const jmg_engine *e, const jmg_dist_matrix *m,
   return 0;
 }
 
-/* Lane i's stream on GPU position d, made on first use. */
-static int lane_stream(const jmg_dist_matrix *m, cuda_lanes *l, int i, int d,
-                       jmg_error *err) {
-  cuda_lane *lane = &l->lane[i];
-  if (lane->stream[d] != NULL) return 0;
-  int rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, d)->device), NULL, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(
-        cudaStreamCreateWithFlags(&lane->stream[d], cudaStreamNonBlocking),
-        NULL, err);
-  for (int p = 0; rc == 0 && p < m->ndev; ++p)
-    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(lane->stream[d], l->ready[p], 0),
-                      NULL, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(
-        cudaEventCreateWithFlags(&lane->done[d], cudaEventDisableTiming), NULL,
-        err);
-  return rc;
-}
-
 static int cuda_lane_copy(const jmg_engine *e, const jmg_dist_matrix *m,
-                          void *lanes, int i, void *dst, int dst_dev,
+                          void *lanes, int lane, void *dst, int dst_dev,
                           const void *src, int src_dev, size_t bytes,
                           jmg_error *err) {
   (void)e;
-  cuda_lanes *l = lanes;
-  cuda_lane *lane = &l->lane[i];
+  const cuda_lanes *l = lanes;
   if (bytes == 0 || dst == src) return 0;
-  const int d = l->on_lane_device ? i % m->ndev : src_dev;
-  int saved = -1;
-  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
-  if (rc == 0) rc = lane_stream(m, l, i, d, err);
-  cudaStream_t s = rc == 0 ? lane->stream[d] : NULL;
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(m, d)->device), NULL, err);
-  if (rc == 0 && lane->last_dev >= 0 && lane->last_dev != d)
-    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(s, lane->done[lane->last_dev], 0),
-                      NULL, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMemcpyPeerAsync(dst, dev_of(m, dst_dev)->device, src,
-                                          dev_of(m, src_dev)->device, bytes, s),
-                      NULL, err);
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaEventRecord(lane->done[d], s), NULL, err);
-  if (rc == 0) lane->last_dev = d;
-  if (saved >= 0) cudaSetDevice(saved);
-  return rc;
+  return JMG_CUDA_TRY(
+      cudaMemcpyPeerAsync(dst, dev_of(m, dst_dev)->device, src,
+                          dev_of(m, src_dev)->device, bytes, l->stream[lane]),
+      NULL, err);
 }
 
 static int cuda_alloc(const jmg_engine *e, const jmg_dist_matrix *m, int dev,
