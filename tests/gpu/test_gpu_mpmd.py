@@ -32,6 +32,8 @@ def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
 
     import jaxmg
 
+    # Run alone (without tests/python's conftest), float64 would be float32.
+    jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng([len(op), jt.DTYPES.index(dtype)])
     mesh = Mesh(np.array(gpus[:nparts]), ("x",))
     if op == "syevd":
