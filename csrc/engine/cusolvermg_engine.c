@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
 #include "engine/cuda_hermitian.h"
@@ -418,6 +419,7 @@ static int begin_call(mg_call *call, const char *op, const jmg_dist_matrix *a,
    * before it joined; the ops layer's copies are on the leader's stream. */
   rc = cuda_sync(NULL, a, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(a, 0)->device), op, err);
+  jmg_trace_mark("engine start");
   return rc;
 }
 
@@ -549,8 +551,10 @@ static int factor_for_solve(mg_call *call, void *const *b, int64_t nrhs,
   if (rc == 0) rc = solve_workspace(call, *desc_a, nrhs, b, &lw_potrs, err);
   if (rc == 0)
     rc = take_workspace(call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
+  jmg_trace_mark("workspace");
   if (rc == 0) rc = factor(call, *desc_a, h_info, err);
   if (rc == 0) rc = sync_devices(a, call->op, err);
+  jmg_trace_mark("potrf");
   if (rc == 0) rc = check_info(*h_info, call->op, "cusolverMgPotrf", err);
   return rc;
 }
@@ -566,8 +570,10 @@ static int mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a,
   if (rc == 0) rc = factor_for_solve(&call, b, nrhs, &desc_a, &h_info, err);
   if (rc == 0 && h_info == 0)
     rc = solve_chunked(&call, desc_a, b[0], nrhs, b, &h_info, err);
+  jmg_trace_mark("potrs");
   *info = h_info;
   end_call(&call);
+  jmg_trace_mark("release");
   return rc;
 }
 
@@ -625,6 +631,7 @@ static int mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                                      cudaMemcpyDeviceToDevice, stream_of(a, d)),
                      op, err);
   if (rc == 0) rc = cuda_sync(NULL, a, err);
+  jmg_trace_mark("potri slabs");
   *info = h_info;
   /* After a failure copies may still run on x: wait before returning it. */
   if (rc != 0) {
@@ -665,6 +672,7 @@ static int mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                               call.a_ptrs, 1, 1, desc_a, w_host, rt, t, &lwork),
                           op, err);
   if (rc == 0) rc = take_workspace(&call, lwork, err);
+  jmg_trace_mark("workspace");
   int h_info = 0;
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
@@ -674,6 +682,7 @@ static int mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                         &h_info),
         op, err);
   if (rc == 0) rc = sync_devices(a, op, err);
+  jmg_trace_mark("syevd");
   if (rc == 0) rc = check_info(h_info, op, "cusolverMgSyevd", err);
   if (rc == 0 && h_info == 0) {
     rc = cuda_copy(NULL, a, w, 0, w_host, JMG_HOST, w_bytes, err);

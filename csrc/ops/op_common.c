@@ -1,5 +1,7 @@
 #include "ops/op_common.h"
 
+#include "common/trace.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +35,7 @@ int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
   call->key.op = op;
   if (check_local(op, io, call->key.nparts, err) != 0)
     return jmg_op_abort(call, op, err);
-  if (call->share != NULL)
-    return jmg_op_join_shared(call, op, io, leader, err);
+  if (call->share != NULL) return jmg_op_join_shared(call, op, io, leader, err);
   if (call->done != NULL)
     return call->rdv->join_async(&call->key, call->shard, io, leader, call,
                                  call->timeout_s, call->done, call->done_ctx,
@@ -83,6 +84,9 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
   v->a.dtype = first->dtype;
   v->a.data = v->a_data;
   v->a.device_ctx = v->device_ctx;
+  jmg_trace_begin("%s %s N=%lld T_A=%lld nrhs=%lld on %d", op,
+                  jmg_dtype_name(first->dtype), (long long)first->n,
+                  (long long)first->tile, (long long)first->nrhs, nparts);
   int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, first->tile, err);
   if (rc != 0) {
     snprintf(err->op, sizeof err->op, "%s", op);
@@ -92,6 +96,7 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
 }
 
 void jmg_leader_view_free(jmg_leader_view *v) {
+  jmg_trace_end();
   free(v->a_data);
   free(v->device_ctx);
   jmg_cyclic_plan_free(&v->plan);
@@ -173,6 +178,7 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   free(c.stage);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", v->op);
+  jmg_trace_mark(dir == JMG_TO_CYCLIC ? "permute" : "permute back");
   return rc;
 }
 
@@ -208,5 +214,7 @@ int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err) {
     if (rc != 0) return rc;
   }
   /* status is on the host stack: the copies must finish before we return. */
-  return v->engine->sync(v->engine, &v->a, err);
+  int rc = v->engine->sync(v->engine, &v->a, err);
+  jmg_trace_mark("outputs");
+  return rc;
 }

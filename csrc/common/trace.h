@@ -1,0 +1,27 @@
+/* Where a call's time goes: with JAXMG_TRACE=1 in the environment, the leader
+ * of every call prints one line to stderr naming its steps and the wall time
+ * of each ("jaxmg trace potrs N=65536 T_A=1024 on 4: permute 21.3 ms, ...").
+ * For measuring, not for production: the steps are marked where the work
+ * before them has finished (after a synchronization), so marks cost nothing
+ * extra, and nothing at all when tracing is off. One trace per thread: the
+ * leader's steps run on its thread, in the ops layer and in the engine. */
+#ifndef JMG_COMMON_TRACE_H
+#define JMG_COMMON_TRACE_H
+
+/* Whether JAXMG_TRACE is set to something other than "" or "0". */
+int jmg_trace_on(void);
+
+/* Starts this thread's trace of a call; the header is printf-formatted. */
+void jmg_trace_begin(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Ends the step `what`: the time since the previous mark (or the begin). */
+void jmg_trace_mark(const char *what);
+
+/* Prints the trace (with the total) and ends it. */
+void jmg_trace_end(void);
+
+#endif
