@@ -95,8 +95,23 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
   return rc;
 }
 
+static void release_scratch(jmg_leader_view *v) {
+  if (v->scratch == NULL) return;
+  /* After a failure work may still be queued on it. */
+  jmg_error ignored;
+  v->engine->sync(v->engine, &v->a, &ignored);
+  const size_t bytes =
+      (size_t)v->a.n * (size_t)v->a.local_cols * jmg_dtype_size(v->a.dtype);
+  for (int d = 0; v->scratch != NULL && d < v->ndev; ++d)
+    if (v->scratch[d] != NULL)
+      v->engine->release(v->engine, &v->a, d, v->scratch[d], bytes);
+  free(v->scratch);
+  v->scratch = NULL;
+}
+
 void jmg_leader_view_free(jmg_leader_view *v) {
   jmg_trace_end();
+  release_scratch(v);
   free(v->a_data);
   free(v->device_ctx);
   jmg_cyclic_plan_free(&v->plan);
@@ -147,9 +162,8 @@ static int copy_unit(void *ctx, int lane, jmg_unit_loc dst, jmg_unit_loc src,
                       c->unit_bytes, err);
 }
 
-int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
-                       jmg_error *err) {
-  if (v->plan.ncycles == 0) return 0; /* one device, or T_A = shard size */
+static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
+                            jmg_error *err) {
   const jmg_engine *e = v->engine;
   permute_ctx c = {v, NULL, permute_lanes(&v->plan), NULL, 0};
   c.unit_bytes =
@@ -176,9 +190,110 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   for (int l = 0; c.stage != NULL && l < c.nlanes; ++l)
     if (c.stage[l]) e->release(e, &v->a, l % v->ndev, c.stage[l], c.unit_bytes);
   free(c.stage);
+  return rc;
+}
+
+/* Moves every unit of A from src to dst: unit slot s of src to slot map[s]
+ * of dst (map NULL: to slot s; inverse: slot map[s] of src to slot s of dst),
+ * each copy on the lane of its source device, so all devices copy at once. */
+static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
+                      const int64_t *map, int inverse, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const jmg_cyclic_plan *plan = &v->plan;
+  const size_t unit_bytes =
+      (size_t)plan->unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
+  void *lanes = NULL;
+  int rc = e->lanes_open(e, &v->a, v->ndev, &lanes, err);
+  if (rc != 0) return rc;
+  for (int64_t s = 0; rc == 0 && s < plan->nunits; ++s) {
+    const int64_t to = map == NULL || inverse ? s : map[s];
+    const int64_t from = map != NULL && inverse ? map[s] : s;
+    const jmg_unit_loc f = jmg_cyclic_slot_loc(plan, from);
+    const jmg_unit_loc t = jmg_cyclic_slot_loc(plan, to);
+    rc = e->lane_copy(e, &v->a, lanes, f.dev,
+                      (char *)dst[t.dev] + (size_t)t.unit * unit_bytes, t.dev,
+                      (const char *)src[f.dev] + (size_t)f.unit * unit_bytes,
+                      f.dev, unit_bytes, err);
+  }
+  jmg_error ignored;
+  int closed = e->lanes_close(e, &v->a, lanes, rc == 0 ? err : &ignored);
+  return rc != 0 ? rc : closed;
+}
+
+/* A shard-sized buffer on every device, or none (and no error) when the
+ * engine cannot give them all: the in-place permutation needs no more. */
+static void take_scratch(jmg_leader_view *v) {
+  const char *env = getenv("JAXMG_PERMUTE");
+  if (env != NULL && strcmp(env, "inplace") == 0) return;
+  const size_t bytes =
+      (size_t)v->a.n * (size_t)v->a.local_cols * jmg_dtype_size(v->a.dtype);
+  v->scratch = calloc((size_t)v->ndev, sizeof *v->scratch);
+  for (int d = 0; v->scratch != NULL && d < v->ndev; ++d) {
+    jmg_error ignored;
+    if (v->engine->alloc(v->engine, &v->a, d, bytes, &v->scratch[d],
+                         &ignored) != 0) {
+      v->scratch[d] = NULL;
+      release_scratch(v);
+    }
+  }
+}
+
+static void **home_of(jmg_leader_view *v, void **out) {
+  for (int d = 0; d < v->ndev; ++d) out[d] = v->io[d]->a;
+  return out;
+}
+
+int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
+                       jmg_error *err) {
+  if (v->plan.ncycles == 0) return 0; /* one device, or T_A = shard size */
+  void **home = calloc((size_t)v->ndev, sizeof *home);
+  if (home == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, v->op, "malloc",
+                         "cannot allocate %d pointers", v->ndev);
+  home_of(v, home);
+  int rc = 0;
+  const char *how = "in place";
+  if (dir == JMG_TO_CYCLIC && v->scratch == NULL && v->a_data[0] == home[0])
+    take_scratch(v);
+  if (dir == JMG_TO_CYCLIC && v->scratch != NULL) {
+    how = "apart";
+    rc = move_units(v, v->scratch, home, v->plan.dest, 0, err);
+    if (rc == 0)
+      for (int d = 0; d < v->ndev; ++d) v->a_data[d] = v->scratch[d];
+  } else if (dir == JMG_FROM_CYCLIC && v->a_data[0] != home[0]) {
+    how = "apart";
+    rc = move_units(v, home, v->a_data, v->plan.dest, 1, err);
+    if (rc == 0)
+      for (int d = 0; d < v->ndev; ++d) v->a_data[d] = home[d];
+  } else {
+    rc = permute_in_place(v, dir, err);
+  }
+  free(home);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", v->op);
-  jmg_trace_mark(dir == JMG_TO_CYCLIC ? "permute" : "permute back");
+  char what[48];
+  snprintf(what, sizeof what, "%s %s",
+           dir == JMG_TO_CYCLIC ? "permute" : "permute back", how);
+  jmg_trace_mark(what);
+  return rc;
+}
+
+int jmg_leader_home(jmg_leader_view *v, jmg_error *err) {
+  void **home = calloc((size_t)v->ndev, sizeof *home);
+  if (home == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, v->op, "malloc",
+                         "cannot allocate %d pointers", v->ndev);
+  home_of(v, home);
+  int rc = 0;
+  if (v->a_data[0] != home[0]) {
+    rc = move_units(v, home, v->a_data, NULL, 0, err);
+    if (rc == 0)
+      for (int d = 0; d < v->ndev; ++d) v->a_data[d] = home[d];
+    jmg_trace_mark("home");
+  }
+  free(home);
+  if (rc != 0 && err->op[0] == '\0')
+    snprintf(err->op, sizeof err->op, "%s", v->op);
   return rc;
 }
 
@@ -199,7 +314,7 @@ int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
 int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err) {
   size_t count = (size_t)v->a.n * (size_t)v->a.local_cols;
   for (int d = 0; d < v->ndev; ++d) {
-    int rc = v->engine->fill_nan(v->engine, &v->a, d, v->a_data[d], count,
+    int rc = v->engine->fill_nan(v->engine, &v->a, d, v->io[d]->a, count,
                                  v->a.dtype, err);
     if (rc != 0) return rc;
   }

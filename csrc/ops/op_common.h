@@ -11,7 +11,10 @@ typedef struct jmg_leader_view {
   const jmg_engine *engine;
   jmg_shard_io *const *io; /* io[d]: shard d's post */
   int ndev;
-  void **a_data;     /* a of every shard */
+  /* Where A is now, on every shard: the shards' own buffers (io[d]->a, A's
+   * home), or scratch after an out-of-place permutation. */
+  void **a_data;
+  void **scratch;    /* NULL, or a shard-sized buffer per shard (see permute) */
   void **device_ctx; /* device_ctx of every shard */
   jmg_dist_matrix a;
   jmg_cyclic_plan plan;
@@ -24,9 +27,19 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
                          int nparts, jmg_error *err);
 void jmg_leader_view_free(jmg_leader_view *v);
 
-/* Permutes A in place between the contiguous and block-cyclic layouts. */
+/* Permutes A between the contiguous and block-cyclic layouts. To the cyclic
+ * layout: out of place into scratch (one shard-sized buffer per shard, taken
+ * from the engine; every unit copied straight to its place, all GPUs at once)
+ * when the scratch can be had, else in place by cycles (one staging unit per
+ * lane); JAXMG_PERMUTE=inplace always takes the latter. Back: from wherever
+ * A is to its home. */
 int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
                        jmg_error *err);
+
+/* Brings A home (to the shards' own buffers) when it is elsewhere, in the
+ * layout it has. For outputs returned in A's place in the contiguous layout
+ * (potri). */
+int jmg_leader_home(jmg_leader_view *v, jmg_error *err);
 
 /* Copies count elements of buf from shard 0's buffer (src) to the same
  * buffer of every other shard; pick selects the buffer from a post. */
@@ -34,7 +47,7 @@ typedef void *(*jmg_io_field)(jmg_shard_io *io);
 int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
                          jmg_error *err);
 
-/* Fills every shard's A with NaN. */
+/* Fills every shard's A (its home: the output) with NaN. */
 int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err);
 
 /* Writes info into every shard's status and waits for all issued work. */

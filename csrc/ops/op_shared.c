@@ -137,8 +137,8 @@ static int shared_leader(void *ctx, void *const *posts, int nparts,
 static int finish(shared_join *j, int rc, jmg_error *err) {
   if (j->export_state == NULL) return rc;
   jmg_error e;
-  int frc = j->call->share->finish(j->op, &j->post, j->export_state, rc == 0,
-                                   &e);
+  int frc =
+      j->call->share->finish(j->op, &j->post, j->export_state, rc == 0, &e);
   j->export_state = NULL;
   if (frc != 0 && rc == 0) {
     jmg_error_copy(err, &e);
@@ -184,9 +184,9 @@ int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
   if (call->done != NULL) {
     j->done = call->done;
     j->done_ctx = call->done_ctx;
-    int rc = call->rdv->join_async(&call->key, call->shard, j->slot,
-                                   shared_leader, j, call->timeout_s,
-                                   shared_done, j, err);
+    int rc =
+        call->rdv->join_async(&call->key, call->shard, j->slot, shared_leader,
+                              j, call->timeout_s, shared_done, j, err);
     if (rc != 0) { /* not joined: done will not be called */
       jmg_error ignored;
       finish(j, rc, &ignored);

@@ -1,6 +1,7 @@
 /* potri: the inverse of a Hermitian positive definite A (Cholesky), both
  * triangles, returned in A's own buffers in A's own (contiguous) layout. The
- * engine returns it in that layout already: no permutation back. */
+ * engine returns it in that layout already: no permutation back, only a
+ * local copy home when A was permuted out of place. */
 #include "ops/op_common.h"
 
 static int potri_leader(void *ctx, void *const *posts, int nparts,
@@ -17,6 +18,7 @@ static int potri_leader(void *ctx, void *const *posts, int nparts,
     /* The engine returns the inverse in the contiguous layout, its lower
      * triangle right; the user gets both triangles. */
     rc = v.engine->fill_upper(v.engine, &v.a, err);
+    if (rc == 0) rc = jmg_leader_home(&v, err);
   } else if (rc == 0) {
     rc = jmg_leader_nan_a(&v, err);
   }

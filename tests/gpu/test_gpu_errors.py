@@ -105,3 +105,39 @@ def test_allocator_refusal_is_an_exception_and_the_next_call_works():
     assert "potri" in raised, raised
     assert "timed out" not in raised and "timeout" not in raised.lower(), raised
     assert "AFTER: status 0" in out.stdout, log
+
+
+# potrs of a donated matrix whose shard takes 60% of the cap: the default
+# out-of-place permutation's scratch shard does not fit, so the leader falls
+# back to the in-place permutation (JAXMG_TRACE shows which) and solves.
+_CHILD_FALLBACK = _CHILD.split("\na = jax.jit(make")[0] + "\n" + textwrap.dedent(
+    """
+    make_a = jax.jit(make, static_argnums=0, out_shardings=rows)
+    b = jnp.ones((n, 1))
+    solve = jax.jit(lambda a, b: jaxmg.potrs(a, b, 256, mesh, (P("x", None), P(None, None)),
+                                             return_status=True), donate_argnums=0)
+    x, s = solve(make_a(n), b)
+    a = make_a(n)
+    res = float(jnp.linalg.norm(a @ x - b) / (jnp.linalg.norm(a) * jnp.linalg.norm(x)))
+    print(f"SOLVED: status {int(s)} residual {res:.2e}", flush=True)
+    sys.exit(0 if int(s) == 0 and res < 1e-14 else 4)
+    """
+)
+
+
+@pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs (one GPU never permutes)")
+def test_no_memory_for_scratch_falls_back_to_permuting_in_place():
+    env = dict(os.environ)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.03"
+    env["JAXMG_RENDEZVOUS_TIMEOUT"] = "60"
+    env["JAXMG_TRACE"] = "1"
+    env.pop("JAXMG_PERMUTE", None)
+    out = subprocess.run([sys.executable, "-c", _CHILD_FALLBACK], capture_output=True,
+                         text=True, timeout=300, env=env)
+    log = out.stdout + out.stderr[-3000:]
+    print(out.stdout)
+    assert out.returncode == 0, log
+    assert "SOLVED: status 0" in out.stdout, log
+    traces = [line for line in out.stderr.splitlines() if line.startswith("jaxmg trace potrs")]
+    assert traces and all("permute in place" in t for t in traces), log
