@@ -39,6 +39,7 @@ commit="$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || true)"
   echo "commit: ${commit:-${JAXMG_COMMIT:-unknown}}"
   echo "python: $("$jaxmg_python" -c 'import sys, jax; print(sys.version.split()[0], "jax", jax.__version__)' 2>&1 | tail -1)"
   echo "command: scripts/device-bench.sh $results $*"
+  echo "env: XLA_FLAGS=${XLA_FLAGS:-} XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-}"
 } >"$results/meta.txt"
 cat "$results/meta.txt"
 
