@@ -117,8 +117,16 @@ _CHILD_FALLBACK = _CHILD.split("\na = jax.jit(make")[0] + "\n" + textwrap.dedent
     solve = jax.jit(lambda a, b: jaxmg.potrs(a, b, 256, mesh, (P("x", None), P(None, None)),
                                              return_status=True), donate_argnums=0)
     x, s = solve(make_a(n), b)
-    a = make_a(n)
-    res = float(jnp.linalg.norm(a @ x - b) / (jnp.linalg.norm(a) * jnp.linalg.norm(x)))
+    # The residual on the host, A regenerated row block by row block: under
+    # the cap the GPUs cannot hold A beside any temporary of its size.
+    xh, cols = np.asarray(x)[:, 0], np.arange(n)
+    r2 = a2 = 0.0
+    for first in range(0, n, 1024):
+        i = np.arange(first, min(first + 1024, n))[:, None]
+        blk = np.where(i == cols, 2.0 * n, 1.0 / (1.0 + np.abs(i - cols)))
+        r2 += float(np.sum((blk @ xh - 1.0) ** 2))
+        a2 += float(np.sum(blk ** 2))
+    res = (r2 ** 0.5) / ((a2 ** 0.5) * float(np.linalg.norm(xh)))
     print(f"SOLVED: status {int(s)} residual {res:.2e}", flush=True)
     sys.exit(0 if int(s) == 0 and res < 1e-14 else 4)
     """
@@ -133,9 +141,6 @@ def test_no_memory_for_scratch_falls_back_to_permuting_in_place():
     env["JAXMG_RENDEZVOUS_TIMEOUT"] = "60"
     env["JAXMG_TRACE"] = "1"
     env.pop("JAXMG_PERMUTE", None)
-    # The residual's matrix-vector product must not be autotuned: XLA's
-    # autotuner would want a copy of A's shard, which the cap cannot hold.
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
     out = subprocess.run([sys.executable, "-c", _CHILD_FALLBACK], capture_output=True,
                          text=True, timeout=300, env=env)
     log = out.stdout + out.stderr[-3000:]
