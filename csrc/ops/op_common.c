@@ -255,8 +255,10 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   home_of(v, home);
   int rc = 0;
   const char *how = "in place";
-  if (dir == JMG_TO_CYCLIC && v->scratch == NULL && v->a_data[0] == home[0])
+  if (dir == JMG_TO_CYCLIC && v->scratch == NULL && v->a_data[0] == home[0]) {
     take_scratch(v);
+    jmg_trace_mark(v->scratch != NULL ? "scratch" : "no scratch");
+  }
   if (dir == JMG_TO_CYCLIC && v->scratch != NULL) {
     how = "apart";
     rc = move_units(v, v->scratch, home, v->plan.dest, 0, err);
