@@ -10,7 +10,9 @@
  * Numerical failure is data: *info receives LAPACK's info (> 0: the leading
  * minor of that order is not positive definite, or the eigensolver did not
  * converge) and the call returns 0. Only a failure of the machinery (memory,
- * a driver call) is an error. */
+ * a driver call) is an error. A solver fails with JMG_ENOMEM only before it
+ * has written anything (it takes all its memory first), so that the ops
+ * layer can free memory of its own and call it again. */
 #ifndef JMG_ENGINE_ENGINE_H
 #define JMG_ENGINE_ENGINE_H
 

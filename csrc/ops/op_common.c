@@ -301,6 +301,18 @@ int jmg_leader_home(jmg_leader_view *v, jmg_error *err) {
   return rc;
 }
 
+int jmg_leader_retry_without_scratch(jmg_leader_view *v, int *rc,
+                                     jmg_error *err) {
+  if (*rc != -(int)JMG_ENOMEM || v->scratch == NULL) return 0;
+  jmg_error e;
+  if (jmg_leader_home(v, &e) != 0) return 0; /* keep the first error */
+  release_scratch(v);
+  jmg_trace_mark("scratch freed for the solver");
+  jmg_error_clear(err);
+  *rc = 0;
+  return 1;
+}
+
 /* ---- outputs
  * ----------------------------------------------------------------*/
 

@@ -41,6 +41,13 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
  * (potri). */
 int jmg_leader_home(jmg_leader_view *v, jmg_error *err);
 
+/* After a solver's call: when it failed for want of memory (*rc is
+ * -JMG_ENOMEM, nothing written) while A sits in the permutation's scratch,
+ * moves A home (same layout, local copies), frees the scratch, clears the
+ * error and returns 1: call the solver again. Else returns 0. */
+int jmg_leader_retry_without_scratch(jmg_leader_view *v, int *rc,
+                                     jmg_error *err);
+
 /* Copies count elements of buf from shard 0's buffer (src) to the same
  * buffer of every other shard; pick selects the buffer from a post. */
 typedef void *(*jmg_io_field)(jmg_shard_io *io);

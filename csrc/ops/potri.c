@@ -14,6 +14,8 @@ static int potri_leader(void *ctx, void *const *posts, int nparts,
 
   rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = v.engine->potri(v.engine, &v.a, &info, err);
+  if (jmg_leader_retry_without_scratch(&v, &rc, err))
+    rc = v.engine->potri(v.engine, &v.a, &info, err);
   if (rc == 0 && info == 0) {
     /* The engine returns the inverse in the contiguous layout, its lower
      * triangle right; the user gets both triangles. */

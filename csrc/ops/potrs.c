@@ -29,6 +29,8 @@ static int potrs_leader(void *ctx, void *const *posts, int nparts,
                        "cannot allocate %d pointers", nparts);
   for (int d = 0; xs != NULL && d < nparts; ++d) xs[d] = v.io[d]->x;
   if (rc == 0) rc = e->potrs(e, &v.a, xs, io0->nrhs, &info, err);
+  if (jmg_leader_retry_without_scratch(&v, &rc, err))
+    rc = e->potrs(e, &v.a, xs, io0->nrhs, &info, err);
   free(xs);
   if (rc == 0 && info != 0)
     rc = e->fill_nan(e, &v.a, 0, io0->x, x_count, v.a.dtype, err);

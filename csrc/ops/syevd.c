@@ -20,6 +20,8 @@ static int syevd_leader(void *ctx, void *const *posts, int nparts,
 
   rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = e->syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
+  if (jmg_leader_retry_without_scratch(&v, &rc, err))
+    rc = e->syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
   if (rc == 0 && info != 0) {
     rc = e->fill_nan(e, &v.a, 0, io0->w, (size_t)v.a.n, real, err);
     if (rc == 0) rc = jmg_leader_nan_a(&v, err);

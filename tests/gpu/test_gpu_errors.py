@@ -151,3 +151,46 @@ def test_no_memory_for_scratch_falls_back_to_permuting_in_place():
     assert "SOLVED: status 0" in out.stdout, log
     traces = [line for line in out.stderr.splitlines() if line.startswith("jaxmg trace potrs")]
     assert traces and all("permute in place" in t for t in traces), log
+
+
+# potri of a matrix whose shard takes 35% of the cap: the permutation's
+# scratch shard fits (70%), but then potri's own second shard does not
+# (105%). The solver fails for want of memory before writing anything; the
+# leader moves A home, frees the scratch, and calls it again, which fits.
+_CHILD_RETRY = _CHILD.split("\na = jax.jit(make")[0].replace(
+    "n = int((0.6 * limit", "n = int((0.35 * limit") + "\n" + textwrap.dedent(
+    """
+    inv = jax.jit(lambda: jaxmg.potri(jax.lax.with_sharding_constraint(make(n), rows), 256,
+                                      mesh, (P("x", None),), return_status=True))
+    x, s = inv()
+    idx = np.random.default_rng(1).choice(n, 8, replace=False)
+    xs, cols = np.asarray(x[:, idx]), np.arange(n)
+    r2 = a2 = 0.0
+    for first in range(0, n, 1024):
+        i = np.arange(first, min(first + 1024, n))[:, None]
+        blk = np.where(i == cols, 2.0 * n, 1.0 / (1.0 + np.abs(i - cols)))
+        r2 += float(np.sum((blk @ xs - (i == idx)) ** 2))
+        a2 += float(np.sum(blk ** 2))
+    res = (r2 ** 0.5) / ((a2 ** 0.5) * float(np.linalg.norm(xs)))
+    print(f"INVERTED: status {int(s)} residual {res:.2e}", flush=True)
+    sys.exit(0 if int(s) == 0 and res < 1e-14 else 4)
+    """
+)
+
+
+@pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs (one GPU never permutes)")
+def test_solver_short_of_memory_runs_again_without_the_scratch():
+    env = dict(os.environ)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.03"
+    env["JAXMG_RENDEZVOUS_TIMEOUT"] = "60"
+    env["JAXMG_TRACE"] = "1"
+    env.pop("JAXMG_PERMUTE", None)
+    out = subprocess.run([sys.executable, "-c", _CHILD_RETRY], capture_output=True,
+                         text=True, timeout=300, env=env)
+    log = out.stdout + out.stderr[-3000:]
+    print(out.stdout)
+    assert out.returncode == 0, log
+    assert "INVERTED: status 0" in out.stdout, log
+    traces = [line for line in out.stderr.splitlines() if line.startswith("jaxmg trace potri")]
+    assert traces and "scratch freed for the solver" in traces[-1], log
