@@ -283,6 +283,12 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   int64_t call_id = 0;
   if (rc == 0 && jmg_ffi_has_attr(frame, "call_id"))
     rc = jmg_ffi_attr_i64(frame, op, "call_id", &call_id, err);
+  /* The Python layer says whether a scratch shard is likely to fit; frames
+   * built by hand may leave it out: allowed. */
+  int64_t scratch = 1;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "scratch"))
+    rc = jmg_ffi_attr_i64(frame, op, "scratch", &scratch, err);
+  io->scratch_ok = scratch != 0;
   int64_t job_id = 0;
   if (rc == 0 && jmg_ffi_has_attr(frame, "job_id"))
     rc = jmg_ffi_attr_i64(frame, op, "job_id", &job_id, err);

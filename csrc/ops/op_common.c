@@ -227,6 +227,11 @@ static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
 static void take_scratch(jmg_leader_view *v) {
   const char *env = getenv("JAXMG_PERMUTE");
   if (env != NULL && strcmp(env, "inplace") == 0) return;
+  /* A refused allocation can cost seconds (XLA's allocator waits for memory
+   * to be freed before it gives up): try only where the Python layer judged
+   * that it fits, unless JAXMG_PERMUTE=apart insists. */
+  if (!v->io[0]->scratch_ok && !(env != NULL && strcmp(env, "apart") == 0))
+    return;
   const size_t bytes =
       (size_t)v->a.n * (size_t)v->a.local_cols * jmg_dtype_size(v->a.dtype);
   v->scratch = calloc((size_t)v->ndev, sizeof *v->scratch);

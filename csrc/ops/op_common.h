@@ -30,8 +30,10 @@ void jmg_leader_view_free(jmg_leader_view *v);
 /* Permutes A between the contiguous and block-cyclic layouts. To the cyclic
  * layout: out of place into scratch (one shard-sized buffer per shard, taken
  * from the engine; every unit copied straight to its place, all GPUs at once)
- * when the scratch can be had, else in place by cycles (one staging unit per
- * lane); JAXMG_PERMUTE=inplace always takes the latter. Back: from wherever
+ * when shard 0's scratch_ok allows it and the scratch can be had, else in
+ * place by cycles (one staging unit per lane). JAXMG_PERMUTE=inplace always
+ * takes the latter, JAXMG_PERMUTE=apart tries the former whatever
+ * scratch_ok says. Back: from wherever
  * A is to its home. */
 int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
                        jmg_error *err);

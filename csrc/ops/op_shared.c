@@ -40,6 +40,7 @@ static void fill_post(jmg_share_post *post, const jmg_shard_io *io) {
   post->pid = (int64_t)getpid();
   post->dtype = (int32_t)io->dtype;
   post->want_vectors = io->want_vectors;
+  post->scratch_ok = io->scratch_ok;
   post->n = io->n;
   post->local_cols = io->local_cols;
   post->tile = io->tile;
@@ -78,6 +79,7 @@ static int import_post(const jmg_share *share, const char *op,
   memset(io, 0, sizeof *io);
   io->dtype = (jmg_dtype)p->dtype;
   io->want_vectors = p->want_vectors;
+  io->scratch_ok = p->scratch_ok;
   io->n = p->n;
   io->local_cols = p->local_cols;
   io->tile = p->tile;

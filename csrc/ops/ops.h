@@ -34,6 +34,9 @@ typedef struct jmg_shard_io {
   int64_t tile;
   int64_t nrhs;     /* potrs */
   int want_vectors; /* syevd */
+  /* Whether the leader may take a scratch shard per device to permute A out
+   * of place (the Python layer's judgment of the memory; see _shard.py). */
+  int scratch_ok;
   /* Buffers. */
   void *a;
   const void *b;

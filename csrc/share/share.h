@@ -60,6 +60,7 @@ typedef struct jmg_share_post {
   /* The call as the participant sees it (jmg_shard_io's scalars). */
   int32_t dtype;
   int32_t want_vectors;
+  int32_t scratch_ok;
   int64_t n, local_cols, tile, nrhs;
   uint64_t local_device_ctx; /* its device_ctx, valid in its process only */
   int32_t exported;          /* 0: buffers are only usable in-process */

@@ -41,3 +41,25 @@ def test_every_op_both_permutations(mesh, rng, capfd, monkeypatch, how, n, T_A):
     steps = re.findall(r"permute (?:back )?(apart|in place)", err)
     # potrs, potri, syevd to the cyclic layout; syevd's vectors back.
     assert steps == [how] * 4, err
+
+
+def test_scratch_is_tried_only_where_four_shards_fit(monkeypatch):
+    """_shard.scratch_fits: by the allocator limit of the first device; where
+    a backend reports no limit (CPU), always."""
+    import jax
+    from jaxmg._src import _shard
+
+    class Device:
+        def __init__(self, stats):
+            self.stats = stats
+
+        def memory_stats(self):
+            return self.stats
+
+    shard = jax.ShapeDtypeStruct((10, 100), np.float64)  # 8000 bytes
+    monkeypatch.setattr(jax, "local_devices", lambda: [Device({"bytes_limit": 32000})])
+    assert _shard.scratch_fits(shard)
+    monkeypatch.setattr(jax, "local_devices", lambda: [Device({"bytes_limit": 31999})])
+    assert not _shard.scratch_fits(shard)
+    monkeypatch.setattr(jax, "local_devices", lambda: [Device(None)])
+    assert _shard.scratch_fits(shard)

@@ -187,6 +187,31 @@ def hermitian_from_upper(a: jax.Array) -> jax.Array:
     return strict + jnp.conj(strict).T + diagonal
 
 
+# The leader permutes A into cuSOLVERMg's layout fastest out of place, into
+# one more shard-sized buffer per device for the length of the call. A
+# refused allocation costs seconds (XLA's allocator waits for memory to be
+# freed before it fails), so it is tried only where four shards (A, XLA's
+# copy of A when the caller keeps it, the scratch, and room for the solver's
+# own buffers, potri's second shard among them) fit in the allocator's limit.
+_SCRATCH_SHARDS = 4
+
+
+def scratch_fits(a_shard: Any) -> bool:
+    """Whether the out-of-place permutation may be tried for a shard of this
+    shape and dtype: by the allocator limit of this process's first device
+    (every device of a call is alike); always where no limit is known."""
+    stats = None
+    try:
+        stats = jax.local_devices()[0].memory_stats()
+    except Exception:  # backends without memory statistics
+        stats = None
+    limit = (stats or {}).get("bytes_limit")
+    if not limit:
+        return True
+    shard_bytes = int(np.prod(a_shard.shape[-2:])) * np.dtype(a_shard.dtype).itemsize
+    return _SCRATCH_SHARDS * shard_bytes <= int(limit)
+
+
 def ffi_call(
     op: str,
     operands: Sequence[jax.Array],
@@ -203,6 +228,7 @@ def ffi_call(
         # A batch is solved one matrix after the other.
         vmap_method="sequential",
     )
+    attrs = dict(attrs, scratch=int(scratch_fits(operands[0])))
     job = _call_job.get()
     if job is None:  # A's operand is one shard, r x N: there are N / r shards
         rows, cols = operands[0].shape[-2:]
