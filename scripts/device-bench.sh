@@ -28,7 +28,8 @@ jaxmg_machine_info "$raw"
 ceiling="${JAXMG_CEILING_BIN:-/tmp/jaxmg-bench/ceiling}"
 [ "$#" -eq 0 ] && set -- --preset h200x4
 
-commit="$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || true)"
+# JAXMG_COMMIT first: the device machine's copy of .git may be stale.
+commit="${JAXMG_COMMIT:-$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || true)}"
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(hostname)"
@@ -36,7 +37,7 @@ commit="$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || true)"
   echo "gpu_count: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "cuda: $("${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)"
-  echo "commit: ${commit:-${JAXMG_COMMIT:-unknown}}"
+  echo "commit: ${commit:-unknown}"
   echo "python: $("$jaxmg_python" -c 'import sys, jax; print(sys.version.split()[0], "jax", jax.__version__)' 2>&1 | tail -1)"
   echo "command: scripts/device-bench.sh $results $*"
   echo "env: XLA_FLAGS=${XLA_FLAGS:-} XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-}"
