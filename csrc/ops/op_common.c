@@ -67,14 +67,15 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
                            jmg_dtype_name(first->dtype));
   }
   v->a_data = calloc((size_t)nparts, sizeof *v->a_data);
+  v->home = calloc((size_t)nparts, sizeof *v->home);
   v->device_ctx = calloc((size_t)nparts, sizeof *v->device_ctx);
-  if (!v->a_data || !v->device_ctx) {
+  if (!v->a_data || !v->home || !v->device_ctx) {
     jmg_leader_view_free(v);
     return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                          "cannot allocate the leader's view");
   }
   for (int d = 0; d < nparts; ++d) {
-    v->a_data[d] = v->io[d]->a;
+    v->a_data[d] = v->home[d] = v->io[d]->a;
     v->device_ctx[d] = v->io[d]->device_ctx;
   }
   v->a.ndev = nparts;
@@ -113,9 +114,11 @@ void jmg_leader_view_free(jmg_leader_view *v) {
   jmg_trace_end();
   release_scratch(v);
   free(v->a_data);
+  free(v->home);
   free(v->device_ctx);
   jmg_cyclic_plan_free(&v->plan);
   v->a_data = NULL;
+  v->home = NULL;
   v->device_ctx = NULL;
 }
 
@@ -245,19 +248,10 @@ static void take_scratch(jmg_leader_view *v) {
   }
 }
 
-static void **home_of(jmg_leader_view *v, void **out) {
-  for (int d = 0; d < v->ndev; ++d) out[d] = v->io[d]->a;
-  return out;
-}
-
 int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
                        jmg_error *err) {
   if (v->plan.ncycles == 0) return 0; /* one device, or T_A = shard size */
-  void **home = calloc((size_t)v->ndev, sizeof *home);
-  if (home == NULL)
-    return jmg_error_set(err, JMG_ENOMEM, v->op, "malloc",
-                         "cannot allocate %d pointers", v->ndev);
-  home_of(v, home);
+  void **home = v->home;
   int rc = 0;
   const char *how = "in place";
   if (dir == JMG_TO_CYCLIC && v->scratch == NULL && v->a_data[0] == home[0]) {
@@ -277,7 +271,6 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   } else {
     rc = permute_in_place(v, dir, err);
   }
-  free(home);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", v->op);
   char what[48];
@@ -288,19 +281,13 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
 }
 
 int jmg_leader_home(jmg_leader_view *v, jmg_error *err) {
-  void **home = calloc((size_t)v->ndev, sizeof *home);
-  if (home == NULL)
-    return jmg_error_set(err, JMG_ENOMEM, v->op, "malloc",
-                         "cannot allocate %d pointers", v->ndev);
-  home_of(v, home);
   int rc = 0;
-  if (v->a_data[0] != home[0]) {
-    rc = move_units(v, home, v->a_data, NULL, 0, err);
+  if (v->a_data[0] != v->home[0]) {
+    rc = move_units(v, v->home, v->a_data, NULL, 0, err);
     if (rc == 0)
-      for (int d = 0; d < v->ndev; ++d) v->a_data[d] = home[d];
+      for (int d = 0; d < v->ndev; ++d) v->a_data[d] = v->home[d];
     jmg_trace_mark("home");
   }
-  free(home);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", v->op);
   return rc;

@@ -14,6 +14,7 @@ typedef struct jmg_leader_view {
   /* Where A is now, on every shard: the shards' own buffers (io[d]->a, A's
    * home), or scratch after an out-of-place permutation. */
   void **a_data;
+  void **home;       /* io[d]->a: where A is given and its outputs go */
   void **scratch;    /* NULL, or a shard-sized buffer per shard (see permute) */
   void **device_ctx; /* device_ctx of every shard */
   jmg_dist_matrix a;
