@@ -1,5 +1,7 @@
+#define _POSIX_C_SOURCE 200809L /* the XSI strerror_r */
 #include "common/error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +34,18 @@ int jmg_error_set(jmg_error *err, jmg_status code, const char *op,
     va_end(ap);
   }
   return -(int)code;
+}
+
+int jmg_error_sys(jmg_error *err, jmg_status code, const char *op,
+                  const char *call, int errnum, const char *what) {
+  char b[128];
+  if (strerror_r(errnum, b, sizeof b) != 0)
+    snprintf(b, sizeof b, "errno %d", errnum);
+  return jmg_error_set(err, code, op, call, "%s: %s", what, b);
+}
+
+jmg_status jmg_errno_status(int errnum) {
+  return errnum == ENOMEM || errnum == ENOSPC ? JMG_ENOMEM : JMG_EINTERNAL;
 }
 
 void jmg_error_copy(jmg_error *dst, const jmg_error *src) {

@@ -58,6 +58,14 @@ int jmg_error_set(jmg_error *err, jmg_status code, const char *op,
     ;
 
 /* Copies src into dst (both caller-owned). */
+/* For a failed system call: "what: <strerror(errnum)>", with code. */
+int jmg_error_sys(jmg_error *err, jmg_status code, const char *op,
+                  const char *call, int errnum, const char *what);
+
+/* The status a system call's errno means: JMG_ENOMEM for ENOMEM and ENOSPC
+ * (shared memory is memory), else JMG_EINTERNAL. */
+jmg_status jmg_errno_status(int errnum);
+
 void jmg_error_copy(jmg_error *dst, const jmg_error *src);
 
 /* The code's name ("JMG_EINVAL") and description ("invalid argument"). */

@@ -110,18 +110,6 @@ typedef struct mapping {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static const char *errstr(int e, char *buf, size_t len) {
-  if (strerror_r(e, buf, len) != 0) snprintf(buf, len, "errno %d", e);
-  return buf;
-}
-
-static int sys_error(jmg_error *err, jmg_status code, const char *op,
-                     const char *call, int e, const char *what) {
-  char b[128];
-  return jmg_error_set(err, code, op, call, "%s: %s", what,
-                       errstr(e, b, sizeof b));
-}
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -231,8 +219,9 @@ static void fail_seg(seg *s, const jmg_error *e) {
 static int owner_died(seg *s, const char *call, jmg_error *err) {
   int r = pthread_mutex_consistent(&s->mu);
   if (r != 0) {
-    int rc = sys_error(err, JMG_EINTERNAL, s->id.op, "pthread_mutex_consistent",
-                       r, "cannot recover the rendezvous lock");
+    int rc =
+        jmg_error_sys(err, JMG_EINTERNAL, s->id.op, "pthread_mutex_consistent",
+                      r, "cannot recover the rendezvous lock");
     pthread_mutex_unlock(&s->mu);
     return rc;
   }
@@ -249,8 +238,8 @@ static int seg_lock(seg *s, jmg_error *err) {
   int r = pthread_mutex_lock(&s->mu);
   if (r == EOWNERDEAD) return owner_died(s, "pthread_mutex_lock", err);
   if (r != 0)
-    return sys_error(err, JMG_EINTERNAL, s->id.op, "pthread_mutex_lock", r,
-                     "cannot take the rendezvous lock");
+    return jmg_error_sys(err, JMG_EINTERNAL, s->id.op, "pthread_mutex_lock", r,
+                         "cannot take the rendezvous lock");
   return 0;
 }
 
@@ -263,8 +252,8 @@ static int seg_wait(seg *s, double seconds, jmg_error *err) {
   int r = pthread_cond_timedwait(&s->cv, &s->mu, &until);
   if (r == 0 || r == ETIMEDOUT) return 0;
   if (r == EOWNERDEAD) return owner_died(s, "pthread_cond_timedwait", err);
-  int rc = sys_error(err, JMG_EINTERNAL, s->id.op, "pthread_cond_timedwait", r,
-                     "cannot wait for the other participants");
+  int rc = jmg_error_sys(err, JMG_EINTERNAL, s->id.op, "pthread_cond_timedwait",
+                         r, "cannot wait for the other participants");
   seg_unlock(s);
   return rc;
 }
@@ -274,8 +263,8 @@ static int unlink_name(mapping *m, jmg_error *err) {
   if (m->s->unlinked) return 0;
   m->s->unlinked = 1;
   if (shm_unlink(m->name) != 0 && errno != ENOENT)
-    return sys_error(err, JMG_EINTERNAL, m->s->id.op, "shm_unlink", errno,
-                     m->name);
+    return jmg_error_sys(err, JMG_EINTERNAL, m->s->id.op, "shm_unlink", errno,
+                         m->name);
   return 0;
 }
 
@@ -354,17 +343,18 @@ static int create_seg(mapping *m, const ident *id, jmg_error *err) {
   int fd = shm_open(m->name, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) {
     if (errno == EEXIST) return 1;
-    return sys_error(err, JMG_EINTERNAL, id->op, "shm_open", errno, m->name);
+    return jmg_error_sys(err, JMG_EINTERNAL, id->op, "shm_open", errno,
+                         m->name);
   }
   int rc = 0;
   void *p = MAP_FAILED;
   if (ftruncate(fd, (off_t)m->size) != 0) {
-    rc = sys_error(err, JMG_ENOMEM, id->op, "ftruncate", errno, m->name);
+    rc = jmg_error_sys(err, JMG_ENOMEM, id->op, "ftruncate", errno, m->name);
     goto fail;
   }
   p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
-    rc = sys_error(err, JMG_ENOMEM, id->op, "mmap", errno, m->name);
+    rc = jmg_error_sys(err, JMG_ENOMEM, id->op, "mmap", errno, m->name);
     goto fail;
   }
   seg *s = p;
@@ -407,8 +397,8 @@ static int create_seg(mapping *m, const ident *id, jmg_error *err) {
     }
   }
   if (r != 0) {
-    rc = sys_error(err, JMG_EINTERNAL, id->op, call, r,
-                   "cannot set up the shared rendezvous lock");
+    rc = jmg_error_sys(err, JMG_EINTERNAL, id->op, call, r,
+                       "cannot set up the shared rendezvous lock");
     goto fail;
   }
   atomic_store_explicit(&s->magic, SEG_MAGIC, memory_order_release);
@@ -430,11 +420,12 @@ static int open_seg(mapping *m, const ident *id, ino_t *ino, jmg_error *err) {
   int fd = shm_open(m->name, O_RDWR, 0600);
   if (fd < 0) {
     if (errno == ENOENT) return 1;
-    return sys_error(err, JMG_EINTERNAL, id->op, "shm_open", errno, m->name);
+    return jmg_error_sys(err, JMG_EINTERNAL, id->op, "shm_open", errno,
+                         m->name);
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    int rc = sys_error(err, JMG_EINTERNAL, id->op, "fstat", errno, m->name);
+    int rc = jmg_error_sys(err, JMG_EINTERNAL, id->op, "fstat", errno, m->name);
     close(fd);
     return rc;
   }
@@ -454,7 +445,7 @@ static int open_seg(mapping *m, const ident *id, ino_t *ino, jmg_error *err) {
   int e = errno;
   close(fd);
   if (p == MAP_FAILED)
-    return sys_error(err, JMG_ENOMEM, id->op, "mmap", e, m->name);
+    return jmg_error_sys(err, JMG_ENOMEM, id->op, "mmap", e, m->name);
   seg *s = p;
   if (atomic_load_explicit(&s->magic, memory_order_acquire) != SEG_MAGIC) {
     munmap(p, m->size);
@@ -496,8 +487,8 @@ static int attach(mapping *m, const ident *id, double timeout_s,
       if (now_s() - uninit_since > grace) {
         /* Its creator died before initializing it: replace it. */
         if (shm_unlink(m->name) != 0 && errno != ENOENT)
-          return sys_error(err, JMG_EINTERNAL, id->op, "shm_unlink", errno,
-                           m->name);
+          return jmg_error_sys(err, JMG_EINTERNAL, id->op, "shm_unlink", errno,
+                               m->name);
         uninit_since = -1;
         continue;
       }
@@ -749,8 +740,8 @@ static int procs_join_async(const jmg_rdv_key *key, int shard, void *post,
   a->done = done;
   a->done_ctx = done_ctx;
   int over_rc = 0;
-  int rc = arrive(key, shard, post, fn, fn_ctx, timeout_s, &a->p, &over_rc,
-                  err);
+  int rc =
+      arrive(key, shard, post, fn, fn_ctx, timeout_s, &a->p, &over_rc, err);
   if (rc != 0) {
     free(a);
     return rc < 0 ? rc : over_rc;

@@ -31,10 +31,7 @@ struct jmg_fd_offer {
 
 static int sys_error(jmg_error *err, const char *op, const char *call,
                      const char *what) {
-  char b[128];
-  int e = errno;
-  if (strerror_r(e, b, sizeof b) != 0) snprintf(b, sizeof b, "errno %d", e);
-  return jmg_error_set(err, JMG_EINTERNAL, op, call, "%s: %s", what, b);
+  return jmg_error_sys(err, jmg_errno_status(errno), op, call, errno, what);
 }
 
 /* The abstract address of name: a leading NUL, then the name, no NUL after. */

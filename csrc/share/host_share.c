@@ -33,12 +33,7 @@ typedef struct region {
 
 static int sys_error(jmg_error *err, const char *op, const char *call,
                      const char *what) {
-  char b[128];
-  int e = errno;
-  if (strerror_r(e, b, sizeof b) != 0) snprintf(b, sizeof b, "errno %d", e);
-  return jmg_error_set(err,
-                       e == ENOMEM || e == ENOSPC ? JMG_ENOMEM : JMG_EINTERNAL,
-                       op, call, "%s: %s", what, b);
+  return jmg_error_sys(err, jmg_errno_status(errno), op, call, errno, what);
 }
 
 static size_t aligned(size_t n) { return (n + 63) & ~(size_t)63; }
