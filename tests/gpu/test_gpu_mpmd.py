@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 
 import jaxmg_testing as jt  # noqa: E402
-from mpmd_launch import assert_all_passed, run_job  # noqa: E402
+from mpmd_launch import assert_all_passed, finish_job, run_job, start_job  # noqa: E402
 
 
 def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
@@ -82,3 +82,33 @@ def test_gpu_mpmd_mesh_2d(gpus):
     results = run_job("mesh2d", 2, devices_per_process=2, platform="cuda",
                       timeout_s=120.0, bound_s=550.0)
     assert_all_passed(results, 2, expect=4)
+
+
+def test_gpu_mpmd_killed_process_fails_the_others(gpus):
+    """Three processes, one GPU each: shard 1 is killed inside a call that
+    waits for shard 2 (its descriptors offered, its socket gone with it).
+    Shard 0 raises at once, naming the dead shard, and so does shard 2 when
+    it comes; neither waits for the rendezvous timeout (30 s)."""
+    if len(gpus) < 3:
+        pytest.skip("needs 3 GPUs")
+    results = run_job("kill", 3, platform="cuda", timeout_s=30.0, bound_s=300.0)
+    assert 1 not in results  # killed
+    for i in (0, 2):
+        assert i in results, results["outputs"][i][-3000:]
+        assert not results[i]["failed"], results[i]["failed"]
+    (dead,) = results[0]["done"]
+    assert "jaxmg.potri" in dead and "shard 1" in dead and "exited" in dead, dead
+    assert float(dead.split("after ")[1].split(" s")[0]) < 5.0, dead
+    (late,) = results[2]["done"]
+    assert float(late.split("after ")[1].split(" s")[0]) < 5.0, late
+
+
+def test_gpu_mpmd_two_jobs_at_once_never_meet(gpus):
+    """Two jobs of two processes on the same two GPUs at the same time: their
+    calls differ only in the job identity and must never mix."""
+    if len(gpus) < 2:
+        pytest.skip("needs 2 GPUs")
+    jobs = [start_job("loop", 2, platform="cuda", timeout_s=120.0),
+            start_job("loop", 2, platform="cuda", timeout_s=120.0)]
+    for procs in jobs:
+        assert_all_passed(finish_job(procs, bound_s=300.0), 2, expect=4)
