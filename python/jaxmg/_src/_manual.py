@@ -66,14 +66,15 @@ class Call:
 
 
 def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
-              pad: bool) -> Call:
+              pad: bool, exact: bool = False) -> Call:
     """The checks every ctx form makes before tracing anything, then its Call:
-    T_A (chosen when left out), the padding geometry, and, under
+    T_A (chosen when left out; one that divides the shard when ``exact`` or
+    not ``pad``), the padding geometry, and, under
     ``check_vma=True``, that ``a`` is typed as varying over the rows' axes
     (it holds this device's rows; a value typed the same on every device
     cannot be, and its derivative would be read as one shared value)."""
     tile = (_checks.check_tile(op, T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
+            else _checks.default_tile(n, rows.nparts, exact=exact or not pad))
     g = _shard.geometry(op, n, rows.nparts, tile, pad)
     if _compat.vma_checked():
         missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]

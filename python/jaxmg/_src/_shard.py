@@ -260,7 +260,7 @@ def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
     rows = _checks.check_specs(op, mesh, in_specs, n_specs)
     _checks.check_divisible(op, n, rows.nparts)
     tile = (_checks.check_tile(op, T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
+            else _checks.default_tile(n, rows.nparts, exact=not pad))
     a = onto(a, mesh, rows.spec)
     g = geometry(op, n, rows.nparts, tile, pad)
     _native.load()

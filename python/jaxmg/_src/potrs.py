@@ -100,7 +100,9 @@ def potrs(
       b: right-hand sides, (N, NRHS) or (N,), replicated (``P(None, None)``).
       T_A: tile size (columns per block of the 1D block-cyclic layout). A T_A
         above the shard size N/devices is reduced to it. Omitted: the whole
-        shard up to 256, else its largest divisor in 256..1024, else 256.
+        shard up to 2048 rows, else its largest divisor in 1024..2048, else
+        even tiles of at most 2048 (padding fewer rows than tiles), as
+        measured on 4 H200s (see ``jaxmg._src._checks.default_tile``).
       mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
         NamedSharding (they are read from it), or when ``a`` is a host or
         single-device array (it is then placed on a 1-D mesh "x" over all

@@ -273,7 +273,9 @@ def syevd_shardmap_ctx(
     """
     rows, n, _ = _checks.check_local_shard("syevd_shardmap_ctx", a,
                                            current_manual_axes(), axis_name)
-    call = _manual.make_call("syevd_shardmap_ctx", rows, n, a, T_A, pad)
+    # Eigenvectors cannot be padded here: a T_A left out then divides the shard.
+    call = _manual.make_call("syevd_shardmap_ctx", rows, n, a, T_A, pad,
+                             exact=bool(return_eigenvectors))
     if call.g.padded and return_eigenvectors:
         raise ValueError(
             f"jaxmg.syevd_shardmap_ctx: the shard size {call.g.r} is not a multiple of "
