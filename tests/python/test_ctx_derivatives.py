@@ -351,6 +351,25 @@ def test_ctx_gradients_rows_over_two_axes(cpu_devices, hpd, rhs, rng, check_vma)
         assert rel_err(g, r) < MATCH_TOL
 
 
+@pytest.mark.parametrize("check_vma", VMA, ids=VMA_IDS)
+def test_ctx_gradient_in_a_shard_map_over_some_axes(cpu_devices, hpd, rhs, check_vma):
+    """A shard_map manual over "T" only (axis_names), "S" left to XLA."""
+    mesh2 = jax.make_mesh((2, 2), ("S", "T"), devices=cpu_devices,
+                          axis_types=(AxisType.Auto,) * 2)
+    dtype = np.complex128
+    n = 8
+    a, b, w = hpd(n, dtype), rhs(n, 2, dtype), weights((n, 2), dtype)
+    f = jax.jit(jax.shard_map(lambda a, b: jaxmg.potrs_shardmap_ctx(a, b, T_A=3, axis_name="T")[0],
+                              mesh=mesh2, in_specs=(P("T", None), P(None, None)),
+                              out_specs=P(None, None), axis_names={"T"}, check_vma=check_vma))
+    loss = lambda a, b: jnp.real(jnp.sum(w * f(a, b)))  # noqa: E731
+    got = jax.jit(jax.grad(loss, argnums=(0, 1)))(a, b)
+    want = jax.grad(lambda a, b: jnp.real(jnp.sum(w * jnp.linalg.solve(herm(a), b))),
+                    argnums=(0, 1))(a, b)
+    for g, r in zip(got, want):
+        assert rel_err(g, r) < MATCH_TOL
+
+
 # --- typing under check_vma=True, and misuse ----------------------------------------------
 
 
