@@ -1,6 +1,6 @@
 """Derivatives, vmap and array-only calls on GPUs (the CPU suite's
-tests/python/test_derivatives.py and test_inferred_layout.py, smaller).
-Skipped without GPUs."""
+tests/python/test_derivatives.py, test_ctx_derivatives.py and
+test_inferred_layout.py, smaller). Skipped without GPUs."""
 
 from __future__ import annotations
 
@@ -95,3 +95,67 @@ def test_vmap_and_array_only_calls():
     placed = jax.device_put(a[0], NamedSharding(mesh, P("x", None)))
     x = jaxmg.potrs(placed, b[0])
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(a[0], b[0]), rtol=1e-10)
+
+
+# --- the shard_map forms (tests/python/test_ctx_derivatives.py, smaller) ------------
+
+
+def _in_shard_map(mesh, body, in_specs, out_specs, check_vma):
+    return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                                 check_vma=check_vma))
+
+
+@pytest.mark.parametrize("check_vma", [True, False], ids=["check_vma", "no_check_vma"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+def test_ctx_check_grads_on_gpus(auto_mesh, check_vma, dtype):
+    """Shards of 16 rows: T_A=8 divides them, T_A=6 pads them to 18."""
+    n = 16 * len(GPUS)
+    a = _hpd(n, dtype)
+    b = np.random.default_rng(1).standard_normal((n, 2)).astype(dtype)
+    tol = 2e-5
+    rows = P("x", None)
+    for tile in (8, 6):
+        potrs = _in_shard_map(auto_mesh, lambda a, b: jaxmg.potrs_shardmap_ctx(a, b, T_A=tile)[0],
+                              (rows, P(None, None)), P(None, None), check_vma)
+        check_grads(potrs, (a, b), order=2, modes=("fwd", "rev"), atol=tol, rtol=tol)
+        potri = _in_shard_map(auto_mesh, lambda a: jaxmg.potri_shardmap_ctx(a, T_A=tile)[0],
+                              (rows,), rows, check_vma)
+        check_grads(potri, (a,), order=1, modes=("fwd", "rev"), atol=tol, rtol=tol)
+        w_only = _in_shard_map(auto_mesh, lambda a: jaxmg.syevd_shardmap_ctx(
+            a, T_A=tile, return_eigenvectors=False)[0], (rows,), P(None), check_vma)
+        check_grads(w_only, (_separated(n, dtype),), order=1, modes=("fwd", "rev"), atol=tol,
+                    rtol=tol)
+
+
+@pytest.mark.parametrize("check_vma", [True, False], ids=["check_vma", "no_check_vma"])
+def test_ctx_grads_match_jnp_on_gpus(auto_mesh, check_vma):
+    """Every device's copy of x an output with its own weight (with
+    check_vma=False the cotangents then differ from device to device), and
+    eigenvectors through V sin(w) V^H summed over the devices' columns."""
+    n = 128 * len(GPUS)
+    a, h = _hpd(n, np.float64), _separated(n, np.float64)
+    b = np.random.default_rng(2).standard_normal((n, 1))
+    scale = jnp.arange(1.0, len(GPUS) + 1.0)[:, None, None]
+
+    def body(a, h, b):
+        x, _ = jaxmg.potrs_shardmap_ctx(a, b, T_A=64)
+        w, v, _ = jaxmg.syevd_shardmap_ctx(h, T_A=64)
+        c = v.shape[1]
+        w_mine = jax.lax.dynamic_slice_in_dim(w, jax.lax.axis_index("x") * c, c)
+        return x[None], jax.lax.psum((v * jnp.sin(w_mine)) @ v.T, "x")
+
+    f = _in_shard_map(auto_mesh, body, (P("x", None), P("x", None), P(None, None)),
+                      (P("x", None, None), P(None, None)), check_vma)
+
+    def loss(x, eig_function):
+        return jnp.sum(scale * x ** 2) / jnp.sum(scale) + jnp.sum(jnp.arange(n) * eig_function)
+
+    ours = jax.jit(jax.grad(lambda a, h, b: loss(*f(a, h, b)), argnums=(0, 1, 2)))(a, h, b)
+
+    def reference(a, h, b):
+        w, v = jnp.linalg.eigh(_herm(h))
+        return loss(jnp.linalg.solve(_herm(a), b)[None], (v * jnp.sin(w)) @ v.T)
+
+    ref = jax.grad(reference, argnums=(0, 1, 2))(a, h, b)
+    for g, r in zip(ours, ref):
+        assert float(jnp.linalg.norm(g - r) / jnp.linalg.norm(r)) < 1e-10

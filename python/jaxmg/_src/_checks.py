@@ -118,20 +118,52 @@ def resolve_layout(op: str, a: Any, mesh: Any, in_specs: Any) -> tuple[Mesh, Any
     return mesh, in_specs
 
 
-def default_tile(n: int, nparts: int) -> int:
-    """T_A when the caller leaves it out. The whole shard when it is at most
-    256 columns. Else the largest divisor of the shard size r between 128 and
-    min(1024, r / 2): no padding, at least two tiles per device so that the
-    block-cyclic layout spreads the factorization's trailing work, and tiles
-    large enough for the GPU's matrix units (the tutorial advises 128-2048).
-    Else 256, with padding. Provisional: bench/ is to measure and settle it."""
+# Tile widths (columns) for default_tile: 1024 to 2048 measured best; no
+# default below 128.
+_TILE_MAX = 2048
+_TILE_GOOD = 1024
+_TILE_MIN = 128
+
+
+def default_tile(n: int, nparts: int, exact: bool = False) -> int:
+    """T_A when the caller leaves it out, for shards of r = n / nparts rows.
+
+    - r <= 2048: r, the whole shard (one tile per device).
+    - Else the largest divisor of r between 1024 and 2048 (no padding).
+    - Else, when padding is allowed (``exact`` false): the fewest tiles of at
+      most 2048 columns, as even as possible: k = ceil(r / 2048) tiles of
+      ceil(r / k) columns, between 1025 and 2048, padding each shard by
+      fewer than k rows (under 0.1% of them).
+    - Else (``exact``: pad=False, or syevd_shardmap_ctx's eigenvectors, which
+      cannot be padded) the largest divisor of r between 128 and 1024, else
+      the smallest divisor above 2048 (r itself when r is prime): never a
+      tile below 128 columns, whose many small operations cost more than the
+      block-cyclic layout's balance gains.
+
+    Measured (bench/results/2026-11-21-h200x4/table.txt, potrs float64 on 4
+    H200s, seconds for T_A = 256 / 1024 / 2048): N=8192: 0.0347 / 0.0163 /
+    0.0137; N=16384: 0.1139 / 0.0493 / 0.0458; N=32768: 0.4330 / 0.1853 /
+    0.1855; N=65536: 1.9462 / 0.8925 / 0.9024. T_A = 256 is about twice as
+    slow as 1024 at every N; 2048 is as fast as 1024 or faster up to
+    N=32768 (at N=8192 it is the whole shard, one tile per device, and the
+    fastest), and 1% slower at N=65536, where the ceiling of the same
+    solver, data already cyclic, is 1% slower too. Tile widths need not be
+    multiples of 128: cuSOLVERMg takes any width (not measured: whether
+    widths off multiples of 64 cost anything)."""
     r = n // nparts
-    if r <= 256:
+    if r <= _TILE_MAX:
         return max(r, 1)
-    for t in range(min(1024, r // 2), 127, -1):
-        if r % t == 0:
-            return t
-    return 256
+    small = [t for t in range(1, math.isqrt(r) + 1) if r % t == 0]
+    divisors = sorted(set(small) | {r // t for t in small})
+    largest = max(t for t in divisors if t <= _TILE_MAX)
+    if largest >= _TILE_GOOD:
+        return largest
+    if not exact:
+        k = -(-r // _TILE_MAX)
+        return -(-r // k)
+    if largest >= _TILE_MIN:
+        return largest
+    return min(t for t in divisors if t > _TILE_MAX)
 
 
 def _spec_entries(op: str, what: str, spec: Any) -> tuple[Any, ...]:

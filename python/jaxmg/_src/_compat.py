@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
+import numpy as np
 
 try:  # jax >= 0.6
     _shard_map = jax.shard_map
@@ -38,6 +39,66 @@ def current_manual_axes() -> dict[str, int]:
     manual = getattr(mesh, "manual_axes", None)
     names = [n for n in mesh.axis_names if manual is None or n in manual]
     return {n: int(mesh.shape[n]) for n in names}
+
+
+def vma_checked() -> bool:
+    """Whether the shard_map being traced types values by the mesh axes they
+    vary over (``check_vma=True``, shard_map's default). False outside
+    shard_map and under ``check_vma=False``."""
+    try:
+        from jax._src import config
+    except ImportError:  # pragma: no cover - layout of older jax
+        return False
+    state = getattr(config, "_check_vma", None)
+    return bool(state.value) if state is not None else False
+
+
+def varying_axes(x: Any) -> frozenset[str]:
+    """The mesh axes x's value may differ over inside shard_map (its "vma"),
+    as JAX types it; empty when vma is not checked."""
+    if not vma_checked():
+        return frozenset()
+    aval = jax.typeof(x)
+    mat = getattr(aval, "mat", None)  # jax >= 0.10: a ManualAxisType
+    if mat is not None and hasattr(mat, "varying"):
+        return frozenset(mat.varying)
+    return frozenset(getattr(aval, "vma", ()))
+
+
+def pvary(x: Any, axes: Any) -> Any:
+    """x typed as varying over ``axes`` too (no data moves); a no-op for the
+    axes it already varies over and when vma is not checked."""
+    missing = tuple(sorted(set(axes) - varying_axes(x))) if vma_checked() else ()
+    if not missing:
+        return x
+    pcast = getattr(jax.lax, "pcast", None)
+    if pcast is not None:
+        return pcast(x, missing, to="varying")
+    return jax.lax.pvary(x, missing)  # pragma: no cover - jax < 0.8.2
+
+
+def typed_result(shape: Any, dtype: Any, varying: frozenset[str]) -> Any:
+    """A ShapeDtypeStruct for an FFI result that varies over ``varying``
+    (the FFI cannot tell JAX which of its results are the same on every
+    device)."""
+    # The type names the shard_map's (abstract, manual) mesh.
+    get_mesh = getattr(jax.sharding, "get_abstract_mesh", None)
+    sharding = (jax.sharding.NamedSharding(get_mesh(), jax.sharding.PartitionSpec())
+                if get_mesh is not None else None)
+    mat_type = getattr(jax.sharding, "ManualAxisType", None)
+    if mat_type is not None:  # jax >= 0.10
+        return jax.ShapeDtypeStruct(shape, dtype, sharding=sharding,
+                                    manual_axis_type=mat_type(varying=frozenset(varying)))
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=sharding,  # pragma: no cover
+                                vma=frozenset(varying))
+
+
+def zero_tangent(x: Any) -> Any:
+    """The tangent of an integer output (a status) in a custom_jvp rule: a
+    float0 zero, typed under vma typing as varying where x does (JAX
+    compares the two types)."""
+    zero = np.zeros(np.shape(x), jax.dtypes.float0)
+    return pvary(zero, varying_axes(x))
 
 
 def _is_explicit(mesh: Any) -> bool:

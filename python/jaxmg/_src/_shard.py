@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _mode, _native
+from jaxmg._src import _checks, _compat, _mode, _native
 from jaxmg._src._compat import is_tracer as _compat_is_tracer
 from jaxmg._src._compat import place, shard_map_unchecked
 
@@ -81,6 +81,18 @@ def position(axes: Sequence[str], others: Sequence[str], nparts: int) -> jax.Arr
         group = jax.lax.axis_index(tuple(others) if len(others) > 1 else others[0])
         shard = group * nparts + shard
     return jnp.asarray(shard, dtype=jnp.int32)
+
+
+def result_types(axes: Sequence[str], *inputs: jax.Array) -> tuple[frozenset[str], frozenset[str]]:
+    """The mesh axes an op's results vary over, inside a shard_map that
+    checks vma: (its per-shard results, its results that are the same on
+    every shard of a group). A result varies over the axes its inputs vary
+    over; the per-shard ones over the rows' axes too, the others not (the
+    op hands every shard of a group the same value). Both empty elsewhere."""
+    data = frozenset().union(*map(_compat.varying_axes, inputs))
+    if not _compat.vma_checked():
+        return data, data
+    return data | frozenset(axes), data - frozenset(axes)
 
 
 def pad_shard(a: jax.Array, g: Geometry, shard: jax.Array, diag: Any) -> jax.Array:
@@ -216,11 +228,22 @@ def ffi_call(
     op: str,
     operands: Sequence[jax.Array],
     results: Sequence[jax.ShapeDtypeStruct],
+    *,
+    varying: Sequence[frozenset[str]] | None = None,
     **attrs: int,
 ) -> Sequence[jax.Array]:
     """Calls target ``jaxmg_<op>`` with A (operand 0) aliased to result 0, so
     that XLA hands A's buffer to the solver when nothing else needs it and
-    copies A first when it is still live: the user's array is never modified."""
+    copies A first when it is still live: the user's array is never modified.
+
+    ``varying``: inside a shard_map that checks vma, the mesh axes each result
+    varies over (see result_types). JAX wants an FFI call's operands typed
+    alike, and cannot know its results' types: they are typed here."""
+    if varying is not None and _compat.vma_checked():
+        union = frozenset().union(*map(_compat.varying_axes, operands), *varying)
+        operands = [_compat.pvary(x, union) for x in operands]
+        results = [_compat.typed_result(r.shape, r.dtype, v)
+                   for r, v in zip(results, varying)]
     call = jax.ffi.ffi_call(
         f"jaxmg_{op}",
         tuple(results),
@@ -264,7 +287,7 @@ def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
     rows = _checks.check_specs(op, mesh, in_specs, n_specs)
     _checks.check_divisible(op, n, rows.nparts)
     tile = (_checks.check_tile(op, T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
+            else _checks.default_tile(n, rows.nparts, exact=not pad))
     a = onto(a, mesh, rows.spec)
     g = geometry(op, n, rows.nparts, tile, pad)
     _native.load()

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _native, _shard
+from jaxmg._src import _checks, _compat, _manual, _native, _shard
 from jaxmg._src._compat import auto_axes_region, current_manual_axes
 
 
@@ -24,6 +24,7 @@ def _potri_shard(
 ) -> tuple[jax.Array, jax.Array]:
     """One shard's part: a is r x N. Returns this shard's rows of A^-1 and the
     status (int32 scalar, the same on every shard)."""
+    per_shard, same = _shard.result_types(axes, a)
     pos = _shard.position(axes, others, g.nparts)
     a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
     # The solver inverts conj(A) column-major; read row-major, its full
@@ -32,6 +33,7 @@ def _potri_shard(
         "potri",
         (a_p, pos),
         (jax.ShapeDtypeStruct(a_p.shape, a.dtype), jax.ShapeDtypeStruct((), jnp.int32)),
+        varying=(per_shard, same),
         T_A=g.tile,
         mesh_id=mesh_id,
     )
@@ -101,6 +103,27 @@ def potri(
     return (inv, status) if return_status else inv
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _ctx_invert(call: _manual.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """This device's rows of A^-1 and the status inside the user's
+    shard_map, differentiable in this device's rows a (see _ctx_invert_jvp)."""
+    return _potri_shard(a, **call.kw)
+
+
+@_ctx_invert.defjvp
+def _ctx_invert_jvp(call: _manual.Call, primals: tuple[jax.Array],
+                    tangents: tuple[jax.Array]):
+    """d(A^-1) = -A^-1 dA A^-1, rows R_d: -A^-1[R_d, :] (dA A^-1), with dA
+    the Hermitian matrix of da's upper triangle. Two products of
+    row-sharded matrices, each a ring of ppermutes (no device holds more than
+    two shards at a time), linear in da: JAX transposes them for reverse mode."""
+    (a,), (da,) = primals, tangents
+    inv, status = _ctx_invert(call, a)
+    da_inv = _manual.rows_times(call, _manual.hermitian_rows(call, da), inv)
+    dinv = -_manual.rows_times(call, inv, da_inv)
+    return (inv, status), (dinv, _compat.zero_tangent(status))
+
+
 def potri_shardmap_ctx(
     a: jax.Array,
     T_A: int | None = None,
@@ -118,14 +141,14 @@ def potri_shardmap_ctx(
     Returns:
       ``(inverse_rows, status)``: this device's rows of A^-1 and the status as
       an int32 array of shape (1,). Declare ``out_specs`` like
-      ``(P("x", None), P(None))`` and pass ``check_vma=False`` to shard_map.
+      ``(P("x", None), P(None))``. Works with either ``check_vma`` setting of
+      shard_map; with ``check_vma=True`` (its default) the status is typed as
+      the same along the rows' axes. Differentiable in a (``jax.grad``,
+      ``jax.jvp``, ``jax.vjp``, to any order).
     """
     rows, n, _ = _checks.check_local_shard("potri_shardmap_ctx", a,
                                            current_manual_axes(), axis_name)
-    tile = (_checks.check_tile("potri_shardmap_ctx", T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
-    g = _shard.geometry("potri_shardmap_ctx", n, rows.nparts, tile, pad)
+    call = _manual.make_call("potri_shardmap_ctx", rows, n, a, T_A, pad)
     _native.load()
-    inv, status = _potri_shard(a, g=g, axes=rows.axes, others=rows.others,
-                               mesh_id=_shard.mesh_id([], rows.axes + rows.others))
+    inv, status = _ctx_invert(call, a)
     return inv, status.reshape(1)

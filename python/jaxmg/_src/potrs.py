@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _native, _shard
+from jaxmg._src import _checks, _compat, _manual, _native, _shard
 from jaxmg._src._compat import auto_axes_region, current_manual_axes
 
 
@@ -24,6 +24,7 @@ def _potrs_shard(
 ) -> tuple[jax.Array, jax.Array]:
     """One shard's part: a is r x N, b is N x k (replicated). Returns x (N x k)
     and the status (int32 scalar), the same on every shard."""
+    per_shard, same = _shard.result_types(axes, a, b)
     pos = _shard.position(axes, others, g.nparts)
     shard = pos % g.nparts
     a_p = _shard.pad_shard(a, g, shard, 1)
@@ -39,6 +40,7 @@ def _potrs_shard(
             jax.ShapeDtypeStruct(b_cm.shape, dtype),
             jax.ShapeDtypeStruct((), jnp.int32),
         ),
+        varying=(per_shard, same, same),
         T_A=g.tile,
         mesh_id=mesh_id,
     )
@@ -98,7 +100,9 @@ def potrs(
       b: right-hand sides, (N, NRHS) or (N,), replicated (``P(None, None)``).
       T_A: tile size (columns per block of the 1D block-cyclic layout). A T_A
         above the shard size N/devices is reduced to it. Omitted: the whole
-        shard up to 256, else its largest divisor in 256..1024, else 256.
+        shard up to 2048 rows, else its largest divisor in 1024..2048, else
+        even tiles of at most 2048 (padding fewer rows than tiles), as
+        measured on 4 H200s (see ``jaxmg._src._checks.default_tile``).
       mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
         NamedSharding (they are read from it), or when ``a`` is a host or
         single-device array (it is then placed on a 1-D mesh "x" over all
@@ -123,6 +127,60 @@ def potrs(
     return (x, status) if return_status else x
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _ctx_solve(call: _manual.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """x = A^-1 b and the status inside the user's shard_map (b: the
+    leader's), differentiable in this device's rows a and in b (see
+    _ctx_solve_jvp)."""
+    return _potrs_shard(a, b, **call.kw)
+
+
+@_ctx_solve.defjvp
+def _ctx_solve_jvp(call: _manual.Call, primals: tuple[jax.Array, jax.Array],
+                   tangents: tuple[jax.Array, jax.Array]):
+    """dx = A^-1 (db - dA x), dA the Hermitian matrix of da's upper triangle:
+    dA x through one psum, A^-1 by one more jaxmg solve (_ctx_linear_solve),
+    whose transpose JAX takes for reverse mode."""
+    (a, b), (da, db) = primals, tangents
+    x, status = _ctx_solve(call, a, b)
+    dx = _ctx_linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
+    return (x, status), (dx, _compat.zero_tangent(status))
+
+
+def _ctx_linear_solve(call: _manual.Call, a: jax.Array, r: jax.Array) -> jax.Array:
+    """A^-1 r (r: the leader's) as a linear map JAX can differentiate and
+    transpose: jax.lax.custom_linear_solve, with matvec A v (one psum), solve
+    the FFI solve and transpose_solve its transpose (see _manual): the
+    cotangent's parts summed, A^-H of the sum to the leader.
+
+    Under vma typing, custom_linear_solve types its result as varying over
+    every axis its operands vary over, a's rows' axes included, although
+    every device holds the same x; r is typed so from the start, and the
+    result is retyped as the same on every device by one psum of x on the
+    leader and zeros elsewhere (exact)."""
+    checked = _compat.vma_checked()
+    if checked:
+        r = _compat.pvary(r, _compat.varying_axes(a) | set(call.axes))
+    like = _compat.varying_axes(r)
+
+    def matvec(v: jax.Array) -> jax.Array:
+        return _compat.pvary(_manual.hermitian_matvec(call, a, v), like)
+
+    def solve(_: Any, r: jax.Array) -> jax.Array:
+        return _compat.pvary(_potrs_shard(a, r, **call.kw)[0], like)
+
+    def transpose_solve(_: Any, c: jax.Array) -> jax.Array:
+        # A^-T = conj(A^-1 conj(.)) for Hermitian A.
+        summed = _manual.summed_axes(call, c)
+        x, _ = _potrs_shard(a, jnp.conj(_manual.psum(c, summed)), **call.kw)
+        return _compat.pvary(_manual.leader_only(jnp.conj(x), summed), like)
+
+    x = jax.lax.custom_linear_solve(matvec, r, solve, transpose_solve)
+    if checked:
+        x = _manual.psum(_manual.leader_only(x, call.axes), call.axes)
+    return x
+
+
 def potrs_shardmap_ctx(
     a: jax.Array,
     b: jax.Array,
@@ -134,7 +192,8 @@ def potrs_shardmap_ctx(
 
     Args:
       a: this device's rows of A, (N / devices, N).
-      b: the right-hand sides, (N, NRHS) or (N,), the same on every device.
+      b: the right-hand sides, (N, NRHS) or (N,), the same on every device
+        (the first device's b is used).
       T_A: tile size, as in ``potrs``.
       pad: as in ``potrs``.
       axis_name: the mesh axis (or axes) A's rows are sharded over; may be
@@ -143,21 +202,19 @@ def potrs_shardmap_ctx(
     Returns:
       ``(x, status)``: x with b's shape (the same on every device) and the
       status as an int32 array of shape (1,). Declare ``out_specs`` like
-      ``(P(None, None), P(None))`` and pass ``check_vma=False`` to shard_map.
+      ``(P(None, None), P(None))``. Works with either ``check_vma`` setting
+      of shard_map; with ``check_vma=True`` (its default) x and status are
+      typed as the same along the rows' axes. Differentiable in a and b
+      (``jax.grad``, ``jax.jvp``, ``jax.vjp``, to any order), whatever the
+      out_specs.
     """
     rows, n, dtype = _checks.check_local_shard(
         "potrs_shardmap_ctx", a, current_manual_axes(), axis_name
     )
     _checks.check_rhs("potrs_shardmap_ctx", b, n, dtype)
-    tile = (_checks.check_tile("potrs_shardmap_ctx", T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
-    g = _shard.geometry("potrs_shardmap_ctx", n, rows.nparts, tile, pad)
+    call = _manual.make_call("potrs_shardmap_ctx", rows, n, a, T_A, pad)
     _native.load()
     b2 = b if b.ndim == 2 else b[:, None]
-    x, status = _potrs_shard(
-        a, b2, g=g, axes=rows.axes, others=rows.others,
-        mesh_id=_shard.mesh_id([], rows.axes + rows.others),
-    )
+    x, status = _ctx_solve(call, a, b2)
     x = x if b.ndim == 2 else x[:, 0]
     return x, status.reshape(1)
-

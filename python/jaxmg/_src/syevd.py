@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _native, _shard
+from jaxmg._src import _checks, _compat, _manual, _native, _shard
 from jaxmg._src._compat import auto_axes_region, current_manual_axes
 
 
@@ -45,6 +45,7 @@ def _syevd_shard(
     """One shard's part: a is r x N. Returns the N' eigenvalues (padded size,
     ascending, padding's last), this shard's rp columns of the eigenvectors
     with padding rows removed (N x rp), and the status."""
+    per_shard, same = _shard.result_types(axes, a)
     pos = _shard.position(axes, others, g.nparts)
     shard = pos % g.nparts
     diag = _pad_value(a, shard, axes) if g.padded else 1
@@ -58,6 +59,7 @@ def _syevd_shard(
             jax.ShapeDtypeStruct((g.n_padded,), real),
             jax.ShapeDtypeStruct((), jnp.int32),
         ),
+        varying=(per_shard, same, same),
         T_A=g.tile,
         mesh_id=mesh_id,
         want_vectors=int(want_vectors),
@@ -177,6 +179,70 @@ def syevd(
     return out[0] if len(out) == 1 else out
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _ctx_eig(call: _manual.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Inside the user's shard_map, padding kept: all N' eigenvalues (the
+    padding's last), this device's rp columns of the eigenvectors (N x rp,
+    eigenvectors d*rp ... (d+1)*rp - 1), the status; differentiable in this
+    device's rows a (see _ctx_eig_jvp)."""
+    return _syevd_shard(a, want_vectors=True, **call.kw)
+
+
+@_ctx_eig.defjvp
+def _ctx_eig_jvp(call: _manual.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    """The rule of _eigh_jvp on this device's columns V_d of V: with
+    G = V^H dA V, dw = real(diag(G)) and dV_d = V (F * G)[:, C_d], C_d this
+    device's eigenvector indices. dA V_d comes from a ring of dA's Hermitian
+    rows, diag(G) over C_d is local, and (F * G)[C_j, C_d] = F * (V_j^H dA V_d)
+    from a ring of V's column blocks V_j.
+
+    The padding's eigenpairs (indices >= N) are held constant: F and dw are
+    zero wherever one is involved. That is exact for A's eigenpairs: their
+    eigenvectors are zero on the padding's coordinates, where dA is zero too
+    (the padding value is treated as a constant), so G couples them with no
+    padding eigenpair."""
+    (a,), (da,) = primals, tangents
+    w, v, status = _ctx_eig(call, a)
+    g = call.g
+    c = v.shape[1]  # rp
+    d = _manual.shard_index(call)
+    mine = d * c + jnp.arange(c)  # the global indices of this device's eigenpairs
+    valid = mine < g.n
+    dav = _manual.hermitian_times_columns(call, da, v)  # dA V_d, N x c
+    dw_mine = jnp.where(valid, jnp.real(jnp.sum(jnp.conj(v) * dav, axis=0)), 0)
+    dw = _manual.psum(jax.lax.dynamic_update_slice_in_dim(
+        jnp.zeros_like(w), dw_mine.astype(w.dtype), d * c, axis=0), call.axes)
+    w_mine = jax.lax.dynamic_slice_in_dim(w, d * c, c)
+
+    def term(j: jax.Array, v_j: jax.Array) -> jax.Array:
+        theirs = j * c + jnp.arange(c)
+        w_theirs = jax.lax.dynamic_slice_in_dim(w, j * c, c)
+        coupled = ((theirs[:, None] < g.n) & valid[None, :]
+                   & (theirs[:, None] != mine[None, :]))
+        gap = jnp.where(coupled, w_mine[None, :] - w_theirs[:, None], 1)
+        f = jnp.where(coupled, 1 / gap, 0).astype(v.dtype)  # F[C_j, C_d]
+        return v_j @ (f * (jnp.conj(v_j).T @ dav))
+
+    dv = _manual.ring_sum(call, v, term)
+    return (w, v, status), (dw, dv, _compat.zero_tangent(status))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _ctx_eigvals(call: _manual.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(w, status) inside the user's shard_map, without eigenvectors; its
+    derivative needs them, and computes them (_ctx_eig) only when
+    differentiated."""
+    w, _, status = _syevd_shard(a, want_vectors=False, **call.kw)
+    return w[: call.g.n], status
+
+
+@_ctx_eigvals.defjvp
+def _ctx_eigvals_jvp(call: _manual.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    (w, _, status), (dw, _, _) = jax.jvp(functools.partial(_ctx_eig, call), primals, tangents)
+    n = call.g.n
+    return (w[:n], status), (dw[:n], _compat.zero_tangent(status))
+
+
 def syevd_shardmap_ctx(
     a: jax.Array,
     T_A: int | None = None,
@@ -199,24 +265,26 @@ def syevd_shardmap_ctx(
       ``(w, status)`` or ``(w, V_local, status)``: all N eigenvalues (the same
       on every device), this device's N/devices columns of V (eigenvectors
       ``d*N/devices ...``; out_specs ``P(None, "x")``), and the status as an
-      int32 array of shape (1,).
+      int32 array of shape (1,). Works with either ``check_vma`` setting of
+      shard_map; with ``check_vma=True`` (its default) w and status are typed
+      as the same along the rows' axes. Differentiable in a (``jax.grad``,
+      ``jax.jvp``, ``jax.vjp``, to any order; eigenvectors through functions
+      that do not depend on their phases, as for ``jnp.linalg.eigh``).
     """
     rows, n, _ = _checks.check_local_shard("syevd_shardmap_ctx", a,
                                            current_manual_axes(), axis_name)
-    tile = (_checks.check_tile("syevd_shardmap_ctx", T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts))
-    g = _shard.geometry("syevd_shardmap_ctx", n, rows.nparts, tile, pad)
-    if g.padded and return_eigenvectors:
+    # Eigenvectors cannot be padded here: a T_A left out then divides the shard.
+    call = _manual.make_call("syevd_shardmap_ctx", rows, n, a, T_A, pad,
+                             exact=bool(return_eigenvectors))
+    if call.g.padded and return_eigenvectors:
         raise ValueError(
-            f"jaxmg.syevd_shardmap_ctx: the shard size {g.r} is not a multiple of "
-            f"T_A={g.tile}, and padded eigenvectors cannot be split evenly inside "
+            f"jaxmg.syevd_shardmap_ctx: the shard size {call.g.r} is not a multiple of "
+            f"T_A={call.g.tile}, and padded eigenvectors cannot be split evenly inside "
             "shard_map; choose a T_A that divides the shard size, or use jaxmg.syevd"
         )
     _native.load()
-    w, v, status = _syevd_shard(
-        a, g=g, axes=rows.axes, others=rows.others,
-        mesh_id=_shard.mesh_id([], rows.axes + rows.others),
-        want_vectors=bool(return_eigenvectors),
-    )
-    w = w[: g.n]
-    return (w, v, status.reshape(1)) if return_eigenvectors else (w, status.reshape(1))
+    if return_eigenvectors:
+        w, v, status = _ctx_eig(call, a)
+        return w, v, status.reshape(1)
+    w, status = _ctx_eigvals(call, a)
+    return w, status.reshape(1)

@@ -1,0 +1,198 @@
+"""What the ``*_shardmap_ctx`` forms' derivative rules compute with, inside
+the user's own ``jax.shard_map``: one device's part of each matrix, and
+collectives over the axes A's rows are sharded over.
+
+Conventions. Along those axes, device d (its index, 0 ... nparts-1) holds rows
+R_d = d*r ... (d+1)*r - 1 of A (r = N / nparts). "A" is the Hermitian matrix
+of a's upper triangle, the one the ops solve with; its derivatives are taken
+with respect to a, as in the plain forms.
+
+Why the rules are right under both settings of shard_map's ``check_vma``.
+JAX differentiates a shard_map body as a function of every device's values
+(transposing psum into psum, ppermute into the inverse permutation, and so
+on); what differs is how it reads a value that is the same on every device:
+
+- ``check_vma=True`` (shard_map's default) types every value by the mesh axes
+  it may vary over. A value typed invariant is one value, and its cotangent
+  is the whole cotangent on every device. The ops type their results (an
+  FFI call cannot say): x, w and status invariant over the rows' axes,
+  A^-1's rows and V's columns varying.
+- ``check_vma=False`` types nothing: every device's copy is its own variable,
+  and the cotangent of a value that is the same everywhere arrives split
+  over the devices (shard_map divides the cotangent of an output that
+  out_specs leave unmapped by the number of devices, and sums the cotangents
+  of an unmapped input): only the sum of the parts is the cotangent.
+
+The rules use only collectives JAX knows how to transpose, plus one linear
+map of their own, the solve with A, whose transpose they give explicitly:
+the FFI solve takes the right-hand side of the group's first device (its
+leader) and hands every device the same x, so its transpose sums the
+cotangent's parts over the axes they may differ over (all of the rows' axes
+without vma typing, none for an invariant cotangent) and hands A^-H of the
+sum to the leader alone. Neither reading needs to know the caller's
+out_specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxmg._src import _checks, _compat, _shard
+
+
+@dataclass(frozen=True)
+class Call:
+    """The static part of one ctx call: its geometry and axes (hashable, so
+    that it can be a custom_jvp's non-differentiable argument)."""
+
+    g: _shard.Geometry
+    axes: tuple[str, ...]    # the axes A's rows are sharded over
+    others: tuple[str, ...]  # the shard_map's other axes (one group each)
+    mesh_id: int
+
+    @property
+    def axis(self) -> Any:
+        """The rows' axes as collectives take them."""
+        return self.axes if len(self.axes) > 1 else self.axes[0]
+
+    @property
+    def kw(self) -> dict[str, Any]:
+        """The keyword arguments of the ops' per-shard functions."""
+        return dict(g=self.g, axes=self.axes, others=self.others, mesh_id=self.mesh_id)
+
+
+def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
+              pad: bool, exact: bool = False) -> Call:
+    """The checks every ctx form makes before tracing anything, then its Call:
+    T_A (chosen when left out; one that divides the shard when ``exact`` or
+    not ``pad``), the padding geometry, and, under
+    ``check_vma=True``, that ``a`` is typed as varying over the rows' axes
+    (it holds this device's rows; a value typed the same on every device
+    cannot be, and its derivative would be read as one shared value)."""
+    tile = (_checks.check_tile(op, T_A) if T_A is not None
+            else _checks.default_tile(n, rows.nparts, exact=exact or not pad))
+    g = _shard.geometry(op, n, rows.nparts, tile, pad)
+    if _compat.vma_checked():
+        missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]
+        if missing:
+            raise ValueError(
+                f"jaxmg.{op}: a is typed as the same on every device along "
+                f"{tuple(missing)}, but it must be this device's rows of A: pass A "
+                f"into the shard_map with in_specs P({rows.spec[0]!r}, None), or "
+                f"mark it with jax.lax.pcast(a, {tuple(missing)!r}, to='varying')"
+            )
+    return Call(g, rows.axes, rows.others, _shard.mesh_id([], rows.axes + rows.others))
+
+
+def shard_index(call: Call) -> jax.Array:
+    """This device's index d along the rows' axes."""
+    return jax.lax.axis_index(call.axis)
+
+
+def summed_axes(call: Call, x: jax.Array) -> tuple[str, ...]:
+    """The rows' axes over which x's per-device values may differ, and so
+    must be summed to give the value they stand for when x is a cotangent:
+    all of them without vma typing, else those x is typed varying over."""
+    if not _compat.vma_checked():
+        return call.axes
+    vary = _compat.varying_axes(x)
+    return tuple(name for name in call.axes if name in vary)
+
+
+def _named(axes: tuple[str, ...]) -> Any:
+    return axes if len(axes) > 1 else axes[0]
+
+
+def psum(x: jax.Array, axes: tuple[str, ...]) -> jax.Array:
+    return jax.lax.psum(x, _named(axes)) if axes else x
+
+
+def leader_only(x: jax.Array, axes: tuple[str, ...]) -> jax.Array:
+    """x on the device of index 0 along ``axes``, zero on the others."""
+    if not axes:
+        return x
+    first = jax.lax.axis_index(_named(axes)) == 0
+    return jnp.where(first, x, jnp.zeros_like(x))
+
+
+def ring_sum(call: Call, x: jax.Array, term: Callable[[jax.Array, jax.Array], jax.Array]) -> jax.Array:
+    """sum over j of term(j, x_j), x_j being device j's x: x goes round the
+    ring of devices (nparts - 1 steps of ppermute), so no device ever holds
+    more than one other device's part. term's j is a traced index."""
+    n = call.g.nparts
+    d = shard_index(call)
+    to_previous = [(k, (k - 1) % n) for k in range(n)]
+    total = None
+    for step in range(n):
+        # After `step` moves, this device holds the x of device d + step.
+        part = term((d + step) % n, x)
+        total = part if total is None else total + part
+        if step + 1 < n:
+            x = jax.lax.ppermute(x, call.axis, to_previous)
+    assert total is not None
+    return total
+
+
+def rows_times(call: Call, x: jax.Array, y: jax.Array) -> jax.Array:
+    """Rows R_d of X Y, from this device's rows of X (r x N) and of Y (r x M):
+    the sum over j of X[R_d, R_j] Y[R_j, :]."""
+    r = call.g.r
+
+    def term(j: jax.Array, y_j: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_slice_in_dim(x, j * r, r, axis=1) @ y_j
+
+    return ring_sum(call, y, term)
+
+
+def _global_rows(call: Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The global row and column indices of this device's (r x N) rows."""
+    r, n = a.shape
+    rows = shard_index(call) * r + jnp.arange(r)[:, None]
+    return rows, jnp.arange(n)[None, :]
+
+
+def hermitian_rows(call: Call, a: jax.Array) -> jax.Array:
+    """Rows R_d of the Hermitian matrix of a's upper triangle. Left of the
+    diagonal they are the conjugates of columns R_d above it, which other
+    devices hold: one all_to_all of r x r blocks brings them."""
+    r, n = a.shape
+    nparts = call.g.nparts
+    blocks = a.reshape(r, nparts, r).transpose(1, 0, 2)  # block j: a[R_d, R_j]
+    # Device d receives every device j's block a[R_j, R_d]: A's columns R_d.
+    columns = jax.lax.all_to_all(blocks, call.axis, 0, 0, tiled=False).reshape(n, r)
+    rows, cols = _global_rows(call, a)
+    diagonal = jnp.real(a).astype(a.dtype)
+    return jnp.where(cols > rows, a,
+                     jnp.where(cols == rows, diagonal, jnp.conj(columns).T))
+
+
+def hermitian_matvec(call: Call, a: jax.Array, v: jax.Array) -> jax.Array:
+    """A v (N x k), the same on every device, for the full v (N x k): with U
+    a's upper triangle (real diagonal) and S its strict part, A = U + S^H;
+    rows R_d of U v are this device's, and S^H v sums every device's
+    S[R_d, :]^H v[R_d]: one psum of N x k."""
+    r, n = a.shape
+    d = shard_index(call)
+    rows, cols = _global_rows(call, a)
+    strict = jnp.where(cols > rows, a, jnp.zeros_like(a))
+    upper = strict + jnp.where(cols == rows, jnp.real(a).astype(a.dtype), jnp.zeros_like(a))
+    own = jax.lax.dynamic_slice_in_dim(v, d * r, r, axis=0)
+    placed = jax.lax.dynamic_update_slice_in_dim(jnp.zeros_like(v), upper @ v, d * r, axis=0)
+    return psum(placed + jnp.conj(strict).T @ own, call.axes)
+
+
+def hermitian_times_columns(call: Call, a: jax.Array, v: jax.Array) -> jax.Array:
+    """A V_d for this device's columns V_d of some N x (nparts * c) matrix V
+    (V_d is N x c): the sum over j of A[:, R_j] V_d[R_j, :], where
+    A[:, R_j] = A[R_j, :]^H is device j's Hermitian rows, which go round the
+    ring."""
+    r = call.g.r
+
+    def term(j: jax.Array, rows_j: jax.Array) -> jax.Array:
+        return jnp.conj(rows_j).T @ jax.lax.dynamic_slice_in_dim(v, j * r, r, axis=0)
+
+    return ring_sum(call, hermitian_rows(call, a), term)
