@@ -88,6 +88,12 @@ const jmg_rendezvous *jmg_rendezvous_threads(void);
  * leader's context. Posts are copied (see JMG_RDV_MAX_POST). */
 const jmg_rendezvous *jmg_rendezvous_processes(void);
 
+/* Whether a line of /proc/<pid>/stat describes a process that is dead or
+ * dying: a zombie, or one whose exit has begun (the kernel's PF_EXITING).
+ * How the process rendezvous tells a killed participant before its parent
+ * reaps it. */
+int jmg_proc_stat_dying(const char *stat);
+
 /* Removes the process rendezvous' segments that are stale (left behind by
  * crashed jobs: waiting or failed, with every process that created, joined or
  * aborted them gone), by the rule the rendezvous itself applies to a segment

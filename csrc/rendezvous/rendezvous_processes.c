@@ -168,9 +168,12 @@ static unsigned char *slot(seg *s, int shard) {
          (size_t)shard * JMG_RDV_MAX_POST;
 }
 
-/* Whether /proc says pid is a zombie (dead, not yet reaped by its parent: a
- * launcher that waits for its children one after the other reaps a killed
- * one late). Where /proc cannot be read, it is not. */
+/* Whether /proc says pid is dying or dead but still there: a zombie (dead,
+ * not yet reaped by its parent: a launcher that waits for its children one
+ * after the other reaps a killed one late), or a process whose exit has begun
+ * (the kernel's PF_EXITING flag, 0x4 in the flags word, field 9 of
+ * /proc/<pid>/stat: a process that held GPUs can take seconds to let go of
+ * them before it becomes a zombie). Where /proc cannot be read, it is not. */
 static int pid_zombie(pid_t pid) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -179,10 +182,22 @@ static int pid_zombie(pid_t pid) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
-  /* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
-  const char *close_paren = strrchr(buf, ')');
-  if (close_paren == NULL || close_paren[1] != ' ') return 0;
-  return close_paren[2] == 'Z' || close_paren[2] == 'X';
+  return jmg_proc_stat_dying(buf);
+}
+
+int jmg_proc_stat_dying(const char *stat) {
+  /* "pid (comm) S ppid pgrp session tty_nr tpgid flags ...": the fields
+   * follow the last ')' (comm may hold one, and spaces). */
+  const char *p = strrchr(stat, ')');
+  if (p == NULL || p[1] != ' ') return 0;
+  const char state = p[2];
+  if (state == 'Z' || state == 'X' || state == 'x') return 1;
+  long long ppid, pgrp, session, tty, tpgid;
+  unsigned long flags = 0;
+  if (sscanf(p + 3, "%lld %lld %lld %lld %lld %lu", &ppid, &pgrp, &session,
+             &tty, &tpgid, &flags) != 6)
+    return 0;
+  return (flags & 0x4UL) != 0; /* PF_EXITING */
 }
 
 /* kill(pid, 0) fails with ESRCH only for a pid that no longer exists; a

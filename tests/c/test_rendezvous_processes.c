@@ -585,7 +585,7 @@ TEST(rendezvous_processes_async_joins_meet_and_fail_like_blocking_ones) {
                     "status on shard 2 is not int32");
     }
     if (i == 3) sp.delay_s = 0.4; /* arrives after the failure */
-    sp.linger_s = 0.8; /* keep the failed call's owners alive */
+    sp.linger_s = 0.8;            /* keep the failed call's owners alive */
     CHECK_EQ(spawn(&cs[i], &sp), 0);
   }
   CHECK_EQ(collect(cs, 4, 10.0), 4);
@@ -597,4 +597,32 @@ TEST(rendezvous_processes_async_joins_meet_and_fail_like_blocking_ones) {
   }
   CHECK(cs[3].r.elapsed_s < 0.2); /* failed at once, without done */
   CHECK_EQ(cs[0].r.leader_runs, 0);
+}
+
+TEST(rendezvous_proc_stat_tells_dying_processes) {
+  /* Running, sleeping: flags without PF_EXITING (0x4). */
+  CHECK_EQ(jmg_proc_stat_dying("42 (python3) S 1 42 42 0 -1 4194560 100 0"), 0);
+  CHECK_EQ(jmg_proc_stat_dying("42 (python3) R 1 42 42 0 -1 4194304 1 0"), 0);
+  /* Zombie and dead. */
+  CHECK_EQ(jmg_proc_stat_dying("42 (python3) Z 1 42 42 0 -1 4227084 100 0"), 1);
+  CHECK_EQ(jmg_proc_stat_dying("42 (python3) X 1 42 42 0 -1 0 0 0"), 1);
+  /* Exiting but not yet a zombie (a process letting go of its GPUs). */
+  CHECK_EQ(jmg_proc_stat_dying("42 (python3) D 1 42 42 0 -1 4194308 100 0"), 1);
+  /* A command name with spaces and parentheses. */
+  CHECK_EQ(jmg_proc_stat_dying("7 (a) b (c) S 1 7 7 0 -1 4194560 1 0"), 0);
+  CHECK_EQ(jmg_proc_stat_dying("7 (a) b (c) D 1 7 7 0 -1 4194564 1 0"), 1);
+  /* Unreadable lines are not dying. */
+  CHECK_EQ(jmg_proc_stat_dying(""), 0);
+  CHECK_EQ(jmg_proc_stat_dying("7 (a"), 0);
+  CHECK_EQ(jmg_proc_stat_dying("7 (a) S 1"), 0);
+}
+
+TEST(rendezvous_proc_stat_of_this_process_is_alive) {
+  FILE *f = fopen("/proc/self/stat", "r");
+  if (f == NULL) return; /* not Linux's /proc: nothing to read */
+  char buf[512];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  CHECK_EQ(jmg_proc_stat_dying(buf), 0);
 }
