@@ -104,6 +104,11 @@ int jmg_proc_stat_dying(const char *stat);
  * /dev/shm. */
 int jmg_rdv_sweep_stale(void);
 
+/* The POSIX shared-memory name ("/jaxmg-" and 16 hex digits) of the process
+ * rendezvous' segment for call key: a hash of the key, so that every process
+ * of the call finds it. */
+void jmg_rdv_segment_name(const jmg_rdv_key *key, char *name, size_t len);
+
 /* The sequence number of the next call of `op` by participant `shard` of
  * mesh `mesh_id` under run id `run_id`: 0 for the first call under a run id,
  * then 1, 2, ... One call site executes in the same order on every device

@@ -154,6 +154,11 @@ static void make_name(const ident *id, char *name, size_t len) {
   snprintf(name, len, "/jaxmg-%016llx", (unsigned long long)h);
 }
 
+void jmg_rdv_segment_name(const jmg_rdv_key *key, char *name, size_t len) {
+  const ident id = jmg_call_ident_of(key);
+  make_name(&id, name, len);
+}
+
 static size_t posts_offset(int nparts) {
   size_t off = sizeof(seg) + (size_t)nparts * sizeof(shard_rec);
   return (off + 63) & ~(size_t)63;

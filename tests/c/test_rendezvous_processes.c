@@ -248,33 +248,10 @@ static void spec_init(spec *sp, jmg_rdv_key key, int shard, int tag,
   sp->timeout_s = timeout_s;
 }
 
-/* The segment's name, as rendezvous_processes.c makes it (FNV-1a 64 of the
- * key); keep the two in step. */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-static void shm_name(const jmg_rdv_key *k, char *name, size_t len) {
-  char op[32] = {0};
-  snprintf(op, sizeof op, "%s", k->op);
-  uint64_t h = 14695981039346656037ULL;
-  h = fnv1a(h, op, strlen(op) + 1);
-  h = fnv1a(h, &k->mesh_id, sizeof k->mesh_id);
-  h = fnv1a(h, &k->run_id, sizeof k->run_id);
-  h = fnv1a(h, &k->seq, sizeof k->seq);
-  h = fnv1a(h, &k->nparts, sizeof k->nparts);
-  snprintf(name, len, "/jaxmg-%016llx", (unsigned long long)h);
-}
-
 /* Whether the shared-memory segment of call k exists. */
 static int shm_exists(const jmg_rdv_key *k) {
   char name[64];
-  shm_name(k, name, sizeof name);
+  jmg_rdv_segment_name(k, name, sizeof name);
   int fd = shm_open(name, O_RDONLY, 0);
   if (fd < 0) return 0;
   close(fd);
@@ -484,7 +461,7 @@ TEST(rendezvous_processes_stale_segment_is_replaced) {
 TEST(rendezvous_processes_uninitialized_segment_is_replaced) {
   jmg_rdv_key key = make_key("potrs", 110, fresh_run_id(), 2);
   char name[64];
-  shm_name(&key, name, sizeof name);
+  jmg_rdv_segment_name(&key, name, sizeof name);
   /* A creator that died between shm_open and sizing its segment. */
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
   CHECK(fd >= 0);
