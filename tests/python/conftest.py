@@ -54,6 +54,15 @@ def mesh(cpu_devices):
     return jax.make_mesh((NDEV,), ("x",), devices=cpu_devices)
 
 
+@pytest.fixture(scope="session")
+def auto_mesh(cpu_devices):
+    """The same mesh with Auto axes (what check_grads' random cotangents
+    need: see test_derivatives.py)."""
+    from jax.sharding import AxisType
+
+    return jax.make_mesh((NDEV,), ("x",), devices=cpu_devices, axis_types=(AxisType.Auto,))
+
+
 @pytest.fixture
 def rng(request):
     """Fresh random inputs for every test, reproducible from the test's id

@@ -22,6 +22,16 @@ DTYPE_IDS = ("f32", "f64", "c64", "c128")
 TOL_C = 30.0
 
 
+def herm(a):
+    """The Hermitian matrix of a's upper triangle with a real diagonal (what
+    the ops read, so what their derivatives are taken with respect to),
+    written out independently of jaxmg's own."""
+    import jax.numpy as jnp
+
+    strict = jnp.triu(a, 1)
+    return strict + jnp.conj(strict).T + jnp.diag(jnp.real(jnp.diagonal(a))).astype(a.dtype)
+
+
 def is_complex(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.complexfloating)
 

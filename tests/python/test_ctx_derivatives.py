@@ -26,6 +26,7 @@ from jax.test_util import check_grads
 
 import jaxmg
 import jaxmg_testing as jt
+from jaxmg_testing import herm
 
 VMA = [True, False]
 VMA_IDS = ["check_vma", "no_check_vma"]
@@ -40,15 +41,6 @@ T_A = [2, 3]
 T_A_IDS = ["exact", "padded"]
 
 
-@pytest.fixture(scope="module")
-def auto_mesh(cpu_devices):
-    return jax.make_mesh((4,), ("x",), devices=cpu_devices, axis_types=(AxisType.Auto,))
-
-
-def herm(a):
-    """The Hermitian matrix of a's upper triangle, real diagonal."""
-    strict = jnp.triu(a, 1)
-    return strict + jnp.conj(strict).T + jnp.diag(jnp.real(jnp.diagonal(a))).astype(a.dtype)
 
 
 def separated(rng, n, dtype):

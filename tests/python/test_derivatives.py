@@ -14,11 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AxisType, PartitionSpec as P
+from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
 
 import jaxmg
 import jaxmg_testing as jt
+from jaxmg_testing import herm
 
 SPEC = (P("x", None),)
 DTYPES = [np.float64, np.complex128]
@@ -28,15 +29,6 @@ GRAD_TOL = 2e-5
 IDS = ["f64", "c128"]
 
 
-@pytest.fixture(scope="module")
-def auto_mesh(cpu_devices):
-    return jax.make_mesh((4,), ("x",), devices=cpu_devices, axis_types=(AxisType.Auto,))
-
-
-def herm(a):
-    """The Hermitian matrix of a's upper triangle, real diagonal."""
-    strict = jnp.triu(a, 1)
-    return strict + jnp.conj(strict).T + jnp.diag(jnp.real(jnp.diagonal(a))).astype(a.dtype)
 
 
 def weights(n, dtype):
