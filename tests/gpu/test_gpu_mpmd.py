@@ -21,7 +21,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 
 import jaxmg_testing as jt  # noqa: E402
-from mpmd_launch import assert_all_passed, finish_job, run_job, start_job  # noqa: E402
+from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_job,  # noqa: E402
+                         start_job)
 
 
 def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
@@ -92,15 +93,7 @@ def test_gpu_mpmd_killed_process_fails_the_others(gpus):
     if len(gpus) < 3:
         pytest.skip("needs 3 GPUs")
     results = run_job("kill", 3, platform="cuda", timeout_s=30.0, bound_s=300.0)
-    assert 1 not in results  # killed
-    for i in (0, 2):
-        assert i in results, results["outputs"][i][-3000:]
-        assert not results[i]["failed"], results[i]["failed"]
-    (dead,) = results[0]["done"]
-    assert "jaxmg.potri" in dead and "shard 1" in dead and "exited" in dead, dead
-    assert float(dead.split("after ")[1].split(" s")[0]) < 5.0, dead
-    (late,) = results[2]["done"]
-    assert float(late.split("after ")[1].split(" s")[0]) < 5.0, late
+    assert_killed_job(results, within_s=5.0)
 
 
 def test_gpu_mpmd_two_jobs_at_once_never_meet(gpus):

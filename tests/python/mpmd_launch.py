@@ -78,6 +78,21 @@ def assert_all_passed(results: dict, nproc: int, expect: int) -> None:
         assert len(r["done"]) == expect, r["done"]
 
 
+def assert_killed_job(results: dict, within_s: float) -> None:
+    """The "kill" scenario's outcome: process 1 gave no result (killed), and
+    processes 0 and 2 each raised once, within within_s, process 0 naming
+    the dead shard 1."""
+    assert 1 not in results  # killed
+    for i in (0, 2):
+        assert i in results, results["outputs"][i][-3000:]
+        assert not results[i]["failed"], results[i]["failed"]
+    (dead,) = results[0]["done"]
+    assert "jaxmg.potri" in dead and "shard 1" in dead and "exited" in dead, dead
+    assert float(dead.split("after ")[1].split(" s")[0]) < within_s, dead
+    (late,) = results[2]["done"]
+    assert float(late.split("after ")[1].split(" s")[0]) < within_s, late
+
+
 def shm_names(prefix: str = "jaxmg-") -> set[str]:
     """jaxmg's POSIX shared-memory segments on this machine."""
     return {n for n in os.listdir("/dev/shm") if n.startswith(prefix)}

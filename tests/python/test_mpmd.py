@@ -10,7 +10,8 @@ covers several cases."""
 
 from __future__ import annotations
 
-from mpmd_launch import assert_all_passed, finish_job, run_job, shm_names, start_job
+from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_job, shm_names,
+                         start_job)
 
 
 def test_two_processes_every_op_and_dtype():
@@ -46,16 +47,7 @@ def test_killed_process_fails_the_others_then_its_region_is_swept():
     at once (not after the 30 s timeout), naming the dead shard, and so does
     shard 2 when it comes. Shard 1's buffer region, left in /dev/shm, is
     removed by the next job, which works."""
-    results = run_job("kill", 3)
-    assert 1 not in results  # killed
-    for i in (0, 2):
-        assert i in results, results["outputs"][i][-3000:]
-        assert not results[i]["failed"], results[i]["failed"]
-    (dead,) = results[0]["done"]
-    assert "jaxmg.potri" in dead and "shard 1" in dead and "exited" in dead, dead
-    assert float(dead.split("after ")[1].split(" s")[0]) < 3.0, dead
-    (late,) = results[2]["done"]
-    assert float(late.split("after ")[1].split(" s")[0]) < 3.0, late
+    assert_killed_job(run_job("kill", 3), within_s=3.0)
     left = {n for n in shm_names("jaxmg-d-")}
     assert left, "shard 1's buffer region should be left behind"
 
