@@ -198,8 +198,9 @@ static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
 
 /* Moves every unit of A from src to dst: unit slot s of src to slot map[s]
  * of dst (map NULL: to slot s; inverse: slot map[s] of src to slot s of dst).
- * Each pair of source and destination devices has a lane of its own, on the
- * source device, so that every device sends to all the others at once. */
+ * Each device's copies go on a lane of its own (lane d lies on device d), so
+ * that all devices copy at once. (One lane per pair of devices measured the
+ * same on 4 H200s: README, "Results".) */
 static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
                       const int64_t *map, int inverse, jmg_error *err) {
   const jmg_engine *e = v->engine;
@@ -207,15 +208,14 @@ static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
   const size_t unit_bytes =
       (size_t)plan->unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
   void *lanes = NULL;
-  /* Lane src + ndev * dst lies on device src (lane l is on l % ndev). */
-  int rc = e->lanes_open(e, &v->a, v->ndev * v->ndev, &lanes, err);
+  int rc = e->lanes_open(e, &v->a, v->ndev, &lanes, err);
   if (rc != 0) return rc;
   for (int64_t s = 0; rc == 0 && s < plan->nunits; ++s) {
     const int64_t to = map == NULL || inverse ? s : map[s];
     const int64_t from = map != NULL && inverse ? map[s] : s;
     const jmg_unit_loc f = jmg_cyclic_slot_loc(plan, from);
     const jmg_unit_loc t = jmg_cyclic_slot_loc(plan, to);
-    rc = e->lane_copy(e, &v->a, lanes, f.dev + v->ndev * t.dev,
+    rc = e->lane_copy(e, &v->a, lanes, f.dev,
                       (char *)dst[t.dev] + (size_t)t.unit * unit_bytes, t.dev,
                       (const char *)src[f.dev] + (size_t)f.unit * unit_bytes,
                       f.dev, unit_bytes, err);
