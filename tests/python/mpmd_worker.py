@@ -237,7 +237,8 @@ def scenario(name: str, checks: Checks, me: int) -> None:
             time.sleep(3.0)
         t0 = time.monotonic()
         try:
-            jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),))
+            # Errors of a dispatched call surface when its result is awaited.
+            jax.block_until_ready(jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
             checks.failed.append("kill: the call succeeded without its peers")
         except Exception as e:  # noqa: BLE001
             checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
