@@ -164,6 +164,28 @@ int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
                        "attribute %s is missing", name);
 }
 
+int jmg_ffi_attr_i64_array(const XLA_FFI_CallFrame *frame, const char *op,
+                           const char *name, const int64_t **data, size_t *n,
+                           jmg_error *err) {
+  const XLA_FFI_Attrs *attrs = &frame->attrs;
+  for (int64_t i = 0; i < attrs->size; ++i) {
+    if (!name_is(attrs->names[i], name)) continue;
+    if (attrs->types[i] != XLA_FFI_AttrType_ARRAY)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "attribute %s is not an array", name);
+    const XLA_FFI_Array *a = attrs->attrs[i];
+    if (a->dtype != XLA_FFI_DataType_S64)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "attribute %s has element type %d, expected int64",
+                           name, (int)a->dtype);
+    *data = a->data;
+    *n = a->size;
+    return 0;
+  }
+  return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                       "attribute %s is missing", name);
+}
+
 int jmg_ffi_consume_error(const XLA_FFI_Api *api, XLA_FFI_Error *e,
                           jmg_status code, const char *call, jmg_error *err) {
   const char *msg = jmg_xla_error_message(api, e);
@@ -317,6 +339,21 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   if (rc != 0) return rc;
   const int shard = position % nparts;
   const uint64_t group = (uint64_t)(position / nparts);
+  /* MPMD calls from the Python layer name the process of every shard of
+   * every group (pids, groups x nparts), so that a process that dies before
+   * it reaches the call fails the others at once. */
+  if (job_id != 0 && jmg_ffi_has_attr(frame, "pids")) {
+    const int64_t *pids = NULL;
+    size_t npids = 0;
+    rc = jmg_ffi_attr_i64_array(frame, op, "pids", &pids, &npids, err);
+    if (rc == 0 && (npids % (size_t)nparts != 0 || group >= npids / nparts))
+      rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute pids has %zu entries: not one per shard "
+                         "of group %llu of %d shards",
+                         npids, (unsigned long long)group, nparts);
+    if (rc != 0) return rc;
+    call->key.pids = pids + group * (uint64_t)nparts;
+  }
   /* One identity for the device group and the call site: groups are
    * independent calls, and so are call sites. */
   call->key.mesh_id =

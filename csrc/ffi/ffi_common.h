@@ -83,6 +83,12 @@ int jmg_ffi_expect_dims(const jmg_ffi_buffer *buf, const int64_t *dims,
 int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
                      const char *name, int64_t *out, jmg_error *err);
 
+/* The int64 array attribute `name`: *data points into the frame (valid for
+ * the handler's call), *n its length. Missing or of another type: an error. */
+int jmg_ffi_attr_i64_array(const XLA_FFI_CallFrame *frame, const char *op,
+                           const char *name, const int64_t **data, size_t *n,
+                           jmg_error *err);
+
 /* Whether the frame has an attribute called name. */
 int jmg_ffi_has_attr(const XLA_FFI_CallFrame *frame, const char *name);
 

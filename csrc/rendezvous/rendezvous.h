@@ -41,6 +41,12 @@ typedef struct jmg_rdv_key {
   int64_t run_id;  /* XLA's run id */
   int64_t seq;     /* see jmg_rdv_next_seq */
   int nparts;      /* number of participants (shards) */
+  /* Not part of the call's identity: the pid of each shard's process (nparts
+   * entries, 0 where unknown), or NULL. The process rendezvous fails the call
+   * as soon as an expected process is gone before it arrived, instead of
+   * waiting out the timeout; the thread rendezvous ignores it. Read only
+   * while join or join_async has not returned. */
+  const int64_t *pids;
 } jmg_rdv_key;
 
 /* Run by the leader once every participant has arrived. posts[i] is what

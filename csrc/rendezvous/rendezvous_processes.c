@@ -46,8 +46,9 @@
  * has no mutex to take).
  *
  * Waiting: every wait wakes at least every 50 ms to look for dead
- * participants (during arrivals: any present one; while the leader works:
- * the leader), so a killed process fails the call within the timeout. The
+ * participants (during arrivals: any present one, and any process the key
+ * names for a shard that has not come; while the leader works: the leader),
+ * so a killed process fails the call within the timeout. The
  * timeout bounds only the wait for arrivals, as in the thread version. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -308,6 +309,25 @@ static void fail_dead(seg *s, int shard) {
   jmg_error_set(&e, JMG_EPEER, s->id.op, "rendezvous",
                 "shard %d (pid %ld) exited before the call was over", shard,
                 (long)s->shards[shard].pid);
+  fail_seg(s, &e);
+}
+
+/* The first shard that has not come although the process expected to be it
+ * (key.pids) is gone: a process killed before it reached the call, which
+ * would otherwise hold everyone until the timeout. */
+static int first_dead_expected(const seg *s, const pid_t *expect) {
+  if (expect == NULL) return -1;
+  for (int i = 0; i < s->id.nparts; ++i)
+    if (!s->shards[i].touched && expect[i] > 0 && !pid_alive(expect[i]))
+      return i;
+  return -1;
+}
+
+static void fail_dead_expected(seg *s, int shard, pid_t pid) {
+  jmg_error e;
+  jmg_error_set(&e, JMG_EPEER, s->id.op, "rendezvous",
+                "shard %d (pid %ld) exited before it arrived", shard,
+                (long)pid);
   fail_seg(s, &e);
 }
 
@@ -572,6 +592,7 @@ typedef struct part {
   double deadline;
   double timeout_s;
   void **posts; /* the leader's: pointers to the slots */
+  pid_t *expect; /* key.pids, copied (it may not outlive join_async) */
   jmg_leader_fn fn;
   void *fn_ctx;
 } part;
@@ -579,6 +600,8 @@ typedef struct part {
 static void part_free(part *p) {
   free(p->posts);
   p->posts = NULL;
+  free(p->expect);
+  p->expect = NULL;
 }
 
 /* Attaches to the call and posts. 0: arrived, with the segment's mutex held;
@@ -603,6 +626,19 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
       return jmg_error_set(err, JMG_ENOMEM, id->op, "rendezvous",
                            "cannot allocate the posts of %d participants",
                            id->nparts);
+  }
+  if (key->pids != NULL) {
+    p->expect = calloc((size_t)id->nparts, sizeof *p->expect);
+    if (p->expect == NULL) {
+      part_free(p);
+      return jmg_error_set(err, JMG_ENOMEM, id->op, "rendezvous",
+                           "cannot allocate the pids of %d participants",
+                           id->nparts);
+    }
+    for (int i = 0; i < id->nparts; ++i)
+      p->expect[i] = key->pids[i] > 0 && key->pids[i] <= INT32_MAX
+                         ? (pid_t)key->pids[i]
+                         : 0;
   }
   rc = attach(&p->m, id, timeout_s, err);
   if (rc != 0) {
@@ -675,6 +711,10 @@ static int await_end(part *p, jmg_error *err) {
     if (s->state == WAITING) {
       int d = first_dead_present(s);
       if (d >= 0) fail_dead(s, d);
+    }
+    if (s->state == WAITING) {
+      int d = first_dead_expected(s, p->expect);
+      if (d >= 0) fail_dead_expected(s, d, p->expect[d]);
     }
   }
 

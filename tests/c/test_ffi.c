@@ -667,6 +667,24 @@ TEST(ffi_attr_i64_finds_unterminated_names) {
   /* The neighbours are unaffected. */
   CHECK_EQ(jmg_ffi_attr_i64(&f.frame, "syevd", "mesh_id", &v, &err), 0);
   CHECK_EQ(v, (int64_t)1 << 40 | 5);
+  /* The array accessor reads it, and refuses scalars and other types. */
+  const int64_t *data = NULL;
+  size_t n = 0;
+  CHECK_EQ(jmg_ffi_attr_i64_array(&f.frame, "syevd", "mesh", &data, &n, &err),
+           0);
+  CHECK_EQ(n, 2);
+  CHECK(data == arr_data);
+  CHECK_EQ(jmg_ffi_attr_i64_array(&f.frame, "syevd", "mesh_id", &data, &n,
+                                  &err),
+           -JMG_EINVAL);
+  CHECK_CONTAINS(err.msg, "attribute mesh_id is not an array");
+  arr.dtype = XLA_FFI_DataType_S32;
+  CHECK_EQ(jmg_ffi_attr_i64_array(&f.frame, "syevd", "mesh", &data, &n, &err),
+           -JMG_EINVAL);
+  CHECK_CONTAINS(err.msg, "attribute mesh has element type 4, expected int64");
+  CHECK_EQ(jmg_ffi_attr_i64_array(&f.frame, "syevd", "pids", &data, &n, &err),
+           -JMG_EINVAL);
+  CHECK_CONTAINS(err.msg, "attribute pids is missing");
 
   /* No attributes at all. */
   frame_builder empty;

@@ -127,6 +127,7 @@ static jmg_rdv_key make_key(const char *op, int64_t mesh_id, int64_t run_id,
   k.run_id = run_id;
   k.seq = seq;
   k.nparts = nparts;
+  k.pids = NULL;
   return k;
 }
 

@@ -41,6 +41,7 @@ static jmg_rdv_key make_key(const char *op, int64_t mesh_id, int64_t run_id,
   k.run_id = run_id;
   k.seq = 0;
   k.nparts = nparts;
+  k.pids = NULL;
   return k;
 }
 
@@ -427,6 +428,63 @@ TEST(rendezvous_processes_killed_participant_fails_the_others) {
   CHECK_CONTAINS(err.msg, "shard 2 (pid");
   CHECK(late_elapsed < 0.2);
   CHECK(!shm_exists(&key));
+}
+
+TEST(rendezvous_processes_expected_process_gone_before_arriving_fails_fast) {
+  /* The key names each shard's process. Shard 1's died before reaching the
+   * call (a zombie: not reaped yet); shard 3's lives but never comes. The
+   * shards that came fail at once, naming shard 1, not after the timeout. */
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  CHECK(dead > 0);
+  pid_t idle = fork();
+  if (idle == 0) {
+    sleep_s(3.0);
+    _exit(0);
+  }
+  CHECK(idle > 0);
+  sleep_s(0.05); /* the first child has exited */
+  int64_t pids[4] = {0, (int64_t)dead, 0, (int64_t)idle};
+  jmg_rdv_key key = make_key("potrs", 112, fresh_run_id(), 4);
+  key.pids = pids;
+  child cs[2];
+  spec sp;
+  for (int i = 0; i < 2; ++i) {
+    spec_init(&sp, key, 2 * i, 1, 5.0);
+    sp.async_join = i == 1; /* the copy of the pids outlives join_async */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 2, 3.0), 2);
+  for (int i = 0; i < 2; ++i) {
+    CHECK_EQ(cs[i].r.rc, -JMG_EPEER);
+    CHECK_CONTAINS(cs[i].r.err.msg, "shard 1 (pid");
+    CHECK_CONTAINS(cs[i].r.err.msg, "exited before it arrived");
+    CHECK(cs[i].r.elapsed_s < 1.0);
+    CHECK_EQ(cs[i].r.leader_runs, 0);
+  }
+
+  /* Only the live one missing: the call waits out its timeout. */
+  int64_t live[2] = {0, (int64_t)idle};
+  jmg_rdv_key k2 = make_key("potrs", 113, fresh_run_id(), 2);
+  k2.pids = live;
+  unsigned char buf[JMG_RDV_MAX_POST] = {0};
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  jmg_error err;
+  double t0 = now_s();
+  int rc = jmg_rendezvous_processes()->join(&k2, 0, buf, leader_fn, &l, 0.4,
+                                             &err);
+  CHECK_EQ(rc, -JMG_ETIMEDOUT);
+  CHECK_CONTAINS(err.msg, "shard(s) 1 never did");
+  CHECK(now_s() - t0 >= 0.35);
+  /* The failed call's tombstone goes once its last shard comes. */
+  rc = jmg_rendezvous_processes()->join(&k2, 1, buf, leader_fn, &l, 0.4, &err);
+  CHECK_EQ(rc, -JMG_ETIMEDOUT);
+  kill(idle, SIGKILL);
+  int st;
+  waitpid(idle, &st, 0);
+  waitpid(dead, &st, 0);
+  CHECK(!shm_exists(&k2));
 }
 
 TEST(rendezvous_processes_stale_segment_is_replaced) {

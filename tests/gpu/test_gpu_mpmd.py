@@ -96,6 +96,16 @@ def test_gpu_mpmd_killed_process_fails_the_others(gpus):
     assert_killed_job(results, within_s=5.0)
 
 
+def test_gpu_mpmd_process_killed_before_a_call_fails_the_others(gpus):
+    """Three processes, one GPU each: shard 1 dies before it reaches a call.
+    The others know its pid and raise at once, naming it, instead of
+    waiting out the rendezvous timeout (30 s)."""
+    if len(gpus) < 3:
+        pytest.skip("needs 3 GPUs")
+    results = run_job("kill-early", 3, platform="cuda", timeout_s=30.0, bound_s=300.0)
+    assert_killed_job(results, within_s=5.0, early=True)
+
+
 def test_gpu_mpmd_two_jobs_at_once_never_meet(gpus):
     """Two jobs of two processes on the same two GPUs at the same time: their
     calls differ only in the job identity and must never mix."""

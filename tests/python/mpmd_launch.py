@@ -78,16 +78,17 @@ def assert_all_passed(results: dict, nproc: int, expect: int) -> None:
         assert len(r["done"]) == expect, r["done"]
 
 
-def assert_killed_job(results: dict, within_s: float) -> None:
-    """The "kill" scenario's outcome: process 1 gave no result (killed), and
-    processes 0 and 2 each raised once, within within_s, process 0 naming
-    the dead shard 1."""
+def assert_killed_job(results: dict, within_s: float, early: bool = False) -> None:
+    """The "kill" scenario's outcome (``early``: "kill-early"'s): process 1
+    gave no result (killed), and processes 0 and 2 each raised once, within
+    within_s, process 0 naming the dead shard 1 and when it died."""
     assert 1 not in results  # killed
     for i in (0, 2):
         assert i in results, results["outputs"][i][-3000:]
         assert not results[i]["failed"], results[i]["failed"]
+    when = "exited before it arrived" if early else "exited before the call was over"
     (dead,) = results[0]["done"]
-    assert "jaxmg.potri" in dead and "shard 1" in dead and "exited" in dead, dead
+    assert "jaxmg.potri" in dead and "shard 1 (pid" in dead and when in dead, dead
     assert float(dead.split("after ")[1].split(" s")[0]) < within_s, dead
     (late,) = results[2]["done"]
     assert float(late.split("after ")[1].split(" s")[0]) < within_s, late

@@ -224,22 +224,32 @@ def scenario(name: str, checks: Checks, me: int) -> None:
                     checks.done.append(f"{what} refused: {e}")
                 else:
                     checks.failed.append(f"{what}: refused for another reason: {e}")
-    elif name == "kill":
-        # After a first call together, shards 0 and 1 enter a second call and
-        # shard 1 is killed inside it; shard 2 comes late. Both must raise.
+    elif name in ("kill", "kill-early"):
+        # After a first call together (which compiles the program, so that
+        # the second call reaches the rendezvous at once), shard 1 is killed:
+        # inside the second call, 1 s in, while shard 0 waits for shard 2,
+        # which comes 3 s late ("kill"); or before it reaches the second call
+        # ("kill-early"). Shards 0 and 2 must raise, naming shard 1.
         mesh = Mesh(devices, ("x",))
-        a = global_array(np.eye(6), mesh, P("x", None))
-        b = global_array(np.ones((6, 1)), mesh, P(None, None))
-        jaxmg.potrs(a, b, T_A=2, mesh=mesh, in_specs=(P("x", None), P(None, None)))
+        a = global_array(jt.make_hpd(np.random.default_rng(1), 6, np.float64), mesh,
+                         P("x", None))
+
+        def potri() -> jax.Array:
+            # Errors of a dispatched call surface when its result is awaited.
+            return jax.block_until_ready(
+                jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
+
+        potri()
+        if me == 1 and name == "kill-early":
+            os.kill(os.getpid(), signal.SIGKILL)
         if me == 1:
             threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
         if me == 2:
             time.sleep(3.0)
         t0 = time.monotonic()
         try:
-            # Errors of a dispatched call surface when its result is awaited.
-            jax.block_until_ready(jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
-            checks.failed.append("kill: the call succeeded without its peers")
+            potri()
+            checks.failed.append(f"{name}: the call succeeded without its peers")
         except Exception as e:  # noqa: BLE001
             checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
     elif name == "loop":
@@ -253,7 +263,7 @@ def scenario(name: str, checks: Checks, me: int) -> None:
 
 def main() -> None:
     name, port, nproc, me = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    if name == "kill":
+    if name.startswith("kill"):
         # Without it, jax.distributed brings every process down when one dies.
         jax.config.update("jax_enable_recoverability", True)
     # On GPUs each process drives one GPU but sees them all (the leader opens
@@ -272,7 +282,7 @@ def main() -> None:
         checks.failed.append(traceback.format_exc())
     print("RESULT " + json.dumps({"process": me, "done": checks.done,
                                   "failed": checks.failed}), flush=True)
-    if name == "kill" and me == 0:
+    if name.startswith("kill") and me == 0:
         time.sleep(4.0)  # the coordination service lives in process 0
     # Skip jax.distributed's shutdown barrier: in the failure scenarios some
     # processes are gone and it would wait for them.

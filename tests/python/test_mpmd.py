@@ -56,6 +56,13 @@ def test_killed_process_fails_the_others_then_its_region_is_swept():
     assert not (left & shm_names()), left & shm_names()
 
 
+def test_process_killed_before_a_call_fails_the_others_at_once():
+    """Shard 1 dies before it reaches a call: the others know its pid (each
+    process publishes it), so they raise at once, naming it, instead of
+    waiting out the 30 s rendezvous timeout."""
+    assert_killed_job(run_job("kill-early", 3), within_s=3.0, early=True)
+
+
 def test_two_jobs_at_once_never_meet():
     """Two jobs on one machine run the same program at the same time: their
     calls have equal keys but for the job identity, and must never mix."""

@@ -17,6 +17,10 @@ of the coordinator address and a random nonce that process 0 publishes through
 the job's key-value store, so every process of one job run shares it, and no
 other job (a second job on the node, or an earlier run on the same port whose
 shared-memory segments a crash left behind) has it.
+
+Each process also publishes its pid, so that an MPMD call names the process
+of every shard: a process that dies before it reaches a call then fails the
+others at once, instead of after the rendezvous timeout.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from jaxmg._src import _compat
 
 _NONCE_KEY = "jaxmg/job_nonce"
 _HOST_KEY = "jaxmg/node/{}"
+_PID_KEY = "jaxmg/pid/{}"
 
 
 def _kv_timeout_s() -> float:
@@ -61,8 +66,31 @@ def node_name() -> str:
     return f"{socket.gethostname()}/{boot}"
 
 
+def pid_entry() -> str:
+    """This process as another process can watch it: its pid namespace and
+    pid (a pid means the same process only within one namespace)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = "?"
+    return f"{namespace} {os.getpid()}"
+
+
+def watchable_pids(entries: Sequence[str], nodes: Sequence[str], me: int) -> tuple[int, ...]:
+    """The pid of every process (pid_entry's text, by process index) that
+    this one can watch: on its node and in its pid namespace; 0 for the
+    others."""
+    mine = entries[me].split(" ")[0]
+    pids = []
+    for entry, node in zip(entries, nodes):
+        namespace, _, pid = entry.partition(" ")
+        ok = namespace == mine and namespace != "?" and node == nodes[me] and pid.isdigit()
+        pids.append(int(pid) if ok else 0)
+    return tuple(pids)
+
+
 @functools.lru_cache(maxsize=1)
-def _job() -> tuple[int, tuple[str, ...]]:
+def _job() -> tuple[int, tuple[str, ...], tuple[int, ...]]:
     if _compat.distributed_client() is None:
         raise RuntimeError(
             "jaxmg: the mesh spans several processes but jax.distributed is not "
@@ -86,12 +114,15 @@ def _job() -> tuple[int, tuple[str, ...]]:
     else:
         nonce = get(_NONCE_KEY, "the job identity from process 0")
     _compat.kv_set(_HOST_KEY.format(me), node_name())
+    _compat.kv_set(_PID_KEY.format(me), pid_entry())
     nodes = tuple(get(_HOST_KEY.format(i), f"the node name of process {i}")
                   for i in range(count))
+    entries = tuple(get(_PID_KEY.format(i), f"the pid of process {i}") for i in range(count))
     text = f"{_compat.coordinator_address()}|{nonce}".encode()
     job_id = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little",
                             signed=True)
-    return job_id or 1, nodes  # 0 means SPMD to the C library
+    # 0 means SPMD to the C library
+    return job_id or 1, nodes, watchable_pids(entries, nodes, me)
 
 
 def job_id() -> int:
@@ -102,6 +133,12 @@ def job_id() -> int:
 def process_nodes() -> tuple[str, ...]:
     """The node of every process of the job, by process index."""
     return _job()[1]
+
+
+def process_pids() -> tuple[int, ...]:
+    """The pid of every process of the job, by process index, where this
+    process can watch it (see watchable_pids), else 0."""
+    return _job()[2]
 
 
 def groups(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.ndarray:
@@ -133,6 +170,15 @@ def call_job_id(op: str, mesh: Mesh, axes: Sequence[str], others: Sequence[str])
                 "within nodes): each node then solves its own copy"
             )
     return job_id()
+
+
+def group_pids(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.ndarray:
+    """For an MPMD call: the pid of the process of every shard of every group
+    (groups x shards, flattened, as the C library reads attribute pids)."""
+    pids = process_pids()
+    grid = groups(mesh, axes, others)
+    return np.array([[pids[d.process_index] for d in row] for row in grid],
+                    dtype=np.int64).reshape(-1)
 
 
 def ambient_job_id(op: str, nparts: int) -> int:

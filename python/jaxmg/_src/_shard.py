@@ -153,10 +153,11 @@ _call_ids = itertools.count(1)
 # make, which would shift a process-wide count.
 _mpmd_call_ids: dict[int, Any] = {}
 
-# The job id of the call being traced (0: SPMD), set by `mapped`; None in the
+# The job id of the call being traced (0: SPMD) and, for MPMD, the pid of
+# every shard's process (_mode.group_pids), set by `mapped`; None in the
 # user's own shard_map, where the mesh is unknown (see _mode.ambient_job_id).
-_call_job: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "jaxmg_call_job", default=None)
+_call_job: contextvars.ContextVar[tuple[int, np.ndarray | None] | None] = (
+    contextvars.ContextVar("jaxmg_call_job", default=None))
 
 
 def onto(x: Any, mesh: Mesh, spec: Any) -> Any:
@@ -252,7 +253,7 @@ def ffi_call(
         vmap_method="sequential",
     )
     attrs = dict(attrs, scratch=int(scratch_fits(operands[0])))
-    job = _call_job.get()
+    job, pids = _call_job.get() or (None, None)
     if job is None:  # A's operand is one shard, r x N: there are N / r shards
         rows, cols = operands[0].shape[-2:]
         job = _mode.ambient_job_id(op, max(cols // max(rows, 1), 1))
@@ -261,7 +262,10 @@ def ffi_call(
         attrs = dict(attrs, call_id=next(ids), job_id=job)
     else:
         attrs = dict(attrs, call_id=next(_call_ids))
-    return call(*operands, **{k: np.int64(v) for k, v in attrs.items()})
+    attrs = {k: np.int64(v) for k, v in attrs.items()}
+    if job and pids is not None:
+        attrs["pids"] = pids
+    return call(*operands, **attrs)
 
 
 @dataclass(frozen=True)
@@ -309,13 +313,14 @@ def mapped(
     ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
     op = shard_fn.__name__.strip("_").removesuffix("_shard")
     job = _mode.call_job_id(op, mesh, axes, others)
+    pids = _mode.group_pids(mesh, axes, others) if job else None
     inner = functools.partial(shard_fn, axes=axes, others=others,
                               mesh_id=mesh_id(ids, mesh.axis_names), **static)
 
     def body(*args: jax.Array) -> Any:
         # Tells ffi_call, while the shard's part is traced, whether this
         # call's groups span processes.
-        token = _call_job.set(job)
+        token = _call_job.set((job, pids))
         try:
             return inner(*args)
         finally:
