@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 
 import jaxmg_testing as jt  # noqa: E402
-from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_job,  # noqa: E402
+from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_example, run_job,  # noqa: E402
                          start_job)
 
 
@@ -115,3 +115,12 @@ def test_gpu_mpmd_two_jobs_at_once_never_meet(gpus):
             start_job("loop", 2, platform="cuda", timeout_s=120.0)]
     for procs in jobs:
         assert_all_passed(finish_job(procs, bound_s=300.0), 2, expect=4)
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_gpu_example_mpmd_potrs_runs_as_documented(gpus, nproc):
+    """examples/mpmd_potrs.py, launched as its docstring says, one process per
+    GPU: every process reports a correct solve."""
+    if len(gpus) < nproc:
+        pytest.skip(f"needs {nproc} GPUs")
+    run_example(nproc, cpu=False, bound_s=300.0)

@@ -94,6 +94,27 @@ def assert_killed_job(results: dict, within_s: float, early: bool = False) -> No
     assert float(late.split("after ")[1].split(" s")[0]) < within_s, late
 
 
+def run_example(nproc: int, cpu: bool, bound_s: float = 120.0) -> list[str]:
+    """examples/mpmd_potrs.py launched as its docstring says (one process per
+    device; ``--cpu``: CPU devices), on a free port. Each process's output,
+    after checking that it reported a correct solve."""
+    example = HERE.parent.parent / "examples" / "mpmd_potrs.py"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    if not cpu:
+        env.pop("CUDA_VISIBLE_DEVICES", None)  # every process sees every GPU
+    procs = [subprocess.Popen([sys.executable, str(example), "--process-id", str(i),
+                               "--num-processes", str(nproc), "--coordinator",
+                               f"localhost:{port}"] + (["--cpu"] if cpu else []),
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for i in range(nproc)]
+    outs = [p.communicate(timeout=bound_s)[0] for p in procs]
+    for i, out in enumerate(outs):
+        assert f"process {i} of {nproc}: N={256 * nproc}, relative residual" in out, out[-2000:]
+        assert "agrees with numpy.linalg.solve: ok" in out, out[-2000:]
+    return outs
+
+
 def shm_names(prefix: str = "jaxmg-") -> set[str]:
     """jaxmg's POSIX shared-memory segments on this machine."""
     return {n for n in os.listdir("/dev/shm") if n.startswith(prefix)}

@@ -10,8 +10,8 @@ covers several cases."""
 
 from __future__ import annotations
 
-from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_job, shm_names,
-                         start_job)
+from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_example, run_job,
+                         shm_names, start_job)
 
 
 def test_two_processes_every_op_and_dtype():
@@ -73,19 +73,4 @@ def test_two_jobs_at_once_never_meet():
 
 def test_example_mpmd_potrs_runs_as_documented():
     """examples/mpmd_potrs.py, launched as its docstring says (with --cpu)."""
-    import subprocess
-    import sys
-
-    from mpmd_launch import HERE, free_port
-
-    example = HERE.parent.parent / "examples" / "mpmd_potrs.py"
-    port = free_port()
-    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
-    procs = [subprocess.Popen([sys.executable, str(example), "--process-id", str(i),
-                               "--num-processes", "2", "--cpu",
-                               "--coordinator", f"localhost:{port}"],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for i in range(2)]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
-    for i, out in enumerate(outs):
-        assert f"process {i}: x == 1/diag(A): True" in out, out[-2000:]
+    run_example(2, cpu=True)
