@@ -55,14 +55,12 @@ def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
 def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, tmp_path):
     if len(gpus) < nproc:
         pytest.skip(f"needs {nproc} GPUs")
-    scenario = "all" if nproc == 2 else "some"
-    results = run_job(scenario, nproc, platform="cuda", timeout_s=120.0, bound_s=550.0,
+    results = run_job("all", nproc, platform="cuda", timeout_s=120.0, bound_s=550.0,
                       extra_env={"JAXMG_TEST_OUT": str(tmp_path)})
-    assert_all_passed(results, nproc, expect=15 if nproc == 2 else 6)
+    assert_all_passed(results, nproc, expect=15)
     n = 4 * nproc
-    dtypes = jt.DTYPES if nproc == 2 else (np.float64, np.complex64)
     for op in ("potrs", "potri", "syevd"):
-        for dtype in dtypes:
+        for dtype in jt.DTYPES:
             ref = spmd_result(op, dtype, n, nproc, gpus)
             blocks = sorted(tmp_path.glob(f"{op}-{np.dtype(dtype).name}-p*-*.npy"))
             assert blocks, f"{op} {dtype}: no MPMD result saved"

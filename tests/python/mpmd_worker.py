@@ -176,14 +176,12 @@ def shardmap_ctx(mesh: Mesh, checks: Checks) -> None:
 
 def scenario(name: str, checks: Checks, me: int) -> None:
     devices = np.array(jax.devices())
-    if name in ("all", "some"):
+    if name == "all":
         mesh = Mesh(devices, ("x",))
-        dtypes = jt.DTYPE_IDS if name == "all" else ("f64", "c64")
-        every_op_and_dtype(mesh, P("x", None), checks, dtypes, n=4 * len(devices))
-        if name == "all":
-            two_independent_calls(mesh, checks)
-            status_on_failure(mesh, checks)
-            shardmap_ctx(mesh, checks)
+        every_op_and_dtype(mesh, P("x", None), checks, jt.DTYPE_IDS, n=4 * len(devices))
+        two_independent_calls(mesh, checks)
+        status_on_failure(mesh, checks)
+        shardmap_ctx(mesh, checks)
     elif name == "mesh2d":
         # The seed tutorial's pattern: "S" across processes, "T" within.
         by_proc: dict[int, list] = {}

@@ -22,8 +22,11 @@ def test_two_processes_every_op_and_dtype():
     assert shm_names() <= before  # every segment removed
 
 
-def test_four_processes_every_op():
-    assert_all_passed(run_job("some", 4), 4, expect=6)
+def test_four_processes_every_op_and_dtype():
+    """As with two processes, with four."""
+    before = shm_names()
+    assert_all_passed(run_job("all", 4), 4, expect=15)
+    assert shm_names() <= before
 
 
 def test_mesh_2d_processes_times_devices():
