@@ -35,6 +35,7 @@ import jaxmg  # noqa: E402
 import jaxmg_testing as jt  # noqa: E402
 
 DTYPES = dict(zip(jt.DTYPE_IDS, jt.DTYPES))
+FRESH_CALLS = 40  # the "fresh" scenario's calls
 
 
 def global_array(x: np.ndarray, mesh: Mesh, spec: P) -> jax.Array:
@@ -250,6 +251,14 @@ def scenario(name: str, checks: Checks, me: int) -> None:
             checks.failed.append(f"{name}: the call succeeded without its peers")
         except Exception as e:  # noqa: BLE001
             checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
+    elif name == "fresh":
+        # Calls back to back, each on fresh random inputs (a compiled program
+        # reaches the rendezvous at once): a stale read of any shard shows.
+        mesh = Mesh(devices, ("x",))
+        rng = np.random.default_rng(21)
+        for i in range(FRESH_CALLS):
+            checks.run(f"fresh-{i}", lambda: check_potrs(mesh, P("x", None), 4 * len(devices),
+                                                         np.float64, rng))
     elif name == "loop":
         mesh = Mesh(devices, ("x",))
         for i in range(4):

@@ -29,6 +29,12 @@ def test_four_processes_every_op_and_dtype():
     assert shm_names() <= before
 
 
+def test_back_to_back_calls_on_fresh_inputs_with_four_processes():
+    """40 potrs calls in a row, each on new random inputs, each checked in
+    every process: no shard is ever read before its process wrote it."""
+    assert_all_passed(run_job("fresh", 4), 4, expect=40)
+
+
 def test_mesh_2d_processes_times_devices():
     """The seed tutorial's mesh ("S", "T"): 2 processes of 2 devices. Rows
     over "T" solve one copy per process (SPMD inside a multi-process job);
