@@ -128,62 +128,73 @@ static int name_is(const XLA_FFI_ByteSpan *span, const char *name) {
   return span->len == len && memcmp(span->ptr, name, len) == 0;
 }
 
-int jmg_ffi_has_attr(const XLA_FFI_CallFrame *frame, const char *name) {
+/* The index of attribute name in the frame, or -1. */
+static int64_t attr_index(const XLA_FFI_CallFrame *frame, const char *name) {
   for (int64_t i = 0; i < frame->attrs.size; ++i)
-    if (name_is(frame->attrs.names[i], name)) return 1;
+    if (name_is(frame->attrs.names[i], name)) return i;
+  return -1;
+}
+
+int jmg_ffi_has_attr(const XLA_FFI_CallFrame *frame, const char *name) {
+  return attr_index(frame, name) >= 0;
+}
+
+/* The attribute name of the frame, of type want (what says it in an
+ * error): its index, or a negative status when it is missing or of another
+ * type. */
+static int attr_of_type(const XLA_FFI_CallFrame *frame, const char *op,
+                        const char *name, XLA_FFI_AttrType want,
+                        const char *what, int64_t *index, jmg_error *err) {
+  *index = attr_index(frame, name);
+  if (*index < 0)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute %s is missing", name);
+  if (frame->attrs.types[*index] != want)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute %s is not %s", name, what);
   return 0;
 }
 
 int jmg_ffi_attr_i64(const XLA_FFI_CallFrame *frame, const char *op,
                      const char *name, int64_t *out, jmg_error *err) {
-  const XLA_FFI_Attrs *attrs = &frame->attrs;
-  for (int64_t i = 0; i < attrs->size; ++i) {
-    if (!name_is(attrs->names[i], name)) continue;
-    if (attrs->types[i] != XLA_FFI_AttrType_SCALAR)
+  int64_t i = 0;
+  int rc = attr_of_type(frame, op, name, XLA_FFI_AttrType_SCALAR, "a scalar",
+                        &i, err);
+  if (rc != 0) return rc;
+  const XLA_FFI_Scalar *s = frame->attrs.attrs[i];
+  switch (s->dtype) {
+    case XLA_FFI_DataType_S64:
+      *out = *(const int64_t *)s->value;
+      return 0;
+    case XLA_FFI_DataType_S32:
+      *out = *(const int32_t *)s->value;
+      return 0;
+    case XLA_FFI_DataType_PRED:
+      *out = *(const uint8_t *)s->value ? 1 : 0;
+      return 0;
+    default:
       return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                           "attribute %s is not a scalar", name);
-    const XLA_FFI_Scalar *s = attrs->attrs[i];
-    switch (s->dtype) {
-      case XLA_FFI_DataType_S64:
-        *out = *(const int64_t *)s->value;
-        return 0;
-      case XLA_FFI_DataType_S32:
-        *out = *(const int32_t *)s->value;
-        return 0;
-      case XLA_FFI_DataType_PRED:
-        *out = *(const uint8_t *)s->value ? 1 : 0;
-        return 0;
-      default:
-        return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                             "attribute %s has element type %d, expected an "
-                             "integer",
-                             name, (int)s->dtype);
-    }
+                           "attribute %s has element type %d, expected an "
+                           "integer",
+                           name, (int)s->dtype);
   }
-  return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                       "attribute %s is missing", name);
 }
 
 int jmg_ffi_attr_i64_array(const XLA_FFI_CallFrame *frame, const char *op,
                            const char *name, const int64_t **data, size_t *n,
                            jmg_error *err) {
-  const XLA_FFI_Attrs *attrs = &frame->attrs;
-  for (int64_t i = 0; i < attrs->size; ++i) {
-    if (!name_is(attrs->names[i], name)) continue;
-    if (attrs->types[i] != XLA_FFI_AttrType_ARRAY)
-      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                           "attribute %s is not an array", name);
-    const XLA_FFI_Array *a = attrs->attrs[i];
-    if (a->dtype != XLA_FFI_DataType_S64)
-      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                           "attribute %s has element type %d, expected int64",
-                           name, (int)a->dtype);
-    *data = a->data;
-    *n = a->size;
-    return 0;
-  }
-  return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                       "attribute %s is missing", name);
+  int64_t i = 0;
+  int rc = attr_of_type(frame, op, name, XLA_FFI_AttrType_ARRAY, "an array",
+                        &i, err);
+  if (rc != 0) return rc;
+  const XLA_FFI_Array *a = frame->attrs.attrs[i];
+  if (a->dtype != XLA_FFI_DataType_S64)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute %s has element type %d, expected int64",
+                         name, (int)a->dtype);
+  *data = a->data;
+  *n = a->size;
+  return 0;
 }
 
 int jmg_ffi_consume_error(const XLA_FFI_Api *api, XLA_FFI_Error *e,

@@ -304,11 +304,14 @@ static int any_owner_alive(const seg *s) {
   return 0;
 }
 
-static void fail_dead(seg *s, int shard) {
+#define OVER "before the call was over"
+
+/* Fails the call: shard's process (pid) is gone; `when` says at what point
+ * ("before the call was over", "before it arrived"). */
+static void fail_dead(seg *s, int shard, pid_t pid, const char *when) {
   jmg_error e;
   jmg_error_set(&e, JMG_EPEER, s->id.op, "rendezvous",
-                "shard %d (pid %ld) exited before the call was over", shard,
-                (long)s->shards[shard].pid);
+                "shard %d (pid %ld) exited %s", shard, (long)pid, when);
   fail_seg(s, &e);
 }
 
@@ -321,14 +324,6 @@ static int first_dead_expected(const seg *s, const pid_t *expect) {
     if (!s->shards[i].touched && expect[i] > 0 && !pid_alive(expect[i]))
       return i;
   return -1;
-}
-
-static void fail_dead_expected(seg *s, int shard, pid_t pid) {
-  jmg_error e;
-  jmg_error_set(&e, JMG_EPEER, s->id.op, "rendezvous",
-                "shard %d (pid %ld) exited before it arrived", shard,
-                (long)pid);
-  fail_seg(s, &e);
 }
 
 static void describe_missing(const seg *s, char *buf, size_t len) {
@@ -544,7 +539,7 @@ static int attach(mapping *m, const ident *id, double timeout_s,
     seg *s = m->s;
     if (s->state == WAITING) {
       int d = first_dead_present(s);
-      if (d >= 0) fail_dead(s, d);
+      if (d >= 0) fail_dead(s, d, s->shards[d].pid, OVER);
     }
     if ((s->state == WAITING || s->state == FAILED) && !any_owner_alive(s)) {
       /* Stale: left behind by processes that are all gone. */
@@ -710,11 +705,11 @@ static int await_end(part *p, jmg_error *err) {
     if (rc != 0) goto lost_lock;
     if (s->state == WAITING) {
       int d = first_dead_present(s);
-      if (d >= 0) fail_dead(s, d);
+      if (d >= 0) fail_dead(s, d, s->shards[d].pid, OVER);
     }
     if (s->state == WAITING) {
       int d = first_dead_expected(s, p->expect);
-      if (d >= 0) fail_dead_expected(s, d, p->expect[d]);
+      if (d >= 0) fail_dead(s, d, p->expect[d], "before it arrived");
     }
   }
 
@@ -737,7 +732,8 @@ static int await_end(part *p, jmg_error *err) {
   while (s->state == RUNNING) {
     rc = seg_wait(s, POLL_S, err);
     if (rc != 0) goto lost_lock;
-    if (s->state == RUNNING && !pid_alive(s->shards[0].pid)) fail_dead(s, 0);
+    if (s->state == RUNNING && !pid_alive(s->shards[0].pid))
+      fail_dead(s, 0, s->shards[0].pid, OVER);
   }
   rc = s->rc;
   if (rc != 0) jmg_error_copy(err, &s->err);
@@ -879,7 +875,7 @@ static int sweep_one(const char *name, jmg_error *err) {
   }
   if (s->state == WAITING) {
     int d = first_dead_present(s);
-    if (d >= 0) fail_dead(s, d);
+    if (d >= 0) fail_dead(s, d, s->shards[d].pid, OVER);
   }
   int removed = 0;
   if ((s->state == WAITING || s->state == FAILED) && !s->unlinked &&
