@@ -113,36 +113,15 @@ def check_syevd(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
         assert orth < jt.tol(dtype, n), f"orthogonality {orth:.3g}"
 
 
-def stale_shards(a: np.ndarray, a_prev: np.ndarray, b: np.ndarray, x: np.ndarray,
-                 nparts: int) -> list[int]:
-    """The shards whose rows, taken from the previous call's matrix (the
-    upper triangle read, as the solver does), explain the solution x."""
-    rows = a.shape[0] // nparts
-    found = []
-    for p in range(nparts):
-        mixed = a.copy()
-        mixed[p * rows:(p + 1) * rows] = a_prev[p * rows:(p + 1) * rows]
-        solved = np.linalg.solve(np.asarray(jt.herm(mixed)), b)
-        if np.linalg.norm(solved - x) <= 1e-8 * np.linalg.norm(x):
-            found.append(p)
-    return found
-
-
-def check_fresh_potrs(mesh: Mesh, n: int, rng, prev: list) -> None:
-    """potrs on new random inputs; a wrong solution is explained, where it
-    can be, by the shards read stale (from the previous call's matrix,
-    kept in prev)."""
+def check_fresh_potrs(mesh: Mesh, n: int, rng) -> None:
+    """potrs on new random inputs, checked by its residual."""
     a = jt.make_hpd(rng, n, np.float64)
     b = jt.make_rhs(rng, n, 2, np.float64)
     x = jaxmg.potrs(global_array(a, mesh, P("x", None)), global_array(b, mesh, P(None, None)),
                     T_A=2, mesh=mesh, in_specs=(P("x", None), P(None, None)))
     xb = local_blocks(x)[0][1]
     res = np.linalg.norm(a @ xb - b) / (np.linalg.norm(a) * np.linalg.norm(xb))
-    a_prev = prev[0] if prev else None
-    prev[:] = [a]
-    if res >= jt.tol(np.float64, n):
-        stale = stale_shards(a, a_prev, b, xb, mesh.size) if a_prev is not None else []
-        raise AssertionError(f"potrs residual {res:.3g}; shards read stale: {stale}")
+    assert res < jt.tol(np.float64, n), f"potrs residual {res:.3g}"
 
 
 OPS = {"potrs": check_potrs, "potri": check_potri, "syevd": check_syevd}
@@ -285,12 +264,12 @@ def scenario(name: str, checks: Checks, me: int) -> None:
             checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
     elif name == "fresh":
         # Calls back to back, each on fresh random inputs (a compiled program
-        # reaches the rendezvous at once): a stale read of any shard shows.
+        # reaches the rendezvous at once), two tiles per device: the case in
+        # which 4 GPU processes got wrong factors (docs/gpu-notes.md).
         mesh = Mesh(devices, ("x",))
         rng = np.random.default_rng(21)
-        prev: list = []
         for i in range(FRESH_CALLS):
-            checks.run(f"fresh-{i}", lambda: check_fresh_potrs(mesh, 4 * len(devices), rng, prev))
+            checks.run(f"fresh-{i}", lambda: check_fresh_potrs(mesh, 4 * len(devices), rng))
     elif name == "loop":
         mesh = Mesh(devices, ("x",))
         for i in range(4):

@@ -1,0 +1,9 @@
+set -u
+source scripts/device-lib.sh; jaxmg_device_env; mkdir -p $OUT/d
+jaxmg_build $OUT/d >/dev/null || exit 1
+export PYTHONPATH=$PWD/tests/python:$PYTHONPATH
+echo "== SPMD, leader workspace+scratch by cudaMalloc"; JAXMG_DEBUG_CUDAMALLOC_ALL=1 timeout 120 python3 scratch/spmd_idle.py 2>&1 | grep SPMD
+run() { tag=$1; shift; for k in 1 2 3; do timeout 100 python3 scratch/diag_fresh.py $OUT/d/$tag-$k 4 x "$@" | awk -v t=$tag -v k=$k '/^x 0 /{print t, k, $0}'; done; }
+run vmm16 JAXMG_DEBUG_VMM_ALLOC=1
+run vmm8 JAXMG_DEBUG_VMM_ALLOC=1 JAXMG_DEBUG_N=8
+rm -rf $OUT/d
