@@ -32,6 +32,19 @@ def herm(a):
     return strict + jnp.conj(strict).T + jnp.diag(jnp.real(jnp.diagonal(a))).astype(a.dtype)
 
 
+def second_group_shifted(a_local, n: int, group_axis: str = "S", row_axis: str = "T"):
+    """Inside a shard_map whose rows are sharded over row_axis: the rows of A
+    (n x n) for group 0 of group_axis, those of 2A + I for every other group,
+    so that the groups solve different matrices."""
+    import jax.numpy as jnp
+
+    s = jax.lax.axis_index(group_axis)
+    t = jax.lax.axis_index(row_axis)
+    rows = jnp.arange(a_local.shape[0]) + t * a_local.shape[0]
+    eye_rows = jax.nn.one_hot(rows, n, dtype=a_local.dtype)
+    return jnp.where(s == 0, a_local, 2 * a_local + eye_rows)
+
+
 def is_complex(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.complexfloating)
 

@@ -186,11 +186,7 @@ def test_2d_mesh_groups_solve_different_matrices(cpu_devices, hpd, rhs):
     a, b = hpd(n, np.float64), rhs(n, 2, np.float64)
 
     def body(a_local, b):
-        s = jax.lax.axis_index("S")
-        t = jax.lax.axis_index("T")
-        rows = jnp.arange(a_local.shape[0]) + t * a_local.shape[0]
-        eye_rows = jax.nn.one_hot(rows, n, dtype=a_local.dtype)
-        a_local = jnp.where(s == 0, a_local, 2 * a_local + eye_rows)
+        a_local = jt.second_group_shifted(a_local, n)
         x, status = jaxmg.potrs_shardmap_ctx(a_local, b, T_A=3, axis_name="T")
         return x[None], status
 

@@ -280,11 +280,7 @@ def test_ctx_gradients_on_a_2d_mesh_with_groups(cpu_devices, hpd, rhs, check_vma
     wx, wi = weights((n, 2), dtype), weights((n, n), dtype)
 
     def body(a_local, b):
-        s = jax.lax.axis_index("S")
-        t = jax.lax.axis_index("T")
-        rows = jnp.arange(a_local.shape[0]) + t * a_local.shape[0]
-        eye_rows = jax.nn.one_hot(rows, n, dtype=a_local.dtype)
-        a_local = jnp.where(s == 0, a_local, 2 * a_local + eye_rows)
+        a_local = jt.second_group_shifted(a_local, n)
         x, _ = jaxmg.potrs_shardmap_ctx(a_local, b, T_A=2, axis_name="T")
         inv, _ = jaxmg.potri_shardmap_ctx(a_local, T_A=3, axis_name="T")
         w, _ = jaxmg.syevd_shardmap_ctx(a_local, T_A=3, return_eigenvectors=False,
