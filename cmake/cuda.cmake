@@ -1,6 +1,7 @@
 # libjaxmg_cuda.so: the same ops for platform "CUDA", on cuSOLVERMg.
 # Included from CMakeLists.txt when the CUDA toolkit is found. The library is C:
-# it calls the CUDA runtime, cuBLAS and cuSOLVERMg through their C APIs.
+# it calls the CUDA runtime, cuBLAS, cuSOLVER and cuSOLVERMg through their C
+# APIs.
 find_library(JAXMG_CUSOLVERMG_LIBRARY cusolverMg
   HINTS "${CUDAToolkit_LIBRARY_DIR}" "${CUDAToolkit_LIBRARY_ROOT}/lib64")
 if(NOT JAXMG_CUSOLVERMG_LIBRARY)
@@ -13,10 +14,11 @@ add_library(jaxmg_cuda SHARED
   csrc/ffi/cuda_targets.c
   csrc/engine/cusolvermg_engine.c
   csrc/engine/cuda_hermitian.c
+  csrc/engine/cuda_potrf.c
   csrc/engine/cuda_check.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
-target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas
+target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver
                       "${JAXMG_CUSOLVERMG_LIBRARY}")
 # Found at run time from JAX's own nvidia-* wheels (preloaded by the Python
 # layer) or, failing that, from the toolkit it was built against.

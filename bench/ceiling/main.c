@@ -1,7 +1,7 @@
 /* ceiling: times cuSOLVERMg on data already in its block-cyclic layout.
  *
  *   ceiling [--gpus K] [--repeats R] [--max-case-s S] [--budget-s B]
- *           [--nrhs K] [--seed S] [--case OP,DTYPE,N,T_A]...
+ *           [--nrhs K] [--seed S] [--check-all] [--case OP,DTYPE,N,T_A]...
  *   ceiling --list
  *
  * OP is potrs, potri (jaxmg's way: potrf + potrs on the identity),
@@ -14,7 +14,10 @@
  * operand before every run (untimed: potrf and syevd work in place); one
  * warm-up run, then R timed runs (fewer when a run is long, see runs_for),
  * each timed on the host clock between two waits for every GPU. The last
- * run's result is checked (ops.c says how).
+ * run's result is checked (ops.c says how); with --check-all every timed
+ * run's is, the residual printed is the worst, and stderr says how many runs
+ * were above the tolerance (a run can be wrong where its neighbours are not:
+ * docs/gpu-notes.md, GPUs shared with other processes).
  *
  * Output, one CSV row per case on stdout (progress on stderr):
  *   op,dtype,N,T_A,gpus,median_s,min_s,max_s,runs,residual,status
@@ -38,7 +41,7 @@ typedef struct spec {
 } spec;
 
 typedef struct options {
-  int gpus, repeats, list;
+  int gpus, repeats, list, check_all;
   double max_case_s, budget_s;
   int64_t nrhs;
   unsigned long long seed;
@@ -49,7 +52,8 @@ typedef struct options {
 static void usage(void) {
   fprintf(stderr,
           "usage: ceiling [--gpus K] [--repeats R] [--max-case-s S] "
-          "[--budget-s B] [--nrhs K] [--seed S] [--case OP,DTYPE,N,T_A]...\n"
+          "[--budget-s B] [--nrhs K] [--seed S] [--check-all]\n"
+          "               [--case OP,DTYPE,N,T_A]...\n"
           "       ceiling --list\n"
           "OP: potrs potri potri_mg syevd; DTYPE: float32 float64 complex64 "
           "complex128; without --case, cases come from stdin\n");
@@ -112,6 +116,10 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *a = argv[i];
     if (strcmp(a, "--list") == 0) {
       o->list = 1;
+      continue;
+    }
+    if (strcmp(a, "--check-all") == 0) {
+      o->check_all = 1;
       continue;
     }
     if (i + 1 >= argc) return -1;
@@ -221,28 +229,36 @@ static int run_case(ctx_t *c, const spec *s, const options *o, uint64_t seed) {
     warm = now() - t0;
   }
   const int want = runs_for(o, warm);
+  const double tol = 100.0 * dtype_of(s->dt)->eps * sqrt((double)s->n);
+  int wrong = 0, checked = 0;
   for (; rc == 0 && runs < want; ++runs) {
     rc = op_prepare(&k);
     const double t0 = now();
     if (rc == 0) rc = op_run(&k);
     times[runs] = now() - t0;
+    if (rc == 0 && (o->check_all || runs == want - 1)) {
+      double r = NAN;
+      rc = op_check(&k, &r);
+      checked++;
+      if (!(r <= tol)) wrong++;
+      /* The worst run's residual; a non-finite one stays. */
+      if (checked == 1 || (!isnan(residual) && !(r <= residual))) residual = r;
+    }
   }
-  if (rc == 0) rc = op_check(&k, &residual);
   op_free(&k);
   if (rc != 0) {
     print_row(s, c->ndev, times, 0, NAN, "error");
     return -1;
   }
   qsort(times, (size_t)runs, sizeof times[0], cmp_double);
-  const double tol = 100.0 * dtype_of(s->dt)->eps * sqrt((double)s->n);
-  const char *status = residual <= tol ? "ok" : "FAIL";
+  const char *status = wrong == 0 ? "ok" : "FAIL";
   print_row(s, c->ndev, times, runs, residual, status);
   fprintf(stderr,
           "ceiling: %s %s N=%lld T_A=%lld on %d GPU(s): median %.4f s of %d, "
-          "residual %.2e (tolerance %.1e) %s\n",
+          "residual %.2e (tolerance %.1e) %s; %d of %d checked runs wrong\n",
           op_name(s->op), dtype_of(s->dt)->name, (long long)s->n,
           (long long)s->tile, c->ndev, median(times, runs), runs, residual, tol,
-          status);
+          status, wrong, checked);
   return 0;
 }
 

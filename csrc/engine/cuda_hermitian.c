@@ -18,42 +18,17 @@
 
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
+#include "engine/cuda_scalar.h"
 
 #define FILL_TILE 512
-
-typedef union scalar {
-  float s;
-  double d;
-  cuComplex c;
-  cuDoubleComplex z;
-} scalar;
-
-static scalar make_scalar(jmg_dtype t, double v) {
-  scalar x;
-  memset(&x, 0, sizeof x);
-  switch (t) {
-    case JMG_F32:
-      x.s = (float)v;
-      break;
-    case JMG_F64:
-      x.d = v;
-      break;
-    case JMG_C64:
-      x.c = make_cuComplex((float)v, 0.0f);
-      break;
-    case JMG_C128:
-      x.z = make_cuDoubleComplex(v, 0.0);
-      break;
-  }
-  return x;
-}
 
 /* C = alpha op(A) + beta op(B); OP_C is the transpose for real types. */
 static cublasStatus_t geam(cublasHandle_t h, jmg_dtype t, cublasOperation_t ta,
                            cublasOperation_t tb, int m, int n, double alpha,
                            const void *A, int lda, double beta, const void *B,
                            int ldb, void *C, int ldc) {
-  scalar al = make_scalar(t, alpha), be = make_scalar(t, beta);
+  jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                  be = jmg_cuda_scalar_of(t, beta);
   switch (t) {
     case JMG_F32:
       return cublasSgeam(h, ta, tb, m, n, &al.s, A, lda, &be.s, B, ldb, C, ldc);
@@ -70,7 +45,7 @@ static cublasStatus_t geam(cublasHandle_t h, jmg_dtype t, cublasOperation_t ta,
 static cublasStatus_t trmm(cublasHandle_t h, jmg_dtype t, cublasDiagType_t diag,
                            int m, const void *A, int lda, const void *B,
                            int ldb, void *C, int ldc) {
-  scalar one = make_scalar(t, 1.0);
+  jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
   const cublasSideMode_t L = CUBLAS_SIDE_LEFT;
   const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
   const cublasOperation_t nt = CUBLAS_OP_N;

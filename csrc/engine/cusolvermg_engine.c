@@ -9,7 +9,12 @@
  *
  * cuSOLVERMg's routines run on their own streams and return when done; the
  * engine waits for every device after each of them. Copies for the layout go
- * in order on the leader's stream, which the ops layer relies on. */
+ * in order on the leader's stream, which the ops layer relies on.
+ *
+ * The Cholesky factorization behind potrs and potri is not cuSOLVERMg's but
+ * the tiled one of cuda_potrf.h (cuSOLVERMg's is wrong on GPUs that other
+ * processes use, and slower; docs/gpu-notes.md); the solves and syevd are
+ * cuSOLVERMg's. */
 #define _POSIX_C_SOURCE 200809L
 /* cuSOLVERMg is marked deprecated in CUDA 13 but still ships and works; this
  * file is the only one that calls it. */
@@ -25,6 +30,7 @@
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
 #include "engine/cuda_hermitian.h"
+#include "engine/cuda_potrf.h"
 #include "engine/engine.h"
 
 /* cuSOLVERMg drives at most 16 GPUs. */
@@ -47,6 +53,9 @@ typedef struct mg_context {
   mg_desc *descs;
   int ndescs;
   cublasHandle_t cublas[MG_MAX_DEVICES];
+  /* For the factorization that replaces cusolverMgPotrf (cuda_potrf.h). */
+  cusolverDnHandle_t dn[MG_MAX_DEVICES];
+  cusolverDnParams_t dn_params;
   pthread_mutex_t mu;
 } mg_context;
 
@@ -110,11 +119,12 @@ static void destroy_context(mg_context *c) {
   }
   if (c->grid) cusolverMgDestroyGrid(c->grid);
   if (c->handle) cusolverMgDestroy(c->handle);
-  for (int i = 0; i < c->ndev; ++i)
-    if (c->cublas[i]) {
-      cudaSetDevice(c->devices[i]);
-      cublasDestroy(c->cublas[i]);
-    }
+  for (int i = 0; i < c->ndev; ++i) {
+    cudaSetDevice(c->devices[i]);
+    if (c->cublas[i]) cublasDestroy(c->cublas[i]);
+    if (c->dn[i]) cusolverDnDestroy(c->dn[i]);
+  }
+  if (c->dn_params) cusolverDnDestroyParams(c->dn_params);
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
@@ -141,7 +151,10 @@ static int create_context(const int *devices, int ndev, mg_context **out,
   for (int i = 0; rc == 0 && i < ndev; ++i) {
     rc = JMG_CUDA_TRY(cudaSetDevice(devices[i]), NULL, err);
     if (rc == 0) rc = JMG_CUBLAS_TRY(cublasCreate(&c->cublas[i]), NULL, err);
+    if (rc == 0) rc = JMG_CUSOLVER_TRY(cusolverDnCreate(&c->dn[i]), NULL, err);
   }
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnCreateParams(&c->dn_params), NULL, err);
   if (rc != 0) {
     destroy_context(c);
     return rc;
@@ -456,13 +469,63 @@ static int check_info(int info, const char *op, const char *call,
 /* ---- solvers
  * ----------------------------------------------------------------*/
 
-/* potrf. cuSOLVERMg reports a matrix that is not positive definite through a
- * failed status with h_info > 0 (the failing leading minor): that is data, not
- * an error. */
-static int factor(mg_call *call, cudaLibMgMatrixDesc_t desc_a, int *h_info,
-                  jmg_error *err) {
+/* Which factorization potrs and potri use. cusolverMgPotrf returns a wrong
+ * factor when other processes run work on the same GPUs (which a 4-process
+ * MPMD job does to itself; docs/gpu-notes.md), so the default is the tiled
+ * one of cuda_potrf.h. JAXMG_POTRF=cusolvermg selects cuSOLVERMg's, for
+ * comparison on GPUs that are not shared. */
+static int potrf_choice(const char *op, int *use_mg, jmg_error *err) {
+  const char *env = getenv("JAXMG_POTRF");
+  *use_mg = 0;
+  if (env == NULL || *env == '\0' || strcmp(env, "tiles") == 0) return 0;
+  if (strcmp(env, "cusolvermg") == 0) {
+    *use_mg = 1;
+    return 0;
+  }
+  return jmg_error_set(err, JMG_EINVAL, op, "JAXMG_POTRF",
+                       "\"%s\" is not a factorization: use \"tiles\" (the "
+                       "default) or \"cusolvermg\"",
+                       env);
+}
+
+static jmg_cuda_potrf_handles potrf_handles(const mg_context *c) {
+  jmg_cuda_potrf_handles h = {c->cublas, c->dn, c->dn_params};
+  return h;
+}
+
+/* The factorization's workspace, in elements of the matrix's type. */
+static int factor_workspace(mg_call *call, cudaLibMgMatrixDesc_t desc_a,
+                            int use_mg, int64_t *lwork, jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const cudaDataType t = cuda_type(a->dtype);
+  if (use_mg)
+    return JMG_CUSOLVER_TRY(
+        cusolverMgPotrf_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
+                                   (int)a->n, call->a_ptrs, 1, 1, desc_a, t,
+                                   lwork),
+        call->op, err);
+  const jmg_cuda_potrf_handles h = potrf_handles(call->ctx);
+  size_t bytes = 0;
+  int rc = jmg_cuda_potrf_workspace(a, &h, &bytes, call->op, err);
+  const size_t es = jmg_dtype_size(a->dtype);
+  *lwork = (int64_t)((bytes + es - 1) / es);
+  return rc;
+}
+
+/* potrf. A matrix that is not positive definite is data, not an error:
+ * h_info > 0 (the failing leading minor). cuSOLVERMg reports it through a
+ * failed status with h_info set. */
+static int factor(mg_call *call, cudaLibMgMatrixDesc_t desc_a, int use_mg,
+                  int *h_info, jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
   *h_info = 0;
+  if (!use_mg) {
+    const jmg_cuda_potrf_handles h = potrf_handles(call->ctx);
+    int64_t info = 0;
+    int rc = jmg_cuda_potrf(a, &h, call->work, &info, call->op, err);
+    *h_info = (int)info;
+    return rc;
+  }
   cusolverStatus_t s = cusolverMgPotrf(
       call->ctx->handle, CUBLAS_FILL_MODE_LOWER, (int)a->n, call->a_ptrs, 1, 1,
       desc_a, cuda_type(a->dtype), call->work,
@@ -540,22 +603,19 @@ static int factor_for_solve(mg_call *call, void *const *b, int64_t nrhs,
   const jmg_dist_matrix *a = call->a;
   const cudaDataType t = cuda_type(a->dtype);
   int64_t lw_potrf = 0, lw_potrs = 0;
+  int use_mg = 0;
   *h_info = 0;
-  int rc = descriptor(call->ctx, a->n, a->n, a->tile, t, desc_a, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverMgPotrf_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
-                                   (int)a->n, call->a_ptrs, 1, 1, *desc_a, t,
-                                   &lw_potrf),
-        call->op, err);
+  int rc = potrf_choice(call->op, &use_mg, err);
+  if (rc == 0) rc = descriptor(call->ctx, a->n, a->n, a->tile, t, desc_a, err);
+  if (rc == 0) rc = factor_workspace(call, *desc_a, use_mg, &lw_potrf, err);
   if (rc == 0) rc = solve_workspace(call, *desc_a, nrhs, b, &lw_potrs, err);
   if (rc == 0)
     rc = take_workspace(call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs, err);
   jmg_trace_mark("workspace");
-  if (rc == 0) rc = factor(call, *desc_a, h_info, err);
+  if (rc == 0) rc = factor(call, *desc_a, use_mg, h_info, err);
   if (rc == 0) rc = sync_devices(a, call->op, err);
   jmg_trace_mark("potrf");
-  if (rc == 0) rc = check_info(*h_info, call->op, "cusolverMgPotrf", err);
+  if (rc == 0) rc = check_info(*h_info, call->op, "potrf", err);
   return rc;
 }
 

@@ -1,0 +1,318 @@
+/* Right-looking blocked Cholesky over the GPUs of a 1D block-cyclic matrix.
+ *
+ * Tile k (columns k*t .. k*t + t - 1) lives on device k % G. Step k:
+ *  - factor: its owner factors the diagonal tile (cusolverDnXpotrf) and
+ *    solves the panel below it (trsm), then records an event;
+ *  - update: every device with tiles right of k waits for that event, copies
+ *    the panel (rows below tile k) into its own buffer, and subtracts
+ *    panel * panel^H from each of its tiles j > k, rows j*t and below (one
+ *    gemm per tile; the gemm also writes the strict upper triangle of the
+ *    diagonal tile, which nothing reads).
+ * The owner of tile k + 1 updates that tile first and factors it at once,
+ * before its other updates (one step of lookahead), so that the next panel
+ * is ready while the devices still update with this one.
+ *
+ * Each device's work runs in order on its own stream; the only dependences
+ * between devices are the panel events. The copy into a device's panel
+ * buffer comes after that device's previous updates on the same stream, so
+ * one buffer per device suffices. */
+#include "engine/cuda_potrf.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cuda_check.h"
+#include "engine/cuda_device.h"
+#include "engine/cuda_scalar.h"
+
+#define POTRF_MAX_DEVICES 16
+#define ALIGN 256
+
+static size_t round_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static cudaDataType cuda_type(jmg_dtype t) {
+  static const cudaDataType types[JMG_NUM_DTYPES] = {CUDA_R_32F, CUDA_R_64F,
+                                                     CUDA_C_32F, CUDA_C_64F};
+  return types[t];
+}
+
+/* C = C - A B^H (m x n, inner dimension k). */
+static cublasStatus_t gemm_minus(cublasHandle_t h, jmg_dtype t, int m, int n,
+                                 int k, const void *A, int lda, const void *B,
+                                 int ldb, void *C, int ldc) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, -1.0),
+                        be = jmg_cuda_scalar_of(t, 1.0);
+  const cublasOperation_t N = CUBLAS_OP_N, H = CUBLAS_OP_C;
+  switch (t) {
+    case JMG_F32:
+      return cublasSgemm(h, N, H, m, n, k, &al.s, A, lda, B, ldb, &be.s, C,
+                         ldc);
+    case JMG_F64:
+      return cublasDgemm(h, N, H, m, n, k, &al.d, A, lda, B, ldb, &be.d, C,
+                         ldc);
+    case JMG_C64:
+      return cublasCgemm(h, N, H, m, n, k, &al.c, A, lda, B, ldb, &be.c, C,
+                         ldc);
+    default:
+      return cublasZgemm(h, N, H, m, n, k, &al.z, A, lda, B, ldb, &be.z, C,
+                         ldc);
+  }
+}
+
+/* B = B L^-H, L the lower triangle of the n x n A (B is m x n). */
+static cublasStatus_t trsm_right_lh(cublasHandle_t h, jmg_dtype t, int m, int n,
+                                    const void *A, int lda, void *B, int ldb) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
+  const cublasSideMode_t R = CUBLAS_SIDE_RIGHT;
+  const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
+  const cublasOperation_t H = CUBLAS_OP_C;
+  const cublasDiagType_t nu = CUBLAS_DIAG_NON_UNIT;
+  switch (t) {
+    case JMG_F32:
+      return cublasStrsm(h, R, lo, H, nu, m, n, &one.s, A, lda, B, ldb);
+    case JMG_F64:
+      return cublasDtrsm(h, R, lo, H, nu, m, n, &one.d, A, lda, B, ldb);
+    case JMG_C64:
+      return cublasCtrsm(h, R, lo, H, nu, m, n, &one.c, A, lda, B, ldb);
+    default:
+      return cublasZtrsm(h, R, lo, H, nu, m, n, &one.z, A, lda, B, ldb);
+  }
+}
+
+/* Sizes of the per-device workspace: [panel | potrf workspace | info]. */
+typedef struct layout {
+  size_t panel, dn, info, host;
+} layout;
+
+static int check_shape(const jmg_dist_matrix *a, const char *op,
+                       jmg_error *err) {
+  if (a->ndev < 1 || a->ndev > POTRF_MAX_DEVICES)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "potrf",
+                         "%d GPUs; between 1 and %d are supported", a->ndev,
+                         POTRF_MAX_DEVICES);
+  if (a->tile < 1 || a->n % (a->tile * a->ndev) != 0 || a->tile > INT32_MAX ||
+      a->n > INT32_MAX)
+    return jmg_error_set(err, JMG_EINVAL, op, "potrf",
+                         "N=%lld is not a multiple of T_A=%lld times %d GPUs "
+                         "(or exceeds cuBLAS's 32-bit sizes)",
+                         (long long)a->n, (long long)a->tile, a->ndev);
+  return 0;
+}
+
+static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
+                 layout *l, const char *op, jmg_error *err) {
+  int rc = check_shape(a, op, err);
+  const jmg_cuda_device *d0 = a->device_ctx[0];
+  const cudaDataType t = cuda_type(a->dtype);
+  size_t dn = 0, host = 0;
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(d0->device), op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnXpotrf_bufferSize(
+                              h->dn[0], h->params, CUBLAS_FILL_MODE_LOWER,
+                              a->tile, t, a->data[0], a->n, t, &dn, &host),
+                          op, err);
+  if (rc != 0) return rc;
+  l->panel =
+      round_up((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
+  l->dn = round_up(dn > 0 ? dn : 1);
+  l->info = round_up((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
+  l->host = host;
+  return 0;
+}
+
+int jmg_cuda_potrf_workspace(const jmg_dist_matrix *a,
+                             const jmg_cuda_potrf_handles *h, size_t *bytes,
+                             const char *op, jmg_error *err) {
+  layout l;
+  int rc = sizes(a, h, &l, op, err);
+  *bytes = rc == 0 ? l.panel + l.dn + l.info : 0;
+  return rc;
+}
+
+/* One call's state. */
+typedef struct run {
+  const jmg_dist_matrix *a;
+  const jmg_cuda_potrf_handles *h;
+  const char *op;
+  int G, t;
+  int64_t n, nt;
+  size_t es;
+  layout l;
+  cudaStream_t stream[POTRF_MAX_DEVICES];
+  cudaEvent_t panel_ready[POTRF_MAX_DEVICES];
+  char *panel[POTRF_MAX_DEVICES];
+  void *dn_work[POTRF_MAX_DEVICES];
+  int *info[POTRF_MAX_DEVICES];
+  void *host_work[POTRF_MAX_DEVICES];
+} run;
+
+static int device_of(const run *r, int d) {
+  return ((const jmg_cuda_device *)r->a->device_ctx[d])->device;
+}
+
+/* Row `row` of tile k's first column, on device k % G. */
+static char *at(const run *r, int64_t k, int64_t row) {
+  const int64_t slot = k / r->G;
+  return (char *)r->a->data[k % r->G] +
+         ((size_t)slot * (size_t)r->t * (size_t)r->n + (size_t)row) * r->es;
+}
+
+/* Step k's factor, on tile k's device (current). */
+static int factor_tile(run *r, int64_t k, jmg_error *err) {
+  const int d = (int)(k % r->G);
+  const jmg_dtype dt = r->a->dtype;
+  const cudaDataType t = cuda_type(dt);
+  char *akk = at(r, k, k * r->t);
+  int rc = JMG_CUSOLVER_TRY(
+      cusolverDnXpotrf(r->h->dn[d], r->h->params, CUBLAS_FILL_MODE_LOWER, r->t,
+                       t, akk, r->n, t, r->dn_work[d], r->l.dn, r->host_work[d],
+                       r->l.host, r->info[d] + k / r->G),
+      r->op, err);
+  const int64_t below = r->n - (k + 1) * r->t;
+  if (rc == 0 && below > 0)
+    rc = JMG_CUBLAS_TRY(
+        trsm_right_lh(r->h->blas[d], dt, (int)below, r->t, akk, (int)r->n,
+                      akk + (size_t)r->t * r->es, (int)r->n),
+        r->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaEventRecord(r->panel_ready[d], r->stream[d]), r->op,
+                      err);
+  return rc;
+}
+
+/* Step k's update on device d (made current here), with the lookahead
+ * factor of tile k + 1 when d holds it. */
+static int update_device(run *r, int64_t k, int d, jmg_error *err) {
+  const int64_t first = k + 1 + ((d - (k + 1) % r->G) + r->G) % r->G;
+  if (first >= r->nt) return 0;
+  const int owner = (int)(k % r->G);
+  const int64_t top = (k + 1) * r->t; /* the panel's first row */
+  const int64_t m = r->n - top;
+  int rc = JMG_CUDA_TRY(cudaSetDevice(device_of(r, d)), r->op, err);
+  const char *p = at(r, k, top);
+  int64_t ldp = r->n;
+  if (rc == 0 && d != owner) {
+    rc = JMG_CUDA_TRY(
+        cudaStreamWaitEvent(r->stream[d], r->panel_ready[owner], 0), r->op,
+        err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaMemcpy2DAsync(r->panel[d], (size_t)m * r->es, p,
+                            (size_t)r->n * r->es, (size_t)m * r->es,
+                            (size_t)r->t, cudaMemcpyDefault, r->stream[d]),
+          r->op, err);
+    p = r->panel[d];
+    ldp = m;
+  }
+  for (int64_t j = first; rc == 0 && j < r->nt; j += r->G) {
+    const char *pj = p + (size_t)(j * r->t - top) * r->es;
+    rc = JMG_CUBLAS_TRY(
+        gemm_minus(r->h->blas[d], r->a->dtype, (int)(r->n - j * r->t), r->t,
+                   r->t, pj, (int)ldp, pj, (int)ldp, at(r, j, j * r->t),
+                   (int)r->n),
+        r->op, err);
+    if (rc == 0 && j == k + 1) rc = factor_tile(r, j, err);
+  }
+  return rc;
+}
+
+/* Streams, events and workspace pointers for every device. */
+static int setup(run *r, void *const *work, jmg_error *err) {
+  int rc = 0;
+  for (int d = 0; rc == 0 && d < r->G; ++d) {
+    r->stream[d] =
+        (cudaStream_t)((const jmg_cuda_device *)r->a->device_ctx[d])->stream;
+    r->panel[d] = work[d];
+    r->dn_work[d] = (char *)work[d] + r->l.panel;
+    r->info[d] = (int *)((char *)work[d] + r->l.panel + r->l.dn);
+    rc = JMG_CUDA_TRY(cudaSetDevice(device_of(r, d)), r->op, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaEventCreateWithFlags(&r->panel_ready[d], cudaEventDisableTiming),
+          r->op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(cublasSetStream(r->h->blas[d], r->stream[d]), r->op,
+                          err);
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(r->h->dn[d], r->stream[d]),
+                            r->op, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaMemsetAsync(r->info[d], 0, r->l.info, r->stream[d]),
+                        r->op, err);
+    if (rc == 0 && r->l.host > 0) {
+      r->host_work[d] = malloc(r->l.host);
+      if (r->host_work[d] == NULL)
+        rc = jmg_error_set(err, JMG_ENOMEM, r->op, "malloc",
+                           "cannot allocate %zu bytes of potrf host workspace",
+                           r->l.host);
+    }
+  }
+  return rc;
+}
+
+/* Waits for every device (also after a failure: the caller frees the
+ * workspace next), frees what setup made, and reads the first failing minor
+ * when all went well. */
+static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
+  const int64_t per_dev = r->nt / r->G;
+  int *host = rc == 0 ? calloc((size_t)per_dev, sizeof *host) : NULL;
+  if (rc == 0 && host == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, r->op, "malloc",
+                       "cannot allocate %lld ints", (long long)per_dev);
+  *info = 0;
+  for (int d = 0; d < r->G; ++d) {
+    jmg_error ignored;
+    jmg_error *e = rc == 0 ? err : &ignored;
+    int s = JMG_CUDA_TRY(cudaSetDevice(device_of(r, d)), r->op, e);
+    if (s == 0) s = JMG_CUDA_TRY(cudaStreamSynchronize(r->stream[d]), r->op, e);
+    if (s == 0 && rc == 0)
+      s = JMG_CUDA_TRY(
+          cudaMemcpy(host, r->info[d], (size_t)per_dev * sizeof *host,
+                     cudaMemcpyDeviceToHost),
+          r->op, e);
+    /* Tile k = slot * G + d; the first failing tile wins. */
+    for (int64_t slot = 0; s == 0 && rc == 0 && slot < per_dev; ++slot) {
+      const int64_t k = slot * r->G + d;
+      if (host[slot] != 0) {
+        const int64_t minor = host[slot] > 0 ? k * r->t + host[slot] : -1;
+        if (minor < 0)
+          s = jmg_error_set(err, JMG_ECUSOLVER, r->op, "cusolverDnXpotrf",
+                            "argument %d was rejected", -host[slot]);
+        else if (*info == 0 || minor < *info)
+          *info = minor;
+        break;
+      }
+    }
+    if (rc == 0) rc = s;
+    if (r->panel_ready[d] != NULL) cudaEventDestroy(r->panel_ready[d]);
+    free(r->host_work[d]);
+  }
+  free(host);
+  return rc;
+}
+
+int jmg_cuda_potrf(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
+                   void *const *work, int64_t *info, const char *op,
+                   jmg_error *err) {
+  run r;
+  memset(&r, 0, sizeof r);
+  r.a = a;
+  r.h = h;
+  r.op = op;
+  *info = 0;
+  int rc = sizes(a, h, &r.l, op, err);
+  if (rc != 0) return rc;
+  r.G = a->ndev;
+  r.t = (int)a->tile;
+  r.n = a->n;
+  r.nt = a->n / a->tile;
+  r.es = jmg_dtype_size(a->dtype);
+  rc = setup(&r, work, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(device_of(&r, 0)), op, err);
+  if (rc == 0) rc = factor_tile(&r, 0, err);
+  for (int64_t k = 0; rc == 0 && k + 1 < r.nt; ++k)
+    for (int d = 0; rc == 0 && d < r.G; ++d) rc = update_device(&r, k, d, err);
+  return finish(&r, rc, info, err);
+}
