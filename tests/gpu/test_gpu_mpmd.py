@@ -75,13 +75,9 @@ def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, tmp_path):
 
 @pytest.mark.parametrize("nproc", [
     2,
-    # Not strict: a run of 40 right calls happens (1 run in 5 in session 5),
-    # so an XPASS alone does not say the bug is gone.
-    pytest.param(4, marks=pytest.mark.xfail(
-        strict=False,
-        reason="known bug (docs/gpu-notes.md, 'cuSOLVERMg's potrf is wrong when other "
-               "processes keep the GPUs busy'): 0 to 21 of 40 calls gave wrong "
-               "solutions on 4 H200")),
+    # 4 processes: the case in which cusolverMgPotrf returned wrong factors
+    # (docs/gpu-notes.md); the tiled factorization replaced it.
+    4,
 ])
 def test_gpu_mpmd_back_to_back_calls_on_fresh_inputs(gpus, nproc):
     """40 potrs calls in a row, each on new random inputs (the compiled
