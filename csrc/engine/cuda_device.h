@@ -8,6 +8,9 @@
 
 #include "common/error.h"
 
+/* The most GPUs one call drives (cuSOLVERMg's limit). */
+#define JMG_CUDA_MAX_DEVICES 16
+
 typedef struct jmg_cuda_device {
   int device;   /* CUDA device ordinal */
   void *stream; /* cudaStream_t: XLA's stream for this participant */

@@ -18,7 +18,7 @@
 
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
-#include "engine/cuda_scalar.h"
+#include "engine/cuda_dtype.h"
 
 #define FILL_TILE 512
 

@@ -25,18 +25,11 @@
 
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
-#include "engine/cuda_scalar.h"
+#include "engine/cuda_dtype.h"
 
-#define POTRF_MAX_DEVICES 16
 #define ALIGN 256
 
 static size_t round_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
-
-static cudaDataType cuda_type(jmg_dtype t) {
-  static const cudaDataType types[JMG_NUM_DTYPES] = {CUDA_R_32F, CUDA_R_64F,
-                                                     CUDA_C_32F, CUDA_C_64F};
-  return types[t];
-}
 
 /* C = C - A B^H (m x n, inner dimension k). */
 static cublasStatus_t gemm_minus(cublasHandle_t h, jmg_dtype t, int m, int n,
@@ -88,10 +81,10 @@ typedef struct layout {
 
 static int check_shape(const jmg_dist_matrix *a, const char *op,
                        jmg_error *err) {
-  if (a->ndev < 1 || a->ndev > POTRF_MAX_DEVICES)
+  if (a->ndev < 1 || a->ndev > JMG_CUDA_MAX_DEVICES)
     return jmg_error_set(err, JMG_EUNSUPPORTED, op, "potrf",
                          "%d GPUs; between 1 and %d are supported", a->ndev,
-                         POTRF_MAX_DEVICES);
+                         JMG_CUDA_MAX_DEVICES);
   if (a->tile < 1 || a->n % (a->tile * a->ndev) != 0 || a->tile > INT32_MAX ||
       a->n > INT32_MAX)
     return jmg_error_set(err, JMG_EINVAL, op, "potrf",
@@ -105,7 +98,7 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                  layout *l, const char *op, jmg_error *err) {
   int rc = check_shape(a, op, err);
   const jmg_cuda_device *d0 = a->device_ctx[0];
-  const cudaDataType t = cuda_type(a->dtype);
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
   size_t dn = 0, host = 0;
   if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(d0->device), op, err);
   if (rc == 0)
@@ -140,12 +133,12 @@ typedef struct run {
   int64_t n, nt;
   size_t es;
   layout l;
-  cudaStream_t stream[POTRF_MAX_DEVICES];
-  cudaEvent_t panel_ready[POTRF_MAX_DEVICES];
-  char *panel[POTRF_MAX_DEVICES];
-  void *dn_work[POTRF_MAX_DEVICES];
-  int *info[POTRF_MAX_DEVICES];
-  void *host_work[POTRF_MAX_DEVICES];
+  cudaStream_t stream[JMG_CUDA_MAX_DEVICES];
+  cudaEvent_t panel_ready[JMG_CUDA_MAX_DEVICES];
+  char *panel[JMG_CUDA_MAX_DEVICES];
+  void *dn_work[JMG_CUDA_MAX_DEVICES];
+  int *info[JMG_CUDA_MAX_DEVICES];
+  void *host_work[JMG_CUDA_MAX_DEVICES];
 } run;
 
 static int device_of(const run *r, int d) {
@@ -163,7 +156,7 @@ static char *at(const run *r, int64_t k, int64_t row) {
 static int factor_tile(run *r, int64_t k, jmg_error *err) {
   const int d = (int)(k % r->G);
   const jmg_dtype dt = r->a->dtype;
-  const cudaDataType t = cuda_type(dt);
+  const cudaDataType t = jmg_cuda_data_type(dt);
   char *akk = at(r, k, k * r->t);
   int rc = JMG_CUSOLVER_TRY(
       cusolverDnXpotrf(r->h->dn[d], r->h->params, CUBLAS_FILL_MODE_LOWER, r->t,

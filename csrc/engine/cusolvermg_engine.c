@@ -29,12 +29,12 @@
 #include "common/trace.h"
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
+#include "engine/cuda_dtype.h"
 #include "engine/cuda_hermitian.h"
 #include "engine/cuda_potrf.h"
 #include "engine/engine.h"
 
-/* cuSOLVERMg drives at most 16 GPUs. */
-#define MG_MAX_DEVICES 16
+#define MG_MAX_DEVICES JMG_CUDA_MAX_DEVICES
 #define MG_MAX_DESCRIPTORS 32
 
 typedef struct mg_desc {
@@ -68,16 +68,6 @@ static const jmg_cuda_device *dev_of(const jmg_dist_matrix *m, int d) {
 
 static cudaStream_t stream_of(const jmg_dist_matrix *m, int d) {
   return (cudaStream_t)dev_of(m, d)->stream;
-}
-
-static cudaDataType cuda_type(jmg_dtype t) {
-  static const cudaDataType types[JMG_NUM_DTYPES] = {CUDA_R_32F, CUDA_R_64F,
-                                                     CUDA_C_32F, CUDA_C_64F};
-  return types[t];
-}
-
-static cudaDataType cuda_real_type(jmg_dtype t) {
-  return jmg_dtype_real_size(t) == 4 ? CUDA_R_32F : CUDA_R_64F;
 }
 
 /* ---- device set resources -------------------------------------------------*/
@@ -497,7 +487,7 @@ static jmg_cuda_potrf_handles potrf_handles(const mg_context *c) {
 static int factor_workspace(mg_call *call, cudaLibMgMatrixDesc_t desc_a,
                             int use_mg, int64_t *lwork, jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
-  const cudaDataType t = cuda_type(a->dtype);
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
   if (use_mg)
     return JMG_CUSOLVER_TRY(
         cusolverMgPotrf_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
@@ -528,7 +518,7 @@ static int factor(mg_call *call, cudaLibMgMatrixDesc_t desc_a, int use_mg,
   }
   cusolverStatus_t s = cusolverMgPotrf(
       call->ctx->handle, CUBLAS_FILL_MODE_LOWER, (int)a->n, call->a_ptrs, 1, 1,
-      desc_a, cuda_type(a->dtype), call->work,
+      desc_a, jmg_cuda_data_type(a->dtype), call->work,
       (int64_t)(call->work_bytes / jmg_dtype_size(a->dtype)), h_info);
   if (s != CUSOLVER_STATUS_SUCCESS && *h_info > 0) return 0;
   return jmg_cusolver_check(s, call->op, "cusolverMgPotrf", err);
@@ -547,7 +537,7 @@ static int solve_chunked(mg_call *call, cudaLibMgMatrixDesc_t desc_a, void *b,
                          int64_t nrhs, void *const *other, int *h_info,
                          jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
-  const cudaDataType t = cuda_type(a->dtype);
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
   const size_t es = jmg_dtype_size(a->dtype);
   void *b_ptrs[MG_MAX_DEVICES];
   for (int d = 0; d < a->ndev; ++d) b_ptrs[d] = other[d];
@@ -583,13 +573,15 @@ static int solve_workspace(mg_call *call, cudaLibMgMatrixDesc_t desc_a,
   cudaLibMgMatrixDesc_t desc_b = NULL;
   *lwork = 0;
   if (k < 1) return 0;
-  int rc = descriptor(call->ctx, a->n, k, k, cuda_type(a->dtype), &desc_b, err);
+  int rc = descriptor(call->ctx, a->n, k, k, jmg_cuda_data_type(a->dtype),
+                      &desc_b, err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(cusolverMgPotrs_bufferSize(
-                              call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
-                              (int)a->n, k, call->a_ptrs, 1, 1, desc_a, b_ptrs,
-                              1, 1, desc_b, cuda_type(a->dtype), lwork),
-                          call->op, err);
+    rc =
+        JMG_CUSOLVER_TRY(cusolverMgPotrs_bufferSize(
+                             call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
+                             (int)a->n, k, call->a_ptrs, 1, 1, desc_a, b_ptrs,
+                             1, 1, desc_b, jmg_cuda_data_type(a->dtype), lwork),
+                         call->op, err);
   return rc;
 }
 
@@ -601,7 +593,7 @@ static int factor_for_solve(mg_call *call, void *const *b, int64_t nrhs,
                             cudaLibMgMatrixDesc_t *desc_a, int *h_info,
                             jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
-  const cudaDataType t = cuda_type(a->dtype);
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
   int64_t lw_potrf = 0, lw_potrs = 0;
   int use_mg = 0;
   *h_info = 0;
@@ -712,7 +704,8 @@ static int mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   const char *op = "syevd";
   mg_call call;
   int rc = begin_call(&call, op, a, err);
-  const cudaDataType t = cuda_type(a->dtype), rt = cuda_real_type(a->dtype);
+  const cudaDataType t = jmg_cuda_data_type(a->dtype),
+                     rt = jmg_cuda_real_data_type(a->dtype);
   const int n = (int)a->n;
   const cusolverEigMode_t jobz =
       want_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
