@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common/trace.h"
 
+#include "common/config.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +26,9 @@ static double now(void) {
 }
 
 int jmg_trace_on(void) {
-  const char *v = getenv("JAXMG_TRACE");
-  return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+  jmg_config c;
+  jmg_config_read(&c);
+  return c.trace;
 }
 
 static void vappend(trace *t, const char *fmt, va_list ap) {

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/trace.h"
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
@@ -465,9 +466,11 @@ static int check_info(int info, const char *op, const char *call,
  * one of cuda_potrf.h. JAXMG_POTRF=cusolvermg selects cuSOLVERMg's, for
  * comparison on GPUs that are not shared. */
 static int potrf_choice(const char *op, int *use_mg, jmg_error *err) {
-  const char *env = getenv("JAXMG_POTRF");
+  jmg_config c;
+  jmg_config_read(&c);
+  const char *env = c.potrf;
   *use_mg = 0;
-  if (env == NULL || *env == '\0' || strcmp(env, "tiles") == 0) return 0;
+  if (*env == '\0' || strcmp(env, "tiles") == 0) return 0;
   if (strcmp(env, "cusolvermg") == 0) {
     *use_mg = 1;
     return 0;

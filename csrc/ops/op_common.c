@@ -1,5 +1,6 @@
 #include "ops/op_common.h"
 
+#include "common/config.h"
 #include "common/trace.h"
 
 #include <stdio.h>
@@ -127,13 +128,9 @@ void jmg_leader_view_free(jmg_leader_view *v) {
 /* Lanes for the permutation: JAXMG_COPY_LANES if set (1 runs every copy in
  * one queue), else one per device, never more than there are cycles. */
 static int permute_lanes(const jmg_cyclic_plan *plan) {
-  int want = plan->ndev;
-  const char *env = getenv("JAXMG_COPY_LANES");
-  if (env != NULL && *env != '\0') {
-    char *end = NULL;
-    long v = strtol(env, &end, 10);
-    if (end != NULL && *end == '\0' && v >= 1 && v <= 64) want = (int)v;
-  }
+  jmg_config c;
+  jmg_config_read(&c);
+  int want = c.copy_lanes > 0 ? c.copy_lanes : plan->ndev;
   return plan->ncycles < want ? (int)plan->ncycles : want;
 }
 
@@ -228,12 +225,13 @@ static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
 /* A shard-sized buffer on every device, or none (and no error) when the
  * engine cannot give them all: the in-place permutation needs no more. */
 static void take_scratch(jmg_leader_view *v) {
-  const char *env = getenv("JAXMG_PERMUTE");
-  if (env != NULL && strcmp(env, "inplace") == 0) return;
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.permute == JMG_PERMUTE_INPLACE) return;
   /* A refused allocation can cost seconds (XLA's allocator waits for memory
    * to be freed before it gives up): try only where the Python layer judged
    * that it fits, unless JAXMG_PERMUTE=apart insists. */
-  if (!v->io[0]->scratch_ok && !(env != NULL && strcmp(env, "apart") == 0))
+  if (!v->io[0]->scratch_ok && c.permute != JMG_PERMUTE_APART)
     return;
   const size_t bytes =
       (size_t)v->a.n * (size_t)v->a.local_cols * jmg_dtype_size(v->a.dtype);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/config.h"
 #include "rendezvous/call_ident.h"
 #include "rendezvous/rendezvous.h"
 
@@ -528,11 +529,7 @@ int64_t jmg_rdv_next_seq(const char *op, int64_t mesh_id, int shard,
 }
 
 double jmg_rdv_default_timeout(void) {
-  const char *s = getenv("JAXMG_RENDEZVOUS_TIMEOUT");
-  if (s != NULL) {
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end != s && v > 0) return v;
-  }
-  return 300.0;
+  jmg_config c;
+  jmg_config_read(&c);
+  return c.rendezvous_timeout_s;
 }

@@ -1,0 +1,42 @@
+#include "common/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL ? v : "";
+}
+
+static void copy_name(char *dst, const char *src) {
+  snprintf(dst, JMG_CONFIG_NAME_LEN, "%s", src);
+}
+
+void jmg_config_read(jmg_config *out) {
+  memset(out, 0, sizeof *out);
+  const char *trace = env("JAXMG_TRACE");
+  out->trace = trace[0] != '\0' && strcmp(trace, "0") != 0;
+
+  out->rendezvous_timeout_s = 300.0;
+  const char *timeout = env("JAXMG_RENDEZVOUS_TIMEOUT");
+  char *end = NULL;
+  double t = strtod(timeout, &end);
+  if (end != timeout && t > 0) out->rendezvous_timeout_s = t;
+
+  const char *lanes = env("JAXMG_COPY_LANES");
+  if (lanes[0] != '\0') {
+    long v = strtol(lanes, &end, 10);
+    if (end != NULL && *end == '\0' && v >= 1 && v <= 64) out->copy_lanes = (int)v;
+  }
+
+  const char *permute = env("JAXMG_PERMUTE");
+  out->permute = strcmp(permute, "inplace") == 0 ? JMG_PERMUTE_INPLACE
+                 : strcmp(permute, "apart") == 0 ? JMG_PERMUTE_APART
+                                                 : JMG_PERMUTE_AUTO;
+  /* A value longer than the buffer must not pass for a valid one cut short. */
+  const char *potrf = env("JAXMG_POTRF");
+  copy_name(out->potrf, strlen(potrf) < JMG_CONFIG_NAME_LEN ? potrf : "?");
+  const char *engine = env("JAXMG_ENGINE");
+  copy_name(out->engine, strlen(engine) < JMG_CONFIG_NAME_LEN ? engine : "?");
+}

@@ -1,0 +1,42 @@
+/* Every JAXMG_* setting of the C library, read in one place.
+ *
+ * The settings are read afresh from the environment each time a caller asks
+ * (once per call, by whoever plans the call), so that a program may change
+ * them between calls, as the tests and bench/time_potrs.py do. Nothing else
+ * in csrc/ calls getenv. Malformed values fall back to the default, except
+ * where a wrong value would silently change what runs (JAXMG_POTRF,
+ * JAXMG_ENGINE): those are kept as text and checked by their user, which
+ * reports an error naming the variable. The Python layer reads
+ * JAXMG_RENDEZVOUS_TIMEOUT too (_mode.py), for MPMD calls.
+ *
+ *   JAXMG_TRACE               "" or "0": off; anything else: one line per call
+ *   JAXMG_RENDEZVOUS_TIMEOUT  seconds to wait for the other participants (300)
+ *   JAXMG_COPY_LANES          copy queues of the in-place permutation, 1..64
+ *                             (0, the default: one per device)
+ *   JAXMG_PERMUTE             "inplace", "apart", or unset (auto)
+ *   JAXMG_POTRF               "tiles" (default) or "cusolvermg"
+ *   JAXMG_ENGINE              the engine to use; unset: chosen per call */
+#ifndef JMG_COMMON_CONFIG_H
+#define JMG_COMMON_CONFIG_H
+
+typedef enum {
+  JMG_PERMUTE_AUTO,    /* out of place where the Python layer judged it fits */
+  JMG_PERMUTE_INPLACE, /* always in place, by cycles */
+  JMG_PERMUTE_APART    /* try out of place whatever the Python layer said */
+} jmg_permute_mode;
+
+#define JMG_CONFIG_NAME_LEN 32
+
+typedef struct jmg_config {
+  int trace;
+  double rendezvous_timeout_s;
+  int copy_lanes; /* 0: one per device */
+  jmg_permute_mode permute;
+  char potrf[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
+  char engine[JMG_CONFIG_NAME_LEN]; /* "" when unset; may be malformed */
+} jmg_config;
+
+/* Reads every setting from the environment now. */
+void jmg_config_read(jmg_config *out);
+
+#endif
