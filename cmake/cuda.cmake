@@ -15,7 +15,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg_engine.c
   csrc/engine/cuda_hermitian.c
   csrc/engine/cuda_potrf.c
-  csrc/engine/cuda_check.c
+  csrc/cuda/check.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
 target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver

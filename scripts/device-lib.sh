@@ -54,7 +54,7 @@ jaxmg_build_ceiling() {
   mkdir -p "$(dirname "$out")"
   if ! "${CC:-gcc}" -std=c11 -O2 -Wall -Wextra -Werror -I"$cuda/include" \
         -I"$jaxmg_root/csrc" "$jaxmg_root"/bench/ceiling/*.c \
-        "$jaxmg_root"/csrc/engine/cuda_check.c "$jaxmg_root"/csrc/common/error.c -o "$out" -L"$cuda/lib64" \
+        "$jaxmg_root"/csrc/cuda/check.c "$jaxmg_root"/csrc/common/error.c -o "$out" -L"$cuda/lib64" \
         -Wl,-rpath,"$cuda/lib64" -lcusolverMg -lcublas -lcurand -lcudart -lm \
         >"$log" 2>&1; then
     cat "$log"

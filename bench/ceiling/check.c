@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "ceiling.h"
-#include "engine/cuda_check.h"
+#include "cuda/check.h"
 
 /* "cudaSetDevice(c->dev[d])" -> "cudaSetDevice": the function names the call.
  */

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cuda_check.h"
-#include "engine/cuda_device.h"
-#include "engine/cuda_dtype.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/dtype.h"
 
 #define FILL_TILE 512
 

@@ -28,9 +28,9 @@
 
 #include "common/config.h"
 #include "common/trace.h"
-#include "engine/cuda_check.h"
-#include "engine/cuda_device.h"
-#include "engine/cuda_dtype.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/dtype.h"
 #include "engine/cuda_hermitian.h"
 #include "engine/cuda_potrf.h"
 #include "engine/engine.h"

@@ -97,7 +97,7 @@ typedef struct jmg_engine {
 const jmg_engine *jmg_lapack_engine(void);
 
 /* The cuSOLVERMg engine for CUDA GPUs (device_ctx: jmg_cuda_device, see
- * engine/cuda_device.h). Defined in libjaxmg_cuda.so only. */
+ * cuda/device.h). Defined in libjaxmg_cuda.so only. */
 const jmg_engine *jmg_cusolvermg_engine(void);
 
 #endif

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cuda_check.h"
-#include "engine/cuda_device.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
 #include "ffi/ffi_common.h"
 
 typedef struct xla_alloc_ctx {

@@ -34,8 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/cuda_check.h"
-#include "engine/cuda_device.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
 #include "share/cuda_driver.h"
 #include "share/fd_pass.h"
 #include "share/share.h"

@@ -1,8 +1,8 @@
 /* One participant's GPU, as the CUDA engine sees it: its CUDA device, the
  * stream XLA runs it on, and XLA's allocator for it. The ffi layer fills this
  * (ffi/cuda_targets.c); the engine never sees XLA's types. */
-#ifndef JMG_ENGINE_CUDA_DEVICE_H
-#define JMG_ENGINE_CUDA_DEVICE_H
+#ifndef JMG_CUDA_DEVICE_H
+#define JMG_CUDA_DEVICE_H
 
 #include <stddef.h>
 

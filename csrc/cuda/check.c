@@ -1,4 +1,4 @@
-#include "engine/cuda_check.h"
+#include "cuda/check.h"
 
 #include <stdio.h>
 #include <string.h>

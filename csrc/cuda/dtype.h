@@ -1,8 +1,8 @@
 /* jaxmg's element types as the CUDA libraries name them, and a scalar of any
  * of them (the alpha and beta that cuBLAS takes by pointer in the matrix's
  * own type). */
-#ifndef JMG_ENGINE_CUDA_DTYPE_H
-#define JMG_ENGINE_CUDA_DTYPE_H
+#ifndef JMG_CUDA_DTYPE_H
+#define JMG_CUDA_DTYPE_H
 
 #include <cuComplex.h>
 #include <library_types.h>

@@ -1,7 +1,7 @@
 /* Turning CUDA, cuBLAS and cuSOLVER return codes into jmg_errors that name
  * the op, the call and the library's own error string. */
-#ifndef JMG_ENGINE_CUDA_CHECK_H
-#define JMG_ENGINE_CUDA_CHECK_H
+#ifndef JMG_CUDA_CHECK_H
+#define JMG_CUDA_CHECK_H
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
