@@ -12,10 +12,16 @@ message(STATUS "Building libjaxmg_cuda.so (CUDA ${CUDAToolkit_VERSION}, ${JAXMG_
 
 add_library(jaxmg_cuda SHARED
   csrc/ffi/cuda_targets.c
-  csrc/engine/cusolvermg_engine.c
-  csrc/engine/cuda_hermitian.c
-  csrc/engine/cuda_potrf.c
   csrc/cuda/check.c
+  csrc/cuda/handles.c
+  csrc/cuda/mem.c
+  csrc/engine/cusolvermg/context.c
+  csrc/engine/cusolvermg/cholesky.c
+  csrc/engine/cusolvermg/potrs.c
+  csrc/engine/cusolvermg/potri.c
+  csrc/engine/cusolvermg/syevd.c
+  csrc/engine/cusolvermg/cuda_hermitian.c
+  csrc/engine/cusolvermg/cuda_potrf.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
 target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver

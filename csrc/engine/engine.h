@@ -1,28 +1,76 @@
-/* The engine: the solver behind an op, and the memory moves it needs.
+/* The engines: the solvers behind the ops, one folder each, behind this one
+ * interface.
  *
- * The ops layer sees only this table. An engine gets the matrix already in the
- * 1D block-cyclic layout (layout/cyclic.h) that cuSOLVERMg defines: device d
- * holds its columns column-major with leading dimension n. Engines: LAPACK on
- * CPU devices (engine/lapack_engine.c), cuSOLVERMg on GPUs. A future
- * cuSolverMp engine (2D block-cyclic, several nodes) gets its own layout plan
- * and plugs in here without touching the ops or the Python layer.
+ * Two execution models. An engine runs the ops in one of them:
+ *   JMG_MODEL_LEADER  one participant (the leader, shard 0) drives every
+ *                     device of the call over a global view of all shards
+ *                     (jmg_dist_matrix: a pointer to every shard). The ops
+ *                     layer's leader steps permute A into the layout the
+ *                     engine takes before the call and write every
+ *                     participant's outputs after it. LAPACK on CPU devices
+ *                     (engine/lapack/) and cuSOLVERMg with jaxmg's tiled
+ *                     Cholesky on GPUs (engine/cusolvermg/) work so.
+ *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
+ *                     (jmg_local_matrix: rank, ranks, a communicator, the
+ *                     shard), and the library talks between ranks itself.
+ *                     cuSOLVERMp (next) works so; the view is declared here
+ *                     so that it plugs in without changing this header.
  *
- * Numerical failure is data: *info receives LAPACK's info (> 0: the leading
- * minor of that order is not positive definite, or the eigensolver did not
- * converge) and the call returns 0. Only a failure of the machinery (memory,
- * a driver call) is an error. A solver fails with JMG_ENOMEM only before it
- * has written anything (it takes all its memory first), so that the ops
- * layer can free memory of its own and call it again. */
+ * Memory is not the engines' business: copies, copy lanes, allocations, NaN
+ * fills and waits are the platform's memory module (mem/mem.h: host_mem.c on
+ * CPU, cuda/mem.c on GPUs), shared by the platform's engines and by the ops'
+ * leader steps. The CUDA engines share cuda/ too: error checks, the device
+ * context, dtypes, and the cuBLAS/cuSOLVERDn handles of a device set
+ * (cuda/handles.h).
+ *
+ * Which engine runs a call: jmg_engine_select (engine/select.c), per call,
+ * from the platform's engines in its order of preference, the problem (op,
+ * group size, dtype, N, T_A) and JAXMG_ENGINE:
+ *   - JAXMG_ENGINE set: the engine of that name, which must be one of the
+ *     platform's and support the problem; else the call fails with an error
+ *     that names JAXMG_ENGINE, the reason, and the engines there are. Nothing
+ *     falls back silently to another engine.
+ *   - else the first engine of the list that supports the problem: it has a
+ *     routine for the op, and its `supports` (if any) accepts the problem.
+ *     None: the call fails, naming every engine's reason.
+ *
+ * Adding an engine: a folder engine/NAME/ with one file per routine and a
+ * table (a const jmg_engine) that gives its name, model, `supports` (every
+ * limit the library has that would otherwise fail inside it: put it there,
+ * with the reason) and its routines (NULL for the ops it lacks); a line in
+ * the platform's list of engines (ffi/cpu_targets.c, ffi/cuda_targets.c), in
+ * the place its measured speed earns; its files in CMakeLists.txt or
+ * cmake/cuda.cmake.
+ *
+ * The contract of every routine:
+ * - Numerical failure is data: *info receives LAPACK's info (> 0: the leading
+ *   minor of that order is not positive definite, or the eigensolver did not
+ *   converge) and the routine returns 0. Only a failure of the machinery
+ *   (memory, a driver call) is an error, which names the op.
+ * - A routine fails with JMG_ENOMEM only before it has written anything (it
+ *   takes all its memory first), so that the ops layer can free memory of its
+ *   own and call it again.
+ * - A routine takes every buffer it needs beyond its arguments itself (from
+ *   the platform's memory module) and returns when its results are complete.
+ * - Each op's output layout is fixed here, whatever engine runs it. */
 #ifndef JMG_ENGINE_ENGINE_H
 #define JMG_ENGINE_ENGINE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/config.h"
 #include "common/dtype.h"
 #include "common/error.h"
 
-/* A matrix distributed 1D block-cyclically over ndev devices. */
+typedef enum {
+  JMG_MODEL_LEADER, /* one leader over a global view of all shards */
+  JMG_MODEL_LOCAL   /* every participant on its own shard, with a comm */
+} jmg_model;
+
+/* JMG_MODEL_LEADER's view: a matrix distributed 1D block-cyclically over
+ * ndev devices (layout/cyclic.h), the layout cuSOLVERMg defines: device d
+ * holds its columns column-major with leading dimension n. */
 typedef struct jmg_dist_matrix {
   int ndev;
   int64_t n;          /* order of the (padded) matrix */
@@ -30,74 +78,110 @@ typedef struct jmg_dist_matrix {
   int64_t local_cols; /* n / ndev columns on each device */
   jmg_dtype dtype;
   void *const *data; /* data[d]: device d's columns, column-major, lda n */
-  void *const *device_ctx; /* engine-specific per-device context (or NULL) */
+  /* The platform's per-participant context (CUDA: jmg_cuda_device, see
+   * cuda/device.h; NULL on CPU). */
+  void *const *device_ctx;
 } jmg_dist_matrix;
 
-/* Where a buffer lives, for copies: a device's position in the call (0 ..
- * ndev-1), or the host. */
-enum { JMG_HOST = -1 };
+/* JMG_MODEL_LOCAL's view: what one participant (a rank) hands the library.
+ * Each rank holds its own shard and calls the routine at the same time as
+ * the others; the library exchanges data between ranks through comm. The
+ * shard's layout is the engine's (cuSOLVERMp: 2D block-cyclic, described by
+ * the engine's own descriptor), prepared by the local executor of the ops
+ * layer (to come with the first engine of this model). */
+typedef struct jmg_local_matrix {
+  int rank;  /* this participant, 0 .. ranks-1 */
+  int ranks; /* participants of the call */
+  /* The communicator the ranks share (NCCL's ncclComm_t for cuSOLVERMp),
+   * made once per group of ranks by whoever plans the call. */
+  void *comm;
+  int64_t n;    /* order of the global matrix */
+  int64_t tile; /* block size of the engine's layout */
+  jmg_dtype dtype;
+  void *data;         /* this rank's shard */
+  int64_t rows, cols; /* the shard's size */
+  int64_t ld;         /* its leading dimension (column-major) */
+  void *device_ctx;   /* this participant's platform context */
+} jmg_local_matrix;
 
-typedef struct jmg_engine {
-  const char *name;
+/* What selection looks at: one call's problem. */
+typedef struct jmg_problem {
+  const char *op; /* "potrs", "potri", "syevd" */
+  int nparts;     /* participants (devices) in the call's group */
+  jmg_dtype dtype;
+  int64_t n;
+  int64_t tile; /* T_A */
+} jmg_problem;
 
-  /* ---- memory: used by the ops layer for redistribution and outputs ---- */
-  /* Copies bytes between buffers on (possibly different) devices or the host.
-   * May be asynchronous on the leader's stream; jmg_engine.sync orders it. */
-  int (*copy)(const struct jmg_engine *e, const jmg_dist_matrix *m, void *dst,
-              int dst_dev, const void *src, int src_dev, size_t bytes,
-              jmg_error *err);
-  /* Copy lanes for the layout permutation: independent in-order queues, so
-   * that copies between different devices run at the same time. lanes_open
-   * makes nlanes lanes ordered after everything issued so far (*lanes may be
-   * NULL where the engine needs no state); lane_copy issues a copy on a lane;
-   * lanes_close waits for every lane and frees them, also after an error. */
-  int (*lanes_open)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-                    int nlanes, void **lanes, jmg_error *err);
-  int (*lane_copy)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-                   void *lanes, int lane, void *dst, int dst_dev,
-                   const void *src, int src_dev, size_t bytes, jmg_error *err);
-  int (*lanes_close)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-                     void *lanes, jmg_error *err);
-  /* Allocates / frees scratch on device dev (staging buffers). */
-  int (*alloc)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
-               size_t bytes, void **out, jmg_error *err);
-  void (*release)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
-                  void *ptr, size_t bytes);
-  /* Fills count elements of a dtype buffer on device dev with NaN. */
-  int (*fill_nan)(const struct jmg_engine *e, const jmg_dist_matrix *m, int dev,
-                  void *ptr, size_t count, jmg_dtype dtype, jmg_error *err);
-  /* Waits until everything issued so far has finished. */
-  int (*sync)(const struct jmg_engine *e, const jmg_dist_matrix *m,
-              jmg_error *err);
+struct jmg_engine;
 
-  /* ---- solvers: one per op ----------------------------------------------*/
+/* The routines of JMG_MODEL_LEADER, called on the leader with A in the
+ * block-cyclic layout of jmg_dist_matrix. */
+typedef struct jmg_leader_routines {
   /* Solves A X = B for SPD/HPD A (lower triangle used; A is overwritten by
-   * its factor). b[0]: n x nrhs, column-major, on device 0, overwritten by X;
-   * b[d] for d > 0: buffers of the same size on device d, which the engine may
-   * use (cuSOLVERMg wants a B pointer on every device of its grid). */
-  int (*potrs)(const struct jmg_engine *e, const jmg_dist_matrix *a,
-               void *const *b, int64_t nrhs, int *info, jmg_error *err);
-  /* Replaces A (block-cyclic) by its inverse in the CONTIGUOUS layout
-   * (device d holds columns d*local_cols ...); only the lower triangle needs
-   * to be right, as LAPACK's and cuSOLVER's potri leave the upper one. */
+   * its factor and not returned). b: n x nrhs, column-major (lda n), in
+   * participant 0's memory, overwritten by X. */
+  int (*potrs)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *b,
+               int64_t nrhs, int *info, jmg_error *err);
+  /* Replaces A by its inverse, both triangles (Hermitian), in the
+   * CONTIGUOUS layout (device d holds columns d*local_cols ...), the layout
+   * the slab-by-slab solves of the GPU engine produce without a move. On
+   * failure (*info != 0) A's content is unspecified. */
   int (*potri)(const struct jmg_engine *e, const jmg_dist_matrix *a, int *info,
                jmg_error *err);
-  /* For A in the CONTIGUOUS layout (device d holds columns d*local_cols ...):
-   * overwrites the strict upper triangle with the conjugate transpose of the
-   * strict lower one, making A Hermitian. */
-  int (*fill_upper)(const struct jmg_engine *e, const jmg_dist_matrix *a,
-                    jmg_error *err);
-  /* Eigenvalues (ascending, real, n of them, written to w on device 0) and,
-   * if want_vectors, eigenvectors in place of A (column j is the j-th). */
+  /* Eigenvalues (ascending, real, n of them, written to w in participant
+   * 0's memory) and, if want_vectors, eigenvectors in place of A (column j
+   * is the j-th), in the BLOCK-CYCLIC layout, as cuSOLVERMg returns them (the
+   * ops layer permutes them back). */
   int (*syevd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *w,
                int want_vectors, int *info, jmg_error *err);
+} jmg_leader_routines;
+
+/* The routines of JMG_MODEL_LOCAL, called by every rank at once, with the
+ * same meanings as the leader's; b (n x nrhs) and w (n) are this rank's own
+ * copies, each written on every rank. Output layouts are those of the
+ * engine's shard layout. */
+typedef struct jmg_local_routines {
+  int (*potrs)(const struct jmg_engine *e, const jmg_local_matrix *a, void *b,
+               int64_t nrhs, int *info, jmg_error *err);
+  int (*potri)(const struct jmg_engine *e, const jmg_local_matrix *a, int *info,
+               jmg_error *err);
+  int (*syevd)(const struct jmg_engine *e, const jmg_local_matrix *a, void *w,
+               int want_vectors, int *info, jmg_error *err);
+} jmg_local_routines;
+
+typedef struct jmg_engine {
+  const char *name; /* what JAXMG_ENGINE names it by */
+  jmg_model model;
+  /* Whether the engine runs problem p (only asked when it has a routine for
+   * p->op). Returns 1, or 0 with the reason in why[0 .. why_len) (a phrase:
+   * "T_A=2048 > 1024: cusolverMgSyevd rejects wider tiles"). NULL: every
+   * problem its routines cover. */
+  int (*supports)(const struct jmg_engine *e, const jmg_problem *p, char *why,
+                  size_t why_len);
+  /* One routine per op; NULL where the engine lacks it. An engine fills the
+   * set of its model and leaves the other empty. */
+  jmg_leader_routines leader;
+  jmg_local_routines local;
 } jmg_engine;
 
-/* The LAPACK engine for CPU devices (device_ctx unused). */
-const jmg_engine *jmg_lapack_engine(void);
+/* Whether e has a routine for op (in its model's set). */
+int jmg_engine_has(const jmg_engine *e, const char *op);
 
-/* The cuSOLVERMg engine for CUDA GPUs (device_ctx: jmg_cuda_device, see
- * cuda/device.h). Defined in libjaxmg_cuda.so only. */
-const jmg_engine *jmg_cusolvermg_engine(void);
+/* Chooses the engine of one call by the rule above. engines: the platform's,
+ * in order of preference, NULL-terminated. cfg: the settings read for this
+ * call (cfg->engine is JAXMG_ENGINE, "" when unset). Returns 0 and *out, or
+ * an error naming p->op. */
+int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
+                      const jmg_config *cfg, const jmg_engine **out,
+                      jmg_error *err);
+
+/* The engines, as objects so that a platform's list of them is a constant
+ * table. LAPACK for CPU devices (engine/lapack/). */
+extern const jmg_engine jmg_lapack_engine;
+
+/* cuSOLVERMg for CUDA GPUs (engine/cusolvermg/; device contexts:
+ * jmg_cuda_device). Defined in libjaxmg_cuda.so only. */
+extern const jmg_engine jmg_cusolvermg_engine;
 
 #endif

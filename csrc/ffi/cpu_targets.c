@@ -2,7 +2,7 @@
  * exports, one per op, registered by the Python layer for platform "cpu". */
 #include <string.h>
 
-#include "engine/lapack_table.h"
+#include "engine/lapack/table.h"
 #include "ffi/ffi_common.h"
 
 static int cpu_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
@@ -28,9 +28,12 @@ static int cpu_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   return 0;
 }
 
+static const jmg_engine *const g_cpu_engines[] = {&jmg_lapack_engine, NULL};
+
 static const jmg_ffi_platform g_cpu = {
     .name = "cpu",
-    .engine = jmg_lapack_engine,
+    .engines = g_cpu_engines,
+    .mem = jmg_host_mem,
     .rendezvous = jmg_rendezvous_threads,
     .read_shard = cpu_read_shard,
     .make_device_ctx = cpu_make_device_ctx,

@@ -156,9 +156,13 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   return rc;
 }
 
+static const jmg_engine *const g_cuda_engines[] = {&jmg_cusolvermg_engine,
+                                                   NULL};
+
 static const jmg_ffi_platform g_cuda = {
     .name = "CUDA",
-    .engine = jmg_cusolvermg_engine,
+    .engines = g_cuda_engines,
+    .mem = jmg_cuda_mem,
     .rendezvous = jmg_rendezvous_threads,
     .read_shard = cuda_read_shard,
     .make_device_ctx = cuda_make_device_ctx,

@@ -290,7 +290,7 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                          (long long)io->local_cols, (long long)io->n);
   const int nparts = (int)(io->n / io->local_cols);
 
-  call->engine = platform->engine();
+  call->mem = platform->mem();
   call->rdv = platform->rendezvous();
   call->timeout_s = jmg_rdv_default_timeout();
   call->key.op = op;
@@ -373,6 +373,14 @@ int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   call->shard = shard;
   call->key.seq =
       jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);
+  /* The engine of this call (engine/engine.h); a refusal releases the
+   * others. */
+  jmg_config cfg;
+  jmg_config_read(&cfg);
+  const jmg_problem problem = {op, nparts, io->dtype, io->n, io->tile};
+  if (jmg_engine_select(platform->engines, &problem, &cfg, &call->engine,
+                        err) != 0)
+    return jmg_op_abort(call, op, err);
   io->a = a->data;
   return 0;
 }

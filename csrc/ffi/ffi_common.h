@@ -13,6 +13,7 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "engine/engine.h"
+#include "mem/mem.h"
 #include "ffi/xla_compat.h"
 #include "ops/ops.h"
 #include "rendezvous/rendezvous.h"
@@ -21,7 +22,11 @@
 /* What differs between platforms (CPU, CUDA) for a handler. */
 typedef struct jmg_ffi_platform {
   const char *name; /* "cpu", "CUDA" */
-  const jmg_engine *(*engine)(void);
+  /* The platform's engines, in order of preference, NULL-terminated: one is
+   * chosen per call (jmg_engine_select, engine/engine.h). */
+  const jmg_engine *const *engines;
+  /* The platform's memory operations (mem/mem.h). */
+  const jmg_mem *(*mem)(void);
   const jmg_rendezvous *(*rendezvous)(void);
   /* Reads the int32 shard index from its buffer (device memory on GPUs). */
   int (*read_shard)(XLA_FFI_CallFrame *frame, const void *buf, int32_t *out,

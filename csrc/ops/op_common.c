@@ -46,11 +46,12 @@ int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
 }
 
 int jmg_leader_view_init(jmg_leader_view *v, const char *op,
-                         const jmg_engine *engine, void *const *posts,
-                         int nparts, jmg_error *err) {
+                         const jmg_engine *engine, const jmg_mem *mem,
+                         void *const *posts, int nparts, jmg_error *err) {
   memset(v, 0, sizeof *v);
   v->op = op;
   v->engine = engine;
+  v->mem = mem;
   v->io = (jmg_shard_io *const *)posts;
   v->ndev = nparts;
   const jmg_shard_io *first = v->io[0];
@@ -86,6 +87,8 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
   v->a.dtype = first->dtype;
   v->a.data = v->a_data;
   v->a.device_ctx = v->device_ctx;
+  v->group.n = nparts;
+  v->group.device_ctx = v->device_ctx;
   jmg_trace_begin("%s %s N=%lld T_A=%lld nrhs=%lld on %d", op,
                   jmg_dtype_name(first->dtype), (long long)first->n,
                   (long long)first->tile, (long long)first->nrhs, nparts);
@@ -101,12 +104,12 @@ static void release_scratch(jmg_leader_view *v) {
   if (v->scratch == NULL) return;
   /* After a failure work may still be queued on it. */
   jmg_error ignored;
-  v->engine->sync(v->engine, &v->a, &ignored);
+  v->mem->sync(&v->group, &ignored);
   const size_t bytes =
       (size_t)v->a.n * (size_t)v->a.local_cols * jmg_dtype_size(v->a.dtype);
   for (int d = 0; v->scratch != NULL && d < v->ndev; ++d)
     if (v->scratch[d] != NULL)
-      v->engine->release(v->engine, &v->a, d, v->scratch[d], bytes);
+      v->mem->release(&v->group, d, v->scratch[d], bytes);
   free(v->scratch);
   v->scratch = NULL;
 }
@@ -157,14 +160,14 @@ static int copy_unit(void *ctx, int lane, jmg_unit_loc dst, jmg_unit_loc src,
   int ddev, sdev;
   void *d = unit_ptr(c, dst, &ddev);
   void *s = unit_ptr(c, src, &sdev);
-  const jmg_engine *e = c->v->engine;
-  return e->lane_copy(e, &c->v->a, c->lanes, lane, d, ddev, s, sdev,
+  const jmg_mem *m = c->v->mem;
+  return m->lane_copy(&c->v->group, c->lanes, lane, d, ddev, s, sdev,
                       c->unit_bytes, err);
 }
 
 static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
                             jmg_error *err) {
-  const jmg_engine *e = v->engine;
+  const jmg_mem *m = v->mem;
   permute_ctx c = {v, NULL, permute_lanes(&v->plan), NULL, 0};
   c.unit_bytes =
       (size_t)v->plan.unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
@@ -174,9 +177,9 @@ static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
     rc = jmg_error_set(err, JMG_ENOMEM, v->op, "malloc",
                        "cannot allocate %d staging pointers", c.nlanes);
   for (int l = 0; rc == 0 && l < c.nlanes; ++l)
-    rc = e->alloc(e, &v->a, l % v->ndev, c.unit_bytes, &c.stage[l], err);
+    rc = m->alloc(&v->group, l % v->ndev, c.unit_bytes, &c.stage[l], err);
   if (rc == 0) {
-    rc = e->lanes_open(e, &v->a, c.nlanes, &c.lanes, err);
+    rc = m->lanes_open(&v->group, c.nlanes, &c.lanes, err);
     opened = rc == 0;
   }
   if (rc == 0)
@@ -184,11 +187,11 @@ static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
   /* Copies may be in flight: finish them before the staging goes away. */
   if (opened) {
     jmg_error ignored;
-    int closed = e->lanes_close(e, &v->a, c.lanes, rc == 0 ? err : &ignored);
+    int closed = m->lanes_close(&v->group, c.lanes, rc == 0 ? err : &ignored);
     if (rc == 0) rc = closed;
   }
   for (int l = 0; c.stage != NULL && l < c.nlanes; ++l)
-    if (c.stage[l]) e->release(e, &v->a, l % v->ndev, c.stage[l], c.unit_bytes);
+    if (c.stage[l]) m->release(&v->group, l % v->ndev, c.stage[l], c.unit_bytes);
   free(c.stage);
   return rc;
 }
@@ -200,30 +203,30 @@ static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
  * same on 4 H200s: README, "Results".) */
 static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
                       const int64_t *map, int inverse, jmg_error *err) {
-  const jmg_engine *e = v->engine;
+  const jmg_mem *m = v->mem;
   const jmg_cyclic_plan *plan = &v->plan;
   const size_t unit_bytes =
       (size_t)plan->unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
   void *lanes = NULL;
-  int rc = e->lanes_open(e, &v->a, v->ndev, &lanes, err);
+  int rc = m->lanes_open(&v->group, v->ndev, &lanes, err);
   if (rc != 0) return rc;
   for (int64_t s = 0; rc == 0 && s < plan->nunits; ++s) {
     const int64_t to = map == NULL || inverse ? s : map[s];
     const int64_t from = map != NULL && inverse ? map[s] : s;
     const jmg_unit_loc f = jmg_cyclic_slot_loc(plan, from);
     const jmg_unit_loc t = jmg_cyclic_slot_loc(plan, to);
-    rc = e->lane_copy(e, &v->a, lanes, f.dev,
+    rc = m->lane_copy(&v->group, lanes, f.dev,
                       (char *)dst[t.dev] + (size_t)t.unit * unit_bytes, t.dev,
                       (const char *)src[f.dev] + (size_t)f.unit * unit_bytes,
                       f.dev, unit_bytes, err);
   }
   jmg_error ignored;
-  int closed = e->lanes_close(e, &v->a, lanes, rc == 0 ? err : &ignored);
+  int closed = m->lanes_close(&v->group, lanes, rc == 0 ? err : &ignored);
   return rc != 0 ? rc : closed;
 }
 
 /* A shard-sized buffer on every device, or none (and no error) when the
- * engine cannot give them all: the in-place permutation needs no more. */
+ * memory module cannot give them all: the in-place permutation needs no more. */
 static void take_scratch(jmg_leader_view *v) {
   jmg_config c;
   jmg_config_read(&c);
@@ -238,8 +241,7 @@ static void take_scratch(jmg_leader_view *v) {
   v->scratch = calloc((size_t)v->ndev, sizeof *v->scratch);
   for (int d = 0; v->scratch != NULL && d < v->ndev; ++d) {
     jmg_error ignored;
-    if (v->engine->alloc(v->engine, &v->a, d, bytes, &v->scratch[d],
-                         &ignored) != 0) {
+    if (v->mem->alloc(&v->group, d, bytes, &v->scratch[d], &ignored) != 0) {
       v->scratch[d] = NULL;
       release_scratch(v);
     }
@@ -310,8 +312,7 @@ int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
                          jmg_error *err) {
   const void *src = pick(v->io[0]);
   for (int d = 1; d < v->ndev; ++d) {
-    int rc = v->engine->copy(v->engine, &v->a, pick(v->io[d]), d, src, 0, bytes,
-                             err);
+    int rc = v->mem->copy(&v->group, pick(v->io[d]), d, src, 0, bytes, err);
     if (rc != 0) return rc;
   }
   return 0;
@@ -320,8 +321,8 @@ int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
 int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err) {
   size_t count = (size_t)v->a.n * (size_t)v->a.local_cols;
   for (int d = 0; d < v->ndev; ++d) {
-    int rc = v->engine->fill_nan(v->engine, &v->a, d, v->io[d]->a, count,
-                                 v->a.dtype, err);
+    int rc = v->mem->fill_nan(&v->group, d, v->io[d]->a, count, v->a.dtype,
+                              err);
     if (rc != 0) return rc;
   }
   return 0;
@@ -330,12 +331,12 @@ int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err) {
 int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err) {
   int32_t status = (int32_t)info;
   for (int d = 0; d < v->ndev; ++d) {
-    int rc = v->engine->copy(v->engine, &v->a, v->io[d]->status, d, &status,
-                             JMG_HOST, sizeof status, err);
+    int rc = v->mem->copy(&v->group, v->io[d]->status, d, &status, JMG_HOST,
+                          sizeof status, err);
     if (rc != 0) return rc;
   }
   /* status is on the host stack: the copies must finish before we return. */
-  int rc = v->engine->sync(v->engine, &v->a, err);
+  int rc = v->mem->sync(&v->group, err);
   jmg_trace_mark("outputs");
   return rc;
 }

@@ -9,6 +9,8 @@
 typedef struct jmg_leader_view {
   const char *op;
   const jmg_engine *engine;
+  const jmg_mem *mem;    /* the platform's memory operations */
+  jmg_mem_group group;   /* the shards' devices, for mem */
   jmg_shard_io *const *io; /* io[d]: shard d's post */
   int ndev;
   /* Where A is now, on every shard: the shards' own buffers (io[d]->a, A's
@@ -24,13 +26,13 @@ typedef struct jmg_leader_view {
 /* Checks that every post describes the same call, builds the distributed
  * matrix and the layout plan. On failure nothing needs freeing. */
 int jmg_leader_view_init(jmg_leader_view *v, const char *op,
-                         const jmg_engine *engine, void *const *posts,
-                         int nparts, jmg_error *err);
+                         const jmg_engine *engine, const jmg_mem *mem,
+                         void *const *posts, int nparts, jmg_error *err);
 void jmg_leader_view_free(jmg_leader_view *v);
 
 /* Permutes A between the contiguous and block-cyclic layouts. To the cyclic
  * layout: out of place into scratch (one shard-sized buffer per shard, taken
- * from the engine; every unit copied straight to its place, all GPUs at once)
+ * from the platform's memory module; every unit copied straight to its place, all GPUs at once)
  * when shard 0's scratch_ok allows it and the scratch can be had, else in
  * place by cycles (one staging unit per lane). JAXMG_PERMUTE=inplace always
  * takes the latter, JAXMG_PERMUTE=apart tries the former whatever

@@ -23,6 +23,7 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "engine/engine.h"
+#include "mem/mem.h"
 #include "rendezvous/rendezvous.h"
 #include "share/share.h"
 
@@ -47,7 +48,8 @@ typedef struct jmg_shard_io {
 } jmg_shard_io;
 
 typedef struct jmg_op_call {
-  const jmg_engine *engine;
+  const jmg_engine *engine; /* chosen for this call (engine/engine.h) */
+  const jmg_mem *mem;       /* the platform's memory operations */
   const jmg_rendezvous *rdv;
   jmg_rdv_key key; /* key.op is set by the op */
   int shard;

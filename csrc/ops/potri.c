@@ -8,19 +8,19 @@ static int potri_leader(void *ctx, void *const *posts, int nparts,
                         jmg_error *err) {
   jmg_op_call *call = ctx;
   jmg_leader_view v;
-  int rc = jmg_leader_view_init(&v, "potri", call->engine, posts, nparts, err);
+  int rc = jmg_leader_view_init(&v, "potri", call->engine, call->mem, posts,
+                                nparts, err);
   if (rc != 0) return rc;
   int info = 0;
 
   rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
-  if (rc == 0) rc = v.engine->potri(v.engine, &v.a, &info, err);
+  if (rc == 0) rc = v.engine->leader.potri(v.engine, &v.a, &info, err);
   if (jmg_leader_retry_without_scratch(&v, &rc, err))
-    rc = v.engine->potri(v.engine, &v.a, &info, err);
+    rc = v.engine->leader.potri(v.engine, &v.a, &info, err);
   if (rc == 0 && info == 0) {
-    /* The engine returns the inverse in the contiguous layout, its lower
-     * triangle right; the user gets both triangles. */
-    rc = v.engine->fill_upper(v.engine, &v.a, err);
-    if (rc == 0) rc = jmg_leader_home(&v, err);
+    /* The engine returns the inverse, both triangles, in the contiguous
+     * layout (engine/engine.h). */
+    rc = jmg_leader_home(&v, err);
   } else if (rc == 0) {
     rc = jmg_leader_nan_a(&v, err);
   }

@@ -9,9 +9,11 @@ static int syevd_leader(void *ctx, void *const *posts, int nparts,
                         jmg_error *err) {
   jmg_op_call *call = ctx;
   jmg_leader_view v;
-  int rc = jmg_leader_view_init(&v, "syevd", call->engine, posts, nparts, err);
+  int rc = jmg_leader_view_init(&v, "syevd", call->engine, call->mem, posts,
+                                nparts, err);
   if (rc != 0) return rc;
   const jmg_engine *e = v.engine;
+  const jmg_mem *m = v.mem;
   jmg_shard_io *io0 = v.io[0];
   const jmg_dtype real =
       jmg_dtype_real_size(v.a.dtype) == 4 ? JMG_F32 : JMG_F64;
@@ -19,11 +21,12 @@ static int syevd_leader(void *ctx, void *const *posts, int nparts,
   int info = 0;
 
   rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
-  if (rc == 0) rc = e->syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
+  if (rc == 0)
+    rc = e->leader.syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
   if (jmg_leader_retry_without_scratch(&v, &rc, err))
-    rc = e->syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
+    rc = e->leader.syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
   if (rc == 0 && info != 0) {
-    rc = e->fill_nan(e, &v.a, 0, io0->w, (size_t)v.a.n, real, err);
+    rc = m->fill_nan(&v.group, 0, io0->w, (size_t)v.a.n, real, err);
     if (rc == 0) rc = jmg_leader_nan_a(&v, err);
   } else if (rc == 0 && io0->want_vectors) {
     rc = jmg_leader_permute(&v, JMG_FROM_CYCLIC, err);

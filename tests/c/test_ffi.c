@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/lapack_table.h"
+#include "engine/lapack/table.h"
 #include "ffi/ffi_common.h"
 #include "test.h"
 #include "test_clock.h"
@@ -1193,7 +1193,7 @@ TEST(ffi_potrs_without_lapack_names_dpotrf) {
 }
 
 /* Reference LAPACK for double, lower triangle, column-major, Fortran-style
- * pointer arguments (engine/lapack_table.h). Unblocked and plain. */
+ * pointer arguments (engine/lapack/table.h). Unblocked and plain. */
 static void ref_dpotrf(char *uplo, int *n, void *a, int *lda, int *info) {
   double *A = a;
   const int N = *n, ld = *lda;

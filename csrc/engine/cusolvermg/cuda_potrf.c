@@ -16,7 +16,7 @@
  * between devices are the panel events. The copy into a device's panel
  * buffer comes after that device's previous updates on the same stream, so
  * one buffer per device suffices. */
-#include "engine/cuda_potrf.h"
+#include "engine/cusolvermg/cuda_potrf.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "engine/lapack_table.h"
+#include "engine/lapack/table.h"
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* Making a distributed matrix Hermitian on GPUs: the strict upper triangle
  * becomes the conjugate transpose of the strict lower one (potri's solver
  * computes the lower triangle only). */
-#ifndef JMG_ENGINE_CUDA_HERMITIAN_H
-#define JMG_ENGINE_CUDA_HERMITIAN_H
+#ifndef JMG_ENGINE_CUSOLVERMG_CUDA_HERMITIAN_H
+#define JMG_ENGINE_CUSOLVERMG_CUDA_HERMITIAN_H
 
 #include <cublas_v2.h>
 

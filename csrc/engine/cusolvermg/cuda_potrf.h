@@ -6,8 +6,8 @@
  * processes run work on the same GPUs (docs/gpu-notes.md): CUDA orders this
  * one's work by streams and events only, so sharing the GPUs can slow it down
  * but not change its result. */
-#ifndef JMG_ENGINE_CUDA_POTRF_H
-#define JMG_ENGINE_CUDA_POTRF_H
+#ifndef JMG_ENGINE_CUSOLVERMG_CUDA_POTRF_H
+#define JMG_ENGINE_CUSOLVERMG_CUDA_POTRF_H
 
 #include <cublas_v2.h>
 #include <cusolverDn.h>

@@ -1,0 +1,162 @@
+/* Memory operations for CUDA GPUs (mem/mem.h), for every CUDA engine and the
+ * ops' leader steps: peer copies on the leader's stream, copy lanes on
+ * streams of their own, XLA's allocator, NaN fills by memset. Participants'
+ * device contexts are jmg_cuda_device (cuda/device.h). */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "mem/mem.h"
+
+static const jmg_cuda_device *dev_of(const jmg_mem_group *g, int d) {
+  return (const jmg_cuda_device *)g->device_ctx[d];
+}
+
+static cudaStream_t stream_of(const jmg_mem_group *g, int d) {
+  return (cudaStream_t)dev_of(g, d)->stream;
+}
+
+static int cuda_copy(const jmg_mem_group *g, void *dst, int dst_dev,
+                     const void *src, int src_dev, size_t bytes,
+                     jmg_error *err) {
+  if (bytes == 0 || dst == src) return 0;
+  cudaStream_t s = stream_of(g, 0);
+  if (dst_dev == JMG_HOST || src_dev == JMG_HOST)
+    return JMG_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s),
+                        NULL, err);
+  return JMG_CUDA_TRY(cudaMemcpyPeerAsync(dst, dev_of(g, dst_dev)->device, src,
+                                          dev_of(g, src_dev)->device, bytes, s),
+                      NULL, err);
+}
+
+/* Copy lanes: lane l is a stream on the l % ndev-th GPU of the call, so the
+ * copy engines of every GPU drive the permutation at once. Each lane starts
+ * after everything already issued on the participants' streams. */
+typedef struct cuda_lanes {
+  int n;
+  cudaStream_t stream[];
+} cuda_lanes;
+
+static int cuda_lanes_close(const jmg_mem_group *g, void *lanes,
+                            jmg_error *err) {
+  (void)g;
+  cuda_lanes *l = lanes;
+  int rc = 0;
+  for (int i = 0; l != NULL && i < l->n; ++i) {
+    if (l->stream[i] == NULL) continue;
+    jmg_error ignored;
+    int s = JMG_CUDA_TRY(cudaStreamSynchronize(l->stream[i]), NULL,
+                         rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    cudaStreamDestroy(l->stream[i]);
+  }
+  free(l);
+  return rc;
+}
+
+static int cuda_lanes_open(const jmg_mem_group *g, int nlanes, void **lanes,
+                           jmg_error *err) {
+  *lanes = NULL;
+  int saved = -1;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
+  cuda_lanes *l = calloc(1, sizeof *l + (size_t)nlanes * sizeof(cudaStream_t));
+  cudaEvent_t ready[JMG_CUDA_MAX_DEVICES] = {0};
+  if (rc == 0 && g->n > JMG_CUDA_MAX_DEVICES)
+    rc = jmg_error_set(err, JMG_EUNSUPPORTED, NULL, "copy lanes",
+                       "%d GPUs requested; jaxmg drives at most %d", g->n,
+                       JMG_CUDA_MAX_DEVICES);
+  if (rc == 0 && l == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                       "cannot allocate %d copy lanes", nlanes);
+  if (l != NULL) l->n = nlanes;
+  for (int d = 0; rc == 0 && d < g->n; ++d) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, d)->device), NULL, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaEventCreateWithFlags(&ready[d], cudaEventDisableTiming), NULL,
+          err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaEventRecord(ready[d], stream_of(g, d)), NULL, err);
+  }
+  for (int i = 0; rc == 0 && i < nlanes; ++i) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, i % g->n)->device), NULL, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaStreamCreateWithFlags(&l->stream[i], cudaStreamNonBlocking), NULL,
+          err);
+    for (int d = 0; rc == 0 && d < g->n; ++d)
+      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(l->stream[i], ready[d], 0), NULL,
+                        err);
+  }
+  for (int d = 0; d < g->n && d < JMG_CUDA_MAX_DEVICES; ++d)
+    if (ready[d] != NULL) cudaEventDestroy(ready[d]);
+  if (saved >= 0) cudaSetDevice(saved);
+  if (rc != 0) {
+    jmg_error ignored;
+    cuda_lanes_close(g, l, &ignored);
+    return rc;
+  }
+  *lanes = l;
+  return 0;
+}
+
+static int cuda_lane_copy(const jmg_mem_group *g, void *lanes, int lane,
+                          void *dst, int dst_dev, const void *src, int src_dev,
+                          size_t bytes, jmg_error *err) {
+  const cuda_lanes *l = lanes;
+  if (bytes == 0 || dst == src) return 0;
+  return JMG_CUDA_TRY(
+      cudaMemcpyPeerAsync(dst, dev_of(g, dst_dev)->device, src,
+                          dev_of(g, src_dev)->device, bytes, l->stream[lane]),
+      NULL, err);
+}
+
+static int cuda_alloc(const jmg_mem_group *g, int dev, size_t bytes, void **out,
+                      jmg_error *err) {
+  const jmg_cuda_device *d = dev_of(g, dev);
+  return d->alloc(d->alloc_ctx, bytes, out, err);
+}
+
+static void cuda_release(const jmg_mem_group *g, int dev, void *ptr,
+                         size_t bytes) {
+  const jmg_cuda_device *d = dev_of(g, dev);
+  if (ptr != NULL) d->free(d->alloc_ctx, ptr, bytes);
+}
+
+static int cuda_fill_nan(const jmg_mem_group *g, int dev, void *ptr,
+                         size_t count, jmg_dtype dtype, jmg_error *err) {
+  /* All bits set is a NaN in IEEE float32 and float64, real or complex. */
+  int saved = -1;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, dev)->device), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemsetAsync(ptr, 0xFF, count * jmg_dtype_size(dtype),
+                                      stream_of(g, dev)),
+                      NULL, err);
+  if (saved >= 0) cudaSetDevice(saved);
+  return rc;
+}
+
+static int cuda_sync(const jmg_mem_group *g, jmg_error *err) {
+  for (int d = 0; d < g->n; ++d) {
+    int rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, d)), NULL, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static const jmg_mem g_cuda_mem = {
+    .name = "cuda",
+    .copy = cuda_copy,
+    .lanes_open = cuda_lanes_open,
+    .lane_copy = cuda_lane_copy,
+    .lanes_close = cuda_lanes_close,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .fill_nan = cuda_fill_nan,
+    .sync = cuda_sync,
+};
+
+const jmg_mem *jmg_cuda_mem(void) { return &g_cuda_mem; }

@@ -1,0 +1,77 @@
+/* The LAPACK engine's table and the gather/scatter its routines share. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/lapack/lapack.h"
+#include "layout/cyclic.h"
+
+void jmg_lapack_move_columns(const jmg_dist_matrix *a, void *full, int to_full,
+                             int contiguous) {
+  const size_t col_bytes = (size_t)a->n * jmg_dtype_size(a->dtype);
+  for (int64_t j = 0; j < a->n; ++j) {
+    int dev = (int)(j / a->local_cols);
+    int64_t lc = j % a->local_cols;
+    if (!contiguous) jmg_cyclic_locate(j, a->ndev, a->tile, &dev, &lc);
+    char *dist = (char *)a->data[dev] + (size_t)lc * col_bytes;
+    char *whole = (char *)full + (size_t)j * col_bytes;
+    if (to_full)
+      memcpy(whole, dist, col_bytes);
+    else
+      memcpy(dist, whole, col_bytes);
+  }
+}
+
+int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
+                      int *n_int, jmg_error *err) {
+  if (a->n > INT_MAX)
+    return jmg_error_set(err, JMG_EINVAL, op, "LAPACK",
+                         "N=%lld exceeds LAPACK's 32-bit int", (long long)a->n);
+  *n_int = (int)a->n;
+  size_t bytes = (size_t)a->n * (size_t)a->n * jmg_dtype_size(a->dtype);
+  *full = malloc(bytes ? bytes : 1);
+  if (*full == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate %zu bytes to gather the matrix",
+                         bytes);
+  jmg_lapack_move_columns(a, *full, 1, 0);
+  return 0;
+}
+
+void jmg_lapack_fill_upper(void *full, int64_t n, jmg_dtype dtype) {
+  const size_t esize = jmg_dtype_size(dtype);
+  const int cplx = jmg_dtype_is_complex(dtype);
+  char *base = full;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < j; ++i) {
+      char *up = base + ((size_t)j * (size_t)n + (size_t)i) * esize;
+      memcpy(up, base + ((size_t)i * (size_t)n + (size_t)j) * esize, esize);
+      if (!cplx) continue;
+      if (dtype == JMG_C64) {
+        float im;
+        memcpy(&im, up + 4, 4);
+        im = -im;
+        memcpy(up + 4, &im, 4);
+      } else {
+        double im;
+        memcpy(&im, up + 8, 8);
+        im = -im;
+        memcpy(up + 8, &im, 8);
+      }
+    }
+  }
+}
+
+/* Every problem with a routine is supported: LAPACK's own limits (N in an
+ * int) are checked by the routines, where they give their own message. */
+const jmg_engine jmg_lapack_engine = {
+    .name = "lapack",
+    .model = JMG_MODEL_LEADER,
+    .supports = NULL,
+    .leader =
+        {
+            .potrs = jmg_lapack_potrs,
+            .potri = jmg_lapack_potri,
+            .syevd = jmg_lapack_syevd,
+        },
+};

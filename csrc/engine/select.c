@@ -1,0 +1,88 @@
+/* The one place that decides which engine runs a call (the rule is in
+ * engine/engine.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+int jmg_engine_has(const jmg_engine *e, const char *op) {
+  const int leader = e->model == JMG_MODEL_LEADER;
+  if (strcmp(op, "potrs") == 0)
+    return leader ? e->leader.potrs != NULL : e->local.potrs != NULL;
+  if (strcmp(op, "potri") == 0)
+    return leader ? e->leader.potri != NULL : e->local.potri != NULL;
+  if (strcmp(op, "syevd") == 0)
+    return leader ? e->leader.syevd != NULL : e->local.syevd != NULL;
+  return 0;
+}
+
+/* Whether e runs p; else the reason in why. */
+static int runs(const jmg_engine *e, const jmg_problem *p, char *why,
+                size_t len) {
+  if (!jmg_engine_has(e, p->op)) {
+    snprintf(why, len, "it has no %s", p->op);
+    return 0;
+  }
+  if (e->supports != NULL && !e->supports(e, p, why, len)) return 0;
+  return 1;
+}
+
+/* "lapack, cusolvermg": the names of the engines, for messages. */
+static void engine_names(const jmg_engine *const *engines, char *out,
+                         size_t len) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; engines[i] != NULL && used < len; ++i) {
+    int w = snprintf(out + used, len - used, "%s%s", i ? ", " : "",
+                     engines[i]->name);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
+                      const jmg_config *cfg, const jmg_engine **out,
+                      jmg_error *err) {
+  char names[128], why[160];
+  engine_names(engines, names, sizeof names);
+  *out = NULL;
+  if (cfg->engine[0] != '\0') {
+    for (int i = 0; engines[i] != NULL; ++i) {
+      if (strcmp(engines[i]->name, cfg->engine) != 0) continue;
+      if (!runs(engines[i], p, why, sizeof why))
+        return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "JAXMG_ENGINE",
+                             "engine \"%s\" cannot run %s %s N=%lld T_A=%lld "
+                             "on %d devices: %s (engines here: %s)",
+                             cfg->engine, p->op, jmg_dtype_name(p->dtype),
+                             (long long)p->n, (long long)p->tile, p->nparts,
+                             why, names);
+      *out = engines[i];
+      return 0;
+    }
+    return jmg_error_set(err, JMG_EINVAL, p->op, "JAXMG_ENGINE",
+                         "\"%s\" is not an engine of this platform (engines "
+                         "here: %s)",
+                         cfg->engine, names);
+  }
+  /* The reasons of every engine, for the error when none runs p. */
+  char reasons[JMG_ERROR_MSG_LEN];
+  size_t used = 0;
+  reasons[0] = '\0';
+  for (int i = 0; engines[i] != NULL; ++i) {
+    if (runs(engines[i], p, why, sizeof why)) {
+      *out = engines[i];
+      return 0;
+    }
+    if (used < sizeof reasons) {
+      int w = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s",
+                       used ? "; " : "", engines[i]->name, why);
+      if (w > 0) used += (size_t)w;
+    }
+  }
+  return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "engine selection",
+                       "no engine runs %s %s N=%lld T_A=%lld on %d devices "
+                       "(%s)",
+                       p->op, jmg_dtype_name(p->dtype), (long long)p->n,
+                       (long long)p->tile, p->nparts,
+                       used ? reasons : "no engines");
+}

@@ -1,0 +1,87 @@
+/* Memory operations for CPU devices: every participant's memory is host
+ * memory, so copies are synchronous memmoves and there is nothing to wait
+ * for. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem/mem.h"
+
+static int host_copy(const jmg_mem_group *g, void *dst, int dst_dev,
+                     const void *src, int src_dev, size_t bytes,
+                     jmg_error *err) {
+  (void)g, (void)dst_dev, (void)src_dev, (void)err;
+  if (bytes != 0 && dst != src) memmove(dst, src, bytes);
+  return 0;
+}
+
+/* Lanes need no state, and running their copies one after the other is a
+ * valid order. */
+static int host_lanes_open(const jmg_mem_group *g, int nlanes, void **lanes,
+                           jmg_error *err) {
+  (void)g, (void)nlanes, (void)err;
+  *lanes = NULL;
+  return 0;
+}
+
+static int host_lane_copy(const jmg_mem_group *g, void *lanes, int lane,
+                          void *dst, int dst_dev, const void *src, int src_dev,
+                          size_t bytes, jmg_error *err) {
+  (void)lanes, (void)lane;
+  return host_copy(g, dst, dst_dev, src, src_dev, bytes, err);
+}
+
+static int host_lanes_close(const jmg_mem_group *g, void *lanes,
+                            jmg_error *err) {
+  (void)g, (void)lanes, (void)err;
+  return 0;
+}
+
+static int host_alloc(const jmg_mem_group *g, int dev, size_t bytes, void **out,
+                      jmg_error *err) {
+  (void)g;
+  *out = malloc(bytes ? bytes : 1);
+  if (*out == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
+                         "cannot allocate %zu bytes for device %d", bytes, dev);
+  return 0;
+}
+
+static void host_release(const jmg_mem_group *g, int dev, void *ptr,
+                         size_t bytes) {
+  (void)g, (void)dev, (void)bytes;
+  free(ptr);
+}
+
+static int host_fill_nan(const jmg_mem_group *g, int dev, void *ptr,
+                         size_t count, jmg_dtype dtype, jmg_error *err) {
+  (void)g, (void)dev, (void)err;
+  size_t reals = count * (jmg_dtype_is_complex(dtype) ? 2 : 1);
+  if (jmg_dtype_real_size(dtype) == 4) {
+    float *p = ptr;
+    for (size_t i = 0; i < reals; ++i) p[i] = NAN;
+  } else {
+    double *p = ptr;
+    for (size_t i = 0; i < reals; ++i) p[i] = (double)NAN;
+  }
+  return 0;
+}
+
+static int host_sync(const jmg_mem_group *g, jmg_error *err) {
+  (void)g, (void)err;
+  return 0;
+}
+
+static const jmg_mem g_host_mem = {
+    .name = "host",
+    .copy = host_copy,
+    .lanes_open = host_lanes_open,
+    .lane_copy = host_lane_copy,
+    .lanes_close = host_lanes_close,
+    .alloc = host_alloc,
+    .release = host_release,
+    .fill_nan = host_fill_nan,
+    .sync = host_sync,
+};
+
+const jmg_mem *jmg_host_mem(void) { return &g_host_mem; }

@@ -1,0 +1,72 @@
+/* A platform's memory operations: moving, taking and filling buffers on the
+ * devices of one call's participants.
+ *
+ * Every platform has one (host_mem.c for CPU devices, cuda/mem.c for GPUs);
+ * its engines and the ops' leader steps share it, so that no engine carries
+ * copies and allocations of its own and a second engine of a platform reuses
+ * them as they are. The operations act on a group of participants, not on a
+ * matrix: the group names each participant's device context (what the
+ * platform made for it: on GPUs a jmg_cuda_device, see cuda/device.h; NULL on
+ * CPU), and a buffer is named by its pointer and the position of its
+ * participant in the group (0 .. n-1), or JMG_HOST.
+ *
+ * Ordering: copies, NaN fills and allocations may be asynchronous. Plain
+ * copies (copy) run in order on participant 0's queue (the leader's stream
+ * on GPUs), which the ops layer relies on; sync waits for every participant's
+ * queue. Every operation returns 0 or a negative jmg_status with err filled,
+ * except release, which cannot fail in a way the caller could act on. */
+#ifndef JMG_MEM_MEM_H
+#define JMG_MEM_MEM_H
+
+#include <stddef.h>
+
+#include "common/dtype.h"
+#include "common/error.h"
+
+/* Where a buffer lives, for copies: a participant's position in the group
+ * (0 .. n-1), or the host. */
+enum { JMG_HOST = -1 };
+
+/* The participants of one call, as memory operations see them. */
+typedef struct jmg_mem_group {
+  int n;
+  void *const *device_ctx; /* device_ctx[d]: participant d's (NULL on CPU) */
+} jmg_mem_group;
+
+typedef struct jmg_mem {
+  const char *name;
+  /* Copies bytes between buffers of (possibly different) participants or
+   * the host, in order on participant 0's queue. */
+  int (*copy)(const jmg_mem_group *g, void *dst, int dst_dev, const void *src,
+              int src_dev, size_t bytes, jmg_error *err);
+  /* Copy lanes: independent in-order queues, so that copies between
+   * different devices run at the same time. lanes_open makes nlanes lanes
+   * ordered after everything issued so far (*lanes may be NULL where no state
+   * is needed); lane_copy issues a copy on a lane; lanes_close waits for
+   * every lane and frees them, also after an error. */
+  int (*lanes_open)(const jmg_mem_group *g, int nlanes, void **lanes,
+                    jmg_error *err);
+  int (*lane_copy)(const jmg_mem_group *g, void *lanes, int lane, void *dst,
+                   int dst_dev, const void *src, int src_dev, size_t bytes,
+                   jmg_error *err);
+  int (*lanes_close)(const jmg_mem_group *g, void *lanes, jmg_error *err);
+  /* Takes / returns bytes on participant dev's device (scratch, staging,
+   * workspaces). On GPUs the memory comes from XLA's allocator. */
+  int (*alloc)(const jmg_mem_group *g, int dev, size_t bytes, void **out,
+               jmg_error *err);
+  void (*release)(const jmg_mem_group *g, int dev, void *ptr, size_t bytes);
+  /* Fills count elements of a dtype buffer on participant dev with NaN. */
+  int (*fill_nan)(const jmg_mem_group *g, int dev, void *ptr, size_t count,
+                  jmg_dtype dtype, jmg_error *err);
+  /* Waits until everything issued so far on every participant has finished. */
+  int (*sync)(const jmg_mem_group *g, jmg_error *err);
+} jmg_mem;
+
+/* Host memory: CPU devices (memmove, malloc). */
+const jmg_mem *jmg_host_mem(void);
+
+/* CUDA device memory (cuda/mem.c): device contexts are jmg_cuda_device.
+ * Defined in libjaxmg_cuda.so only. */
+const jmg_mem *jmg_cuda_mem(void);
+
+#endif
