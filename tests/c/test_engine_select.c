@@ -1,0 +1,164 @@
+/* engine/select.c: which engine runs a call, on small fake engine tables. */
+#include <string.h>
+
+#include "engine/engine.h"
+#include "test.h"
+
+static int fake_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                      int64_t nrhs, int *info, jmg_error *err) {
+  (void)e, (void)a, (void)b, (void)nrhs, (void)err;
+  *info = 0;
+  return 0;
+}
+
+static int fake_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
+                      int want_vectors, int *info, jmg_error *err) {
+  (void)e, (void)a, (void)w, (void)want_vectors, (void)err;
+  *info = 0;
+  return 0;
+}
+
+static int fake_local_potri(const jmg_engine *e, const jmg_local_matrix *a,
+                            int *info, jmg_error *err) {
+  (void)e, (void)a, (void)err;
+  *info = 0;
+  return 0;
+}
+
+/* Refuses tiles wider than 8, like cuSOLVERMg's syevd above 1024. */
+static int narrow_tiles(const jmg_engine *e, const jmg_problem *p, char *why,
+                        size_t len) {
+  (void)e;
+  if (p->tile <= 8) return 1;
+  snprintf(why, len, "T_A=%lld > 8", (long long)p->tile);
+  return 0;
+}
+
+/* "first" has potrs only; "narrow" has potrs and syevd up to T_A = 8;
+ * "wide" has syevd only; "local" is of the other model, with potri. */
+static const jmg_engine g_first = {
+    .name = "first",
+    .model = JMG_MODEL_LEADER,
+    .leader = {.potrs = fake_potrs},
+};
+static const jmg_engine g_narrow = {
+    .name = "narrow",
+    .model = JMG_MODEL_LEADER,
+    .supports = narrow_tiles,
+    .leader = {.potrs = fake_potrs, .syevd = fake_syevd},
+};
+static const jmg_engine g_wide = {
+    .name = "wide",
+    .model = JMG_MODEL_LEADER,
+    .leader = {.syevd = fake_syevd},
+};
+static const jmg_engine g_local = {
+    .name = "local",
+    .model = JMG_MODEL_LOCAL,
+    .local = {.potri = fake_local_potri},
+};
+static const jmg_engine *const g_engines[] = {&g_first, &g_narrow, &g_wide,
+                                              &g_local, NULL};
+
+static jmg_problem problem(const char *op, int64_t tile) {
+  jmg_problem p = {op, 4, JMG_F64, 64, tile};
+  return p;
+}
+
+static jmg_config config(const char *engine) {
+  jmg_config c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.engine, sizeof c.engine, "%s", engine);
+  return c;
+}
+
+TEST(engine_select_takes_the_first_engine_that_supports_the_problem) {
+  const jmg_config cfg = config("");
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  jmg_problem p = problem("potrs", 16);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_first);
+  p = problem("syevd", 8);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_narrow);
+  /* narrow refuses T_A = 16: the next that has syevd runs it. */
+  p = problem("syevd", 16);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_wide);
+  p = problem("potri", 16);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_local);
+}
+
+TEST(engine_select_honours_jaxmg_engine) {
+  const jmg_config cfg = config("narrow");
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  /* first would run it, and comes first. */
+  jmg_problem p = problem("potrs", 4);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_narrow);
+}
+
+TEST(engine_select_unknown_jaxmg_engine_names_the_engines_there_are) {
+  const jmg_config cfg = config("cusolvermp");
+  const jmg_engine *e = &g_first;
+  jmg_error err;
+  jmg_error_clear(&err);
+  jmg_problem p = problem("potrs", 16);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), -JMG_EINVAL);
+  CHECK(e == NULL);
+  CHECK_CONTAINS(err.op, "potrs");
+  CHECK_CONTAINS(err.call, "JAXMG_ENGINE");
+  CHECK_CONTAINS(err.msg, "\"cusolvermp\"");
+  CHECK_CONTAINS(err.msg, "first, narrow, wide, local");
+}
+
+TEST(engine_select_jaxmg_engine_that_cannot_run_the_call_is_an_error) {
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  /* Refused by its supports: no fall back to wide. */
+  jmg_config cfg = config("narrow");
+  jmg_problem p = problem("syevd", 16);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
+  CHECK(e == NULL);
+  CHECK_CONTAINS(err.call, "JAXMG_ENGINE");
+  CHECK_CONTAINS(err.msg, "T_A=16 > 8");
+  CHECK_CONTAINS(err.msg, "first, narrow, wide, local");
+  /* Without a routine for the op. */
+  jmg_error_clear(&err);
+  cfg = config("wide");
+  p = problem("potrs", 4);
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
+  CHECK_CONTAINS(err.msg, "has no potrs");
+}
+
+TEST(engine_select_without_any_engine_for_the_problem_names_each_reason) {
+  static const jmg_engine *const engines[] = {&g_first, &g_narrow, NULL};
+  static const jmg_engine *const none[] = {NULL};
+  const jmg_config cfg = config("");
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  jmg_problem p = problem("syevd", 16);
+  CHECK_EQ(jmg_engine_select(engines, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
+  CHECK(e == NULL);
+  CHECK_CONTAINS(err.op, "syevd");
+  CHECK_CONTAINS(err.msg, "first: it has no syevd");
+  CHECK_CONTAINS(err.msg, "narrow: T_A=16 > 8");
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_engine_select(none, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
+  CHECK_CONTAINS(err.msg, "no engines");
+}
+
+TEST(engine_has_looks_at_the_routines_of_the_engines_model) {
+  CHECK(jmg_engine_has(&g_narrow, "syevd"));
+  CHECK(!jmg_engine_has(&g_first, "syevd"));
+  CHECK(jmg_engine_has(&g_local, "potri"));
+  CHECK(!jmg_engine_has(&g_local, "potrs"));
+  CHECK(!jmg_engine_has(&g_first, "lu_solve"));
+}
