@@ -13,7 +13,7 @@
 #define JAXMG_BENCH_CEILING_H
 
 /* cuSOLVERMg is marked deprecated in CUDA 13 but ships and works; it is what
- * jaxmg's engine calls (csrc/engine/cusolvermg_engine.c does the same). */
+ * jaxmg's engine calls (csrc/engine/cusolvermg/ does the same). */
 #define DISABLE_CUSOLVERMG_DEPRECATED
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 /* Each op's cuSOLVERMg call sequence, as jaxmg's engine makes it
- * (csrc/engine/cusolvermg_engine.c), and its check.
+ * (csrc/engine/cusolvermg/), and its check.
  *
  *   potrs     potrf, then potrs in calls of at most 2048 right-hand sides
  *             (cuSOLVERMg 13.0 is wrong past 2048 in one call), B one column
