@@ -20,53 +20,7 @@
 
 #include <stdint.h>
 
-#include "common/dtype.h"
-#include "common/error.h"
-#include "engine/engine.h"
-#include "rendezvous/rendezvous.h"
-#include "share/share.h"
-
-typedef struct jmg_shard_io {
-  /* The call, as this participant sees it; the leader checks that all agree. */
-  jmg_dtype dtype;
-  int64_t n;
-  int64_t local_cols;
-  int64_t tile;
-  int64_t nrhs;     /* potrs */
-  int want_vectors; /* syevd */
-  /* Whether the leader may take a scratch shard per device to permute A out
-   * of place (the Python layer's judgment of the memory; see _shard.py). */
-  int scratch_ok;
-  /* Buffers. */
-  void *a;
-  const void *b;
-  void *x;
-  void *w;
-  int32_t *status;
-  void *device_ctx; /* engine-specific (CUDA: device, stream, allocator) */
-} jmg_shard_io;
-
-typedef struct jmg_op_call {
-  const jmg_engine *engine;
-  const jmg_rendezvous *rdv;
-  jmg_rdv_key key; /* key.op is set by the op */
-  int shard;
-  double timeout_s;
-  /* NULL: the participants are threads of one process (SPMD) and the leader
-   * uses their buffers as they are. Else they may be processes (MPMD): posts
-   * carry buffers exported through share, and rdv is the process
-   * rendezvous. */
-  const jmg_share *share;
-  /* NULL: the run functions block until the call is over. Else they join
-   * asynchronously and return 0 once joined; done reports the end. The call
-   * and io must then live until done has run. */
-  jmg_rdv_done_fn done;
-  void *done_ctx;
-} jmg_op_call;
-
-/* Tells the other participants of call that this one failed before it could
- * join (err says why), and returns err's status. */
-int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err);
+#include "exec/join.h"
 
 int jmg_potrs_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
 int jmg_potri_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);

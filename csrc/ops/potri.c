@@ -2,7 +2,8 @@
  * triangles, returned in A's own buffers in A's own (contiguous) layout. The
  * engine returns it in that layout already: no permutation back, only a
  * local copy home when A was permuted out of place. */
-#include "ops/op_common.h"
+#include "exec/leader.h"
+#include "ops/ops.h"
 
 static int potri_leader(void *ctx, void *const *posts, int nparts,
                         jmg_error *err) {

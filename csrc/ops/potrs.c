@@ -3,7 +3,8 @@
  * block-cyclic layout, and is never returned to the user). */
 #include <stdlib.h>
 
-#include "ops/op_common.h"
+#include "exec/leader.h"
+#include "ops/ops.h"
 
 static void *pick_x(jmg_shard_io *io) { return io->x; }
 

@@ -1,7 +1,8 @@
 /* syevd: eigenvalues (ascending, on every shard) and eigenvectors (the
  * columns of V, returned in A's buffers in A's own contiguous layout: shard d
  * holds eigenvectors d*n/ndev .. (d+1)*n/ndev - 1). */
-#include "ops/op_common.h"
+#include "exec/leader.h"
+#include "ops/ops.h"
 
 static void *pick_w(jmg_shard_io *io) { return io->w; }
 

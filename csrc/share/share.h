@@ -15,7 +15,7 @@
  *    legacy CUDA IPC handle where the memory is of the cudaMalloc kind; the
  *    leader maps them and works in the participant's memory directly.
  *    Defined in libjaxmg_cuda.so only.
- * The ops layer (ops/op_shared.c) moves buffers between jmg_shard_io and the
+ * The exec layer (exec/join.c) moves buffers between jmg_shard_io and the
  * post; this layer only makes handles and maps them. */
 #ifndef JMG_SHARE_SHARE_H
 #define JMG_SHARE_SHARE_H

@@ -1,4 +1,4 @@
-#include "ops/op_common.h"
+#include "exec/leader.h"
 
 #include "common/config.h"
 #include "common/trace.h"
@@ -6,44 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int check_local(const char *op, const jmg_shard_io *io, int nparts,
-                       jmg_error *err) {
-  if (io->n < 1 || io->local_cols < 1 || io->tile < 1)
-    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
-                         "need N >= 1, shard size >= 1 and T_A >= 1 (got "
-                         "N=%lld, shard=%lld, T_A=%lld)",
-                         (long long)io->n, (long long)io->local_cols,
-                         (long long)io->tile);
-  if (io->local_cols * nparts != io->n)
-    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
-                         "shard of %lld rows times %d shards is not N=%lld",
-                         (long long)io->local_cols, nparts, (long long)io->n);
-  if (io->a == NULL || io->status == NULL)
-    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
-                         "missing A or status buffer");
-  return 0;
-}
-
-int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err) {
-  call->key.op = op;
-  call->rdv->abort(&call->key, call->shard, err);
-  return -(int)err->code;
-}
-
-int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                jmg_leader_fn leader, jmg_error *err) {
-  call->key.op = op;
-  if (check_local(op, io, call->key.nparts, err) != 0)
-    return jmg_op_abort(call, op, err);
-  if (call->share != NULL) return jmg_op_join_shared(call, op, io, leader, err);
-  if (call->done != NULL)
-    return call->rdv->join_async(&call->key, call->shard, io, leader, call,
-                                 call->timeout_s, call->done, call->done_ctx,
-                                 err);
-  return call->rdv->join(&call->key, call->shard, io, leader, call,
-                         call->timeout_s, err);
-}
 
 int jmg_leader_view_init(jmg_leader_view *v, const char *op,
                          const jmg_engine *engine, void *const *posts,

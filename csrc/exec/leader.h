@@ -1,9 +1,14 @@
-/* Steps shared by the ops (internal to the ops layer). */
-#ifndef JMG_OPS_OP_COMMON_H
-#define JMG_OPS_OP_COMMON_H
+/* The leader execution model: one participant (shard 0) drives every shard
+ * of the call through one engine. These are the steps the ops compose on the
+ * leader: the view of all shards, the permutation into and out of the
+ * block-cyclic layout, the retry without scratch, the broadcast of an output
+ * to every shard, the NaN fill and the finish. The ops call them; they never
+ * call an op. */
+#ifndef JMG_EXEC_LEADER_H
+#define JMG_EXEC_LEADER_H
 
+#include "exec/join.h"
 #include "layout/cyclic.h"
-#include "ops/ops.h"
 
 /* The leader's view of one call: the posts and the distributed matrix. */
 typedef struct jmg_leader_view {
@@ -62,16 +67,5 @@ int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err);
 
 /* Writes info into every shard's status and waits for all issued work. */
 int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err);
-
-/* Joins the rendezvous with io and runs leader (the op's body) on shard 0.
- * Validates the local arguments first: a participant with bad arguments
- * aborts the call for everyone. */
-int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                jmg_leader_fn leader, jmg_error *err);
-
-/* jmg_op_join for calls whose participants may be processes (call->share
- * set): the buffers travel through call->share (ops/op_shared.c). */
-int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                       jmg_leader_fn leader, jmg_error *err);
 
 #endif

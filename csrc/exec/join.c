@@ -1,9 +1,9 @@
-/* Joining a call whose participants are processes (MPMD): every participant
- * but the leader exports its buffers (share/share.h) into its post; the
- * leader imports every post into a jmg_shard_io of its own, runs the op's
- * leader function exactly as in SPMD over those, and closes them; after the
- * call each participant brings its outputs home. The op code is the same in
- * both modes: only the buffers it is handed differ. */
+/* Joining a call (exec/join.h). In SPMD the post is the participant's
+ * jmg_shard_io itself. In MPMD every participant but the leader exports its
+ * buffers (share/share.h) into its post; the leader imports every post into a
+ * jmg_shard_io of its own, runs the op's leader function exactly as in SPMD
+ * over those, and closes them; after the call each participant brings its
+ * outputs home. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -11,8 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops/op_common.h"
-#include "share/share.h"
+#include "exec/join.h"
 
 _Static_assert(sizeof(jmg_share_post) <= JMG_RDV_MAX_POST,
                "a participant's post must fit in the rendezvous' post slot");
@@ -161,7 +160,9 @@ static void shared_done(void *ctx, int rc, const jmg_error *err) {
   free(j);
 }
 
-int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
+/* jmg_op_join for calls whose participants may be processes (call->share
+ * set): the buffers travel through call->share. */
+static int join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
                        jmg_leader_fn leader, jmg_error *err) {
   shared_join *j = calloc(1, sizeof *j);
   if (j == NULL) {
@@ -201,4 +202,42 @@ int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
   rc = finish(j, rc, err);
   free(j);
   return rc;
+}
+
+static int check_local(const char *op, const jmg_shard_io *io, int nparts,
+                       jmg_error *err) {
+  if (io->n < 1 || io->local_cols < 1 || io->tile < 1)
+    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
+                         "need N >= 1, shard size >= 1 and T_A >= 1 (got "
+                         "N=%lld, shard=%lld, T_A=%lld)",
+                         (long long)io->n, (long long)io->local_cols,
+                         (long long)io->tile);
+  if (io->local_cols * nparts != io->n)
+    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
+                         "shard of %lld rows times %d shards is not N=%lld",
+                         (long long)io->local_cols, nparts, (long long)io->n);
+  if (io->a == NULL || io->status == NULL)
+    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
+                         "missing A or status buffer");
+  return 0;
+}
+
+int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err) {
+  call->key.op = op;
+  call->rdv->abort(&call->key, call->shard, err);
+  return -(int)err->code;
+}
+
+int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
+                jmg_leader_fn leader, jmg_error *err) {
+  call->key.op = op;
+  if (check_local(op, io, call->key.nparts, err) != 0)
+    return jmg_op_abort(call, op, err);
+  if (call->share != NULL) return join_shared(call, op, io, leader, err);
+  if (call->done != NULL)
+    return call->rdv->join_async(&call->key, call->shard, io, leader, call,
+                                 call->timeout_s, call->done, call->done_ctx,
+                                 err);
+  return call->rdv->join(&call->key, call->shard, io, leader, call,
+                         call->timeout_s, err);
 }

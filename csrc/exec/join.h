@@ -1,0 +1,72 @@
+/* Joining a call: the first step of every op on every participant.
+ *
+ * Every participant of a call joins the rendezvous with its jmg_shard_io;
+ * once all have arrived, the leader (shard 0) runs the op's leader function
+ * over all of them. In SPMD the participants are threads of one process and
+ * the leader uses their buffers as they are; in MPMD (call->share set) they
+ * may be processes, and their buffers travel through share/ (exported by each
+ * participant, imported by the leader). The op's leader function is the same
+ * in both modes: only the buffers it is handed differ.
+ *
+ * This layer runs the ops' leader functions that it is handed; it never calls
+ * into ops/ by name. */
+#ifndef JMG_EXEC_JOIN_H
+#define JMG_EXEC_JOIN_H
+
+#include <stdint.h>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "engine/engine.h"
+#include "rendezvous/rendezvous.h"
+#include "share/share.h"
+
+typedef struct jmg_shard_io {
+  /* The call, as this participant sees it; the leader checks that all agree. */
+  jmg_dtype dtype;
+  int64_t n;
+  int64_t local_cols;
+  int64_t tile;
+  int64_t nrhs;     /* potrs */
+  int want_vectors; /* syevd */
+  /* Whether the leader may take a scratch shard per device to permute A out
+   * of place (the Python layer's judgment of the memory; see _shard.py). */
+  int scratch_ok;
+  /* Buffers. */
+  void *a;
+  const void *b;
+  void *x;
+  void *w;
+  int32_t *status;
+  void *device_ctx; /* engine-specific (CUDA: device, stream, allocator) */
+} jmg_shard_io;
+
+typedef struct jmg_op_call {
+  const jmg_engine *engine;
+  const jmg_rendezvous *rdv;
+  jmg_rdv_key key; /* key.op is set by the op */
+  int shard;
+  double timeout_s;
+  /* NULL: the participants are threads of one process (SPMD) and the leader
+   * uses their buffers as they are. Else they may be processes (MPMD): posts
+   * carry buffers exported through share, and rdv is the process
+   * rendezvous. */
+  const jmg_share *share;
+  /* NULL: the run functions block until the call is over. Else they join
+   * asynchronously and return 0 once joined; done reports the end. The call
+   * and io must then live until done has run. */
+  jmg_rdv_done_fn done;
+  void *done_ctx;
+} jmg_op_call;
+
+/* Tells the other participants of call that this one failed before it could
+ * join (err says why), and returns err's status. */
+int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err);
+
+/* Joins the rendezvous with io and runs leader (the op's body) on shard 0,
+ * in SPMD or MPMD as call says. Validates the local arguments first: a
+ * participant with bad arguments aborts the call for everyone. */
+int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
+                jmg_leader_fn leader, jmg_error *err);
+
+#endif
