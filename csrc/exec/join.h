@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "common/config.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "engine/engine.h"
@@ -43,6 +44,7 @@ typedef struct jmg_shard_io {
 
 typedef struct jmg_op_call {
   const jmg_engine *engine;
+  jmg_config config; /* the settings, read once when the call was planned */
   const jmg_rendezvous *rdv;
   jmg_rdv_key key; /* key.op is set by the op */
   int shard;

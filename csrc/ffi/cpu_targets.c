@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "engine/lapack_table.h"
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 
 static int cpu_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
                           int32_t *out, jmg_error *err) {

@@ -16,7 +16,7 @@
 
 #include "engine/cuda_check.h"
 #include "engine/cuda_device.h"
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 
 typedef struct xla_alloc_ctx {
   const XLA_FFI_Api *api;

@@ -2,7 +2,7 @@
  *   args:  A (local_cols x n), shard (int32)
  *   rets:  A (aliased; becomes the inverse), status (int32)
  *   attrs: T_A, mesh_id */
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 
 XLA_FFI_Error *jmg_ffi_potri(XLA_FFI_CallFrame *frame,
                              const jmg_ffi_platform *platform) {

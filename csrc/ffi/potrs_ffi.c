@@ -2,7 +2,7 @@
  *   args:  A (local_cols x n), B (nrhs x n: B column-major), shard (int32)
  *   rets:  A (aliased), X (nrhs x n), status (int32)
  *   attrs: T_A, mesh_id */
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 
 XLA_FFI_Error *jmg_ffi_potrs(XLA_FFI_CallFrame *frame,
                              const jmg_ffi_platform *platform) {

@@ -3,7 +3,7 @@
  *   rets:  A (aliased; becomes this shard's eigenvectors), W (n, real),
  *          status (int32)
  *   attrs: T_A, mesh_id, want_vectors */
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 
 XLA_FFI_Error *jmg_ffi_syevd(XLA_FFI_CallFrame *frame,
                              const jmg_ffi_platform *platform) {

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "engine/lapack_table.h"
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 #include "test.h"
 #include "test_clock.h"
 

@@ -3,43 +3,17 @@
  * This layer is the only one that sees XLA's types. It answers the
  * registration-time metadata query, checks counts, element types and shapes of
  * arguments and results, reads attributes by name, and turns a jmg_error into
- * an XLA_FFI_Error. It never caches the api pointer: the CPU and CUDA
+ * an XLA_FFI_Error. It decides nothing about how a call runs (ffi/plan.h
+ * does). It never caches the api pointer: the CPU and CUDA
  * registries hand out different ones. */
-#ifndef JMG_FFI_FFI_COMMON_H
-#define JMG_FFI_FFI_COMMON_H
+#ifndef JMG_FFI_DECODE_H
+#define JMG_FFI_DECODE_H
 
 #include <stdint.h>
 
 #include "common/dtype.h"
 #include "common/error.h"
-#include "engine/engine.h"
 #include "ffi/xla_compat.h"
-#include "ops/ops.h"
-#include "rendezvous/rendezvous.h"
-#include "share/share.h"
-
-/* What differs between platforms (CPU, CUDA) for a handler. */
-typedef struct jmg_ffi_platform {
-  const char *name; /* "cpu", "CUDA" */
-  const jmg_engine *(*engine)(void);
-  const jmg_rendezvous *(*rendezvous)(void);
-  /* Reads the int32 shard index from its buffer (device memory on GPUs). */
-  int (*read_shard)(XLA_FFI_CallFrame *frame, const void *buf, int32_t *out,
-                    jmg_error *err);
-  /* Makes this participant's engine context (NULL on CPU). */
-  int (*make_device_ctx)(XLA_FFI_CallFrame *frame, void **ctx, jmg_error *err);
-  void (*free_device_ctx)(void *ctx);
-  /* Copies bytes within this participant's device memory. */
-  int (*copy_local)(void *device_ctx, void *dst, const void *src, size_t bytes,
-                    jmg_error *err);
-  /* Whether handlers return at once with an XLA future instead of blocking
-   * (XLA:CPU, which may run independent calls in different orders on
-   * different devices; XLA:GPU runs every device's calls in program order). */
-  int async;
-  /* How participants in other processes share their buffers with the
-   * leader (MPMD calls, see share/share.h). */
-  const jmg_share *(*share)(void);
-} jmg_ffi_platform;
 
 /* A decoded buffer argument or result. */
 typedef struct jmg_ffi_buffer {
@@ -105,38 +79,21 @@ int jmg_ffi_consume_error(const XLA_FFI_Api *api, XLA_FFI_Error *e,
 XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
                              const jmg_error *err);
 
-/* The common start of every op handler. Every op's frame begins the same
- * way: argument 0 is this shard of A (local_cols x n, read column-major),
- * the last argument is the int32 shard index, result 0 is A's aliased output;
- * attributes mesh_id, T_A, (optional) call_id and (optional) job_id. Decodes
- * those, reads the run id and sequence number, and fills call and the
- * call-wide fields of io (not its buffers beyond a). A nonzero job_id makes
- * the call MPMD: the participants may be processes, they meet in the process
- * rendezvous and share their buffers through platform->share. Once it returns 0, later failures must go through
- * jmg_op_abort so that the other participants are released. */
-int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
-                  const char *op, int64_t nargs, int64_t nrets,
-                  jmg_op_call *call, jmg_shard_io *io, jmg_ffi_buffer *a,
-                  jmg_error *err);
+/* The start every op's frame shares: argument 0 is this shard of A
+ * (local_cols x n, read column-major), the last argument is the int32 shard
+ * position. */
+typedef struct jmg_ffi_head {
+  jmg_ffi_buffer a;     /* argument 0 */
+  jmg_ffi_buffer shard; /* the last argument */
+  jmg_dtype dtype;      /* A's */
+  int64_t n, local_cols;
+  int nparts; /* n / local_cols */
+} jmg_ffi_head;
 
-/* The op body on this participant: jmg_potrs_run and its siblings. */
-typedef int (*jmg_op_run_fn)(jmg_op_call *call, jmg_shard_io *io,
-                             jmg_error *err);
-
-/* The common end of every op handler: makes the device context, brings A
- * into its aliased result buffer and runs the op, blocking or (platform->async)
- * through an XLA future. Returns what the handler returns. */
-XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
-                           const jmg_ffi_platform *platform, jmg_op_run_fn run,
-                           jmg_op_call *call, jmg_shard_io *io,
-                           const jmg_ffi_buffer *a, jmg_error *err);
-
-/* The three ops' handlers, for any platform. */
-XLA_FFI_Error *jmg_ffi_potrs(XLA_FFI_CallFrame *frame,
-                             const jmg_ffi_platform *platform);
-XLA_FFI_Error *jmg_ffi_potri(XLA_FFI_CallFrame *frame,
-                             const jmg_ffi_platform *platform);
-XLA_FFI_Error *jmg_ffi_syevd(XLA_FFI_CallFrame *frame,
-                             const jmg_ffi_platform *platform);
+/* Checks the counts of arguments and results and decodes the head of the
+ * frame (A and the shard position, A's element type and shape). */
+int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
+                        int64_t nargs, int64_t nrets, jmg_ffi_head *out,
+                        jmg_error *err);
 
 #endif
