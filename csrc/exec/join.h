@@ -8,8 +8,8 @@
  * participant, imported by the leader). The op's leader function is the same
  * in both modes: only the buffers it is handed differ.
  *
- * This layer runs the ops' leader functions that it is handed; it never calls
- * into ops/ by name. */
+ * This layer runs an op from its description (exec/op_desc.h); it never
+ * calls into ops/. */
 #ifndef JMG_EXEC_JOIN_H
 #define JMG_EXEC_JOIN_H
 
@@ -19,34 +19,17 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "engine/engine.h"
+#include "exec/op_desc.h"
 #include "rendezvous/rendezvous.h"
 #include "share/share.h"
 
-typedef struct jmg_shard_io {
-  /* The call, as this participant sees it; the leader checks that all agree. */
-  jmg_dtype dtype;
-  int64_t n;
-  int64_t local_cols;
-  int64_t tile;
-  int64_t nrhs;     /* potrs */
-  int want_vectors; /* syevd */
-  /* Whether the leader may take a scratch shard per device to permute A out
-   * of place (the Python layer's judgment of the memory; see _shard.py). */
-  int scratch_ok;
-  /* Buffers. */
-  void *a;
-  const void *b;
-  void *x;
-  void *w;
-  int32_t *status;
-  void *device_ctx; /* engine-specific (CUDA: device, stream, allocator) */
-} jmg_shard_io;
-
+/* One participant's call, as planned (ffi/plan.h). */
 typedef struct jmg_op_call {
+  const jmg_op_desc *op;
   const jmg_engine *engine;
   jmg_config config; /* the settings, read once when the call was planned */
   const jmg_rendezvous *rdv;
-  jmg_rdv_key key; /* key.op is set by the op */
+  jmg_rdv_key key; /* key.op is op->name */
   int shard;
   double timeout_s;
   /* NULL: the participants are threads of one process (SPMD) and the leader
@@ -63,12 +46,12 @@ typedef struct jmg_op_call {
 
 /* Tells the other participants of call that this one failed before it could
  * join (err says why), and returns err's status. */
-int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err);
+int jmg_op_abort(jmg_op_call *call, jmg_error *err);
 
-/* Joins the rendezvous with io and runs leader (the op's body) on shard 0,
- * in SPMD or MPMD as call says. Validates the local arguments first: a
- * participant with bad arguments aborts the call for everyone. */
-int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                jmg_leader_fn leader, jmg_error *err);
+/* Joins the rendezvous with io (the op's io struct, call->op->io_size bytes)
+ * and runs the op in the leader model (jmg_leader_run) on shard 0, in SPMD
+ * or MPMD as call says. Validates the local arguments first: a participant
+ * with bad arguments aborts the call for everyone. */
+int jmg_op_join(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
 
 #endif

@@ -8,7 +8,7 @@
 /* One participant of an asynchronous call: what must outlive the handler. */
 typedef struct async_participant {
   jmg_op_call call;
-  jmg_shard_io io;
+  jmg_io_storage io;
   const jmg_ffi_platform *platform;
   void *device_ctx;
   const XLA_FFI_Api *api;
@@ -58,14 +58,14 @@ static void async_done(void *ctx, int rc, const jmg_error *err) {
  * moves to the heap and XLA waits on a future that async_done completes. */
 XLA_FFI_Error *jmg_ffi_run_async(XLA_FFI_CallFrame *frame,
                                  const jmg_ffi_platform *platform,
-                                 jmg_op_run_fn run, jmg_op_call *call,
-                                 jmg_shard_io *io, void *ctx, jmg_error *err) {
+                                 jmg_op_call *call, const jmg_shard_io *io,
+                                 void *ctx, jmg_error *err) {
   const char *op = call->key.op;
   async_participant *p = calloc(1, sizeof *p);
   if (p == NULL) {
     jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                   "cannot allocate the participant's state");
-    jmg_op_abort(call, op, err);
+    jmg_op_abort(call, err);
     if (ctx != NULL) platform->free_device_ctx(ctx);
     return jmg_ffi_error(frame, err);
   }
@@ -77,13 +77,13 @@ XLA_FFI_Error *jmg_ffi_run_async(XLA_FFI_CallFrame *frame,
     jmg_ffi_consume_error(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Future_Create",
                           err);
     snprintf(err->op, sizeof err->op, "%s", op);
-    jmg_op_abort(call, op, err);
+    jmg_op_abort(call, err);
     if (ctx != NULL) platform->free_device_ctx(ctx);
     free(p);
     return jmg_ffi_error(frame, err);
   }
   p->call = *call;
-  p->io = *io;
+  memcpy(p->io.bytes, io, call->op->io_size);
   p->platform = platform;
   p->device_ctx = ctx;
   p->api = frame->api;
@@ -92,6 +92,7 @@ XLA_FFI_Error *jmg_ffi_run_async(XLA_FFI_CallFrame *frame,
   p->call.done_ctx = p;
   /* From here on every outcome goes through the future. */
   frame->future = fc.future;
-  if (run(&p->call, &p->io, err) != 0) async_done(p, -(int)err->code, err);
+  if (jmg_op_join(&p->call, &p->io.io, err) != 0)
+    async_done(p, -(int)err->code, err);
   return NULL; /* p may be gone already: do not touch it */
 }

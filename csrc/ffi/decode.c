@@ -277,3 +277,66 @@ int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
   out->nparts = (int)(out->n / out->local_cols);
   return 0;
 }
+
+/* The XLA element type that buffer b must have in a call whose A has a's. */
+static XLA_FFI_DataType expected_type(const jmg_op_buf *b, jmg_dtype dtype,
+                                      XLA_FFI_DataType a) {
+  switch (b->elem) {
+    case JMG_ELEM_OF_A:
+      return a;
+    case JMG_ELEM_REAL:
+      return jmg_dtype_real_size(dtype) == 4 ? XLA_FFI_DataType_F32
+                                             : XLA_FFI_DataType_F64;
+    default:
+      return XLA_FFI_DataType_S32;
+  }
+}
+
+/* Buffer i of op (not A): found, typed, shaped, and its pointer in io. */
+static int decode_buffer_of(const XLA_FFI_CallFrame *frame,
+                            const jmg_op_desc *op, int i,
+                            const jmg_ffi_head *head, jmg_shard_io *io,
+                            jmg_error *err) {
+  const jmg_op_buf *b = jmg_op_buffer(op, i);
+  const int own = i - 1; /* its index among the op's own, if it is one */
+  jmg_ffi_buffer buf = {0};
+  int rc;
+  if (b->arg >= 0) {
+    rc = jmg_ffi_arg(frame, op->name, b->arg, b->name, b->rank, &buf, err);
+  } else {
+    const int64_t ret = b->ret == JMG_FFI_LAST ? jmg_op_nrets(op) - 1 : b->ret;
+    rc = jmg_ffi_ret(frame, op->name, ret, b->name, b->rank, &buf, err);
+  }
+  if (rc != 0) return rc;
+  for (int k = 0; own < op->nbufs && k < op->nscalars; ++k) {
+    const jmg_op_scalar *s = &op->scalars[k];
+    if (s->from == JMG_FROM_DIM && s->buf == own)
+      *jmg_op_scalar_slot(s, io) = buf.dims[s->dim];
+  }
+  rc = jmg_ffi_expect_dtype(
+      &buf, expected_type(b, io->dtype, head->a.xla_dtype), op->name, b->name,
+      err);
+  int64_t dims[JMG_OP_MAX_RANK];
+  for (int k = 0; k < b->rank; ++k) dims[k] = jmg_op_dim(op, io, b->dims[k]);
+  if (rc == 0 && b->rank > 0)
+    rc = jmg_ffi_expect_dims(&buf, dims, op->name, b->name, err);
+  if (rc == 0) *jmg_op_buf_slot(b, io) = buf.data;
+  return rc;
+}
+
+int jmg_ffi_decode_op(const XLA_FFI_CallFrame *frame, const jmg_op_desc *op,
+                      const jmg_ffi_head *head, jmg_shard_io *io,
+                      jmg_error *err) {
+  int rc = 0;
+  for (int k = 0; rc == 0 && k < op->nscalars; ++k) {
+    const jmg_op_scalar *s = &op->scalars[k];
+    if (s->from != JMG_FROM_ATTR) continue;
+    int64_t v = 0;
+    rc = jmg_ffi_attr_i64(frame, op->name, s->name, &v, err);
+    if (rc == 0) *jmg_op_scalar_slot(s, io) = s->boolean ? v != 0 : v;
+  }
+  /* Buffer 0 is A: decoded with the head. */
+  for (int i = 1; rc == 0 && i < jmg_op_nbuffers(op); ++i)
+    rc = decode_buffer_of(frame, op, i, head, io, err);
+  return rc;
+}

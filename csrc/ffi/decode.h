@@ -13,6 +13,7 @@
 
 #include "common/dtype.h"
 #include "common/error.h"
+#include "exec/op_desc.h"
 #include "ffi/xla_compat.h"
 
 /* A decoded buffer argument or result. */
@@ -95,5 +96,14 @@ typedef struct jmg_ffi_head {
 int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
                         int64_t nargs, int64_t nrets, jmg_ffi_head *out,
                         jmg_error *err);
+
+/* Decodes the rest of op's frame into io (op's io struct; its call-wide
+ * fields already set from head), as op's description says: its scalars
+ * from attributes, then its own buffers in order (element type and shape
+ * checked; scalars taken from their dimensions where the description says
+ * so), then status. Result A is the handler's. */
+int jmg_ffi_decode_op(const XLA_FFI_CallFrame *frame, const jmg_op_desc *op,
+                      const jmg_ffi_head *head, jmg_shard_io *io,
+                      jmg_error *err);
 
 #endif

@@ -1,29 +1,20 @@
-/* The handler's frame (ffi/handler.h). */
+/* The one handler (ffi/handler.h). */
 #include "ffi/handler.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "ffi/async.h"
+#include "exec/join.h"
 #include "ffi/plan.h"
 
-int jmg_ffi_begin(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
-                  const char *op, int64_t nargs, int64_t nrets,
-                  jmg_op_call *call, jmg_shard_io *io, jmg_ffi_buffer *a,
-                  jmg_error *err) {
-  memset(io, 0, sizeof *io);
-  jmg_ffi_head head;
-  int rc = jmg_ffi_decode_head(frame, op, nargs, nrets, &head, err);
-  *a = head.a;
-  if (rc == 0) rc = jmg_ffi_plan(frame, platform, op, &head, call, io, err);
-  if (rc == 0) io->a = a->data;
-  return rc;
-}
-
-XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
-                           const jmg_ffi_platform *platform, jmg_op_run_fn run,
-                           jmg_op_call *call, jmg_shard_io *io,
-                           const jmg_ffi_buffer *a, jmg_error *err) {
+/* The common end of every call: makes the device context, brings A into its
+ * aliased result buffer and runs the op, blocking or (platform->async)
+ * through an XLA future. Returns what the handler returns. */
+static XLA_FFI_Error *run(XLA_FFI_CallFrame *frame,
+                          const jmg_ffi_platform *platform, jmg_op_call *call,
+                          jmg_shard_io *io, const jmg_ffi_buffer *a,
+                          jmg_error *err) {
   const char *op = call->key.op;
   jmg_ffi_buffer a_out = {0};
   void *ctx = NULL;
@@ -41,15 +32,39 @@ XLA_FFI_Error *jmg_ffi_run(XLA_FFI_CallFrame *frame,
   }
   if (rc != 0) {
     if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
-    jmg_op_abort(call, op, err);
+    jmg_op_abort(call, err);
     if (ctx != NULL) platform->free_device_ctx(ctx);
     return jmg_ffi_error(frame, err);
   }
   io->a = a_out.data;
   io->device_ctx = ctx;
   if (platform->async)
-    return jmg_ffi_run_async(frame, platform, run, call, io, ctx, err);
-  run(call, io, err);
+    return jmg_ffi_run_async(frame, platform, call, io, ctx, err);
+  jmg_op_join(call, io, err);
   if (ctx != NULL) platform->free_device_ctx(ctx);
   return jmg_ffi_error(frame, err);
+}
+
+XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
+                              const jmg_ffi_platform *platform,
+                              const jmg_op_desc *op) {
+  if (jmg_ffi_answer_metadata(frame)) return NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  jmg_op_call call;
+  jmg_io_storage store;
+  memset(&store, 0, sizeof store);
+  jmg_shard_io *io = &store.io;
+  jmg_ffi_head head;
+  int rc = jmg_ffi_decode_head(frame, op->name, jmg_op_nargs(op),
+                               jmg_op_nrets(op), &head, &err);
+  if (rc == 0) rc = jmg_ffi_plan(frame, platform, op, &head, &call, io, &err);
+  if (rc != 0) return jmg_ffi_error(frame, &err);
+  /* From here on a failure must release the other participants. */
+  io->a = head.a.data;
+  if (jmg_ffi_decode_op(frame, op, &head, io, &err) != 0) {
+    jmg_op_abort(&call, &err);
+    return jmg_ffi_error(frame, &err);
+  }
+  return run(frame, platform, &call, io, &head.a, &err);
 }

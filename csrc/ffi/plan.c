@@ -15,9 +15,11 @@ static void sweep_stale(void) {
 }
 
 int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
-                 const char *op, const jmg_ffi_head *head, jmg_op_call *call,
-                 jmg_shard_io *io, jmg_error *err) {
+                 const jmg_op_desc *desc, const jmg_ffi_head *head,
+                 jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
+  const char *op = desc->name;
   memset(call, 0, sizeof *call);
+  call->op = desc;
   io->dtype = head->dtype;
   io->n = head->n;
   io->local_cols = head->local_cols;

@@ -23,7 +23,7 @@
  * number is taken, and later failures must go through jmg_op_abort so that
  * the other participants are released. */
 int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
-                 const char *op, const jmg_ffi_head *head, jmg_op_call *call,
-                 jmg_shard_io *io, jmg_error *err);
+                 const jmg_op_desc *op, const jmg_ffi_head *head,
+                 jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
 
 #endif

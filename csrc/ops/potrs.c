@@ -1,51 +1,66 @@
 /* potrs: solve A X = B for Hermitian positive definite A (Cholesky).
  * X is written on every shard; A is consumed (it holds the factor, in the
- * block-cyclic layout, and is never returned to the user). */
+ * block-cyclic layout, and is never returned to the user).
+ *
+ * Frame: args A (local_cols x n), B (nrhs x n: B column-major), shard;
+ *        rets A (aliased), X (nrhs x n), status; attrs T_A, mesh_id. */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "exec/leader.h"
 #include "ops/ops.h"
 
-static void *pick_x(jmg_shard_io *io) { return io->x; }
+typedef struct potrs_io {
+  jmg_shard_io io;
+  int64_t nrhs; /* B's columns */
+  void *b;      /* n x nrhs right-hand sides, in: every shard has a copy */
+  void *x;      /* n x nrhs solution, out: written on every shard */
+} potrs_io;
+JMG_OP_IO_FITS(potrs_io);
 
-static int potrs_leader(void *ctx, void *const *posts, int nparts,
-                        jmg_error *err) {
-  jmg_op_call *call = ctx;
-  jmg_leader_view v;
-  int rc = jmg_leader_view_init(&v, "potrs", call->engine, posts, nparts, err);
-  if (rc != 0) return rc;
-  const jmg_engine *e = v.engine;
-  jmg_shard_io *io0 = v.io[0];
-  const size_t x_count = (size_t)v.a.n * (size_t)io0->nrhs;
-  const size_t x_bytes = x_count * jmg_dtype_size(v.a.dtype);
+enum { POTRS_B, POTRS_X };
+
+static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+
+const jmg_op_desc jmg_potrs_op = {
+    .name = "potrs",
+    .io_size = sizeof(potrs_io),
+    .nbufs = 2,
+    .bufs = {[POTRS_B] = {"B", JMG_IN, JMG_ELEM_OF_A, 2, {0, JMG_DIM_N}, 1,
+                          JMG_FFI_NONE, offsetof(potrs_io, b)},
+             [POTRS_X] = {"X", JMG_OUT, JMG_ELEM_OF_A, 2, {0, JMG_DIM_N},
+                          JMG_FFI_NONE, 1, offsetof(potrs_io, x)}},
+    .nscalars = 1,
+    .scalars = {{"nrhs", JMG_FROM_DIM, POTRS_B, 0, 0,
+                 offsetof(potrs_io, nrhs)}},
+    .leader = potrs_leader,
+};
+
+static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const potrs_io *io0 = (const potrs_io *)v->io[0];
+  const int nparts = v->ndev;
+  const size_t x_count = (size_t)v->a.n * (size_t)io0->nrhs;
+  const size_t x_bytes = x_count * jmg_dtype_size(v->a.dtype);
   int info = 0;
 
-  rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
+  int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
   /* The solver overwrites its right-hand side: solve in shard 0's x, so that
    * the user's b is never written. */
-  if (rc == 0) rc = e->copy(e, &v.a, io0->x, 0, io0->b, 0, x_bytes, err);
+  if (rc == 0) rc = e->copy(e, &v->a, io0->x, 0, io0->b, 0, x_bytes, err);
   void **xs = calloc((size_t)nparts, sizeof *xs);
   if (xs == NULL && rc == 0)
     rc = jmg_error_set(err, JMG_ENOMEM, "potrs", "malloc",
                        "cannot allocate %d pointers", nparts);
-  for (int d = 0; xs != NULL && d < nparts; ++d) xs[d] = v.io[d]->x;
-  if (rc == 0) rc = e->potrs(e, &v.a, xs, io0->nrhs, &info, err);
-  if (jmg_leader_retry_without_scratch(&v, &rc, err))
-    rc = e->potrs(e, &v.a, xs, io0->nrhs, &info, err);
+  for (int d = 0; xs != NULL && d < nparts; ++d)
+    xs[d] = ((const potrs_io *)v->io[d])->x;
+  if (rc == 0) rc = e->potrs(e, &v->a, xs, io0->nrhs, &info, err);
+  if (jmg_leader_retry_without_scratch(v, &rc, err))
+    rc = e->potrs(e, &v->a, xs, io0->nrhs, &info, err);
   free(xs);
   if (rc == 0 && info != 0)
-    rc = e->fill_nan(e, &v.a, 0, io0->x, x_count, v.a.dtype, err);
-  if (rc == 0) rc = jmg_leader_broadcast(&v, pick_x, x_bytes, err);
-  if (rc == 0) rc = jmg_leader_finish(&v, info, err);
-  jmg_leader_view_free(&v);
+    rc = e->fill_nan(e, &v->a, 0, io0->x, x_count, v->a.dtype, err);
+  if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_potrs_op.bufs[POTRS_X], err);
+  *info_out = info;
   return rc;
-}
-
-int jmg_potrs_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
-  if (io->b == NULL || io->x == NULL || io->nrhs < 0) {
-    jmg_error_set(err, JMG_EINVAL, "potrs", "arguments",
-                  "missing right-hand side or solution buffer");
-    return jmg_op_abort(call, "potrs", err);
-  }
-  return jmg_op_join(call, "potrs", io, potrs_leader, err);
 }
