@@ -1,3 +1,4 @@
+/* The leader execution model (exec/leader.h). */
 #include "exec/leader.h"
 
 #include "common/config.h"

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ffi/async.h"
 #include "exec/join.h"
+#include "ffi/async.h"
 #include "ffi/plan.h"
 
 /* The common end of every call: makes the device context, brings A into its

@@ -26,7 +26,9 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   const int nparts = head->nparts;
   jmg_config_read(&call->config);
 
-  /* The engine that runs the call: the one place where it is chosen. */
+  /* The engine that runs the call: chosen here and nowhere else. For now
+   * the platform's one engine; the choice per call (the op, the group, the
+   * settings: csrc/engine/select.c) comes in here. */
   call->engine = platform->engine();
 
   call->rdv = platform->rendezvous();
