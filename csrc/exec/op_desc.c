@@ -2,12 +2,21 @@
 #include "exec/op_desc.h"
 
 /* The buffers every op has. */
-static const jmg_op_buf k_a = {
-    "A", JMG_INOUT, JMG_ELEM_OF_A, 2, {JMG_DIM_LOCAL_COLS, JMG_DIM_N},
-    0,   0,         offsetof(jmg_shard_io, a)};
-static const jmg_op_buf k_status = {
-    "status",     JMG_OUT,      JMG_ELEM_INT32, 0, {0, 0},
-    JMG_FFI_NONE, JMG_FFI_LAST, offsetof(jmg_shard_io, status)};
+static const jmg_op_buf k_a = {.name = "A",
+                               .dir = JMG_INOUT,
+                               .elem = JMG_ELEM_OF_A,
+                               .rank = 2,
+                               .dims = {JMG_DIM_LOCAL_COLS, JMG_DIM_N},
+                               .arg = 0,
+                               .ret = 0,
+                               .offset = offsetof(jmg_shard_io, a)};
+static const jmg_op_buf k_status = {.name = "status",
+                                    .dir = JMG_OUT,
+                                    .elem = JMG_ELEM_INT32,
+                                    .rank = 0,
+                                    .arg = JMG_FFI_NONE,
+                                    .ret = JMG_FFI_LAST,
+                                    .offset = offsetof(jmg_shard_io, status)};
 
 int jmg_op_nbuffers(const jmg_op_desc *op) { return op->nbufs + 2; }
 
@@ -46,7 +55,8 @@ int64_t jmg_op_dim(const jmg_op_desc *op, const jmg_shard_io *io, int dim) {
   return *jmg_op_scalar_slot(&op->scalars[dim], io);
 }
 
-size_t jmg_op_elem_size(const jmg_op_buf *b, jmg_dtype dtype) {
+/* The size of b's elements in a call of A's dtype. */
+static size_t elem_size(const jmg_op_buf *b, jmg_dtype dtype) {
   switch (b->elem) {
     case JMG_ELEM_OF_A:
       return jmg_dtype_size(dtype);
@@ -59,7 +69,7 @@ size_t jmg_op_elem_size(const jmg_op_buf *b, jmg_dtype dtype) {
 
 size_t jmg_op_buf_bytes(const jmg_op_desc *op, const jmg_op_buf *b,
                         const jmg_shard_io *io) {
-  size_t bytes = jmg_op_elem_size(b, io->dtype);
+  size_t bytes = elem_size(b, io->dtype);
   for (int k = 0; k < b->rank; ++k)
     bytes *= (size_t)jmg_op_dim(op, io, b->dims[k]);
   return bytes;

@@ -74,9 +74,10 @@ typedef enum {
 #define JMG_DIM_N (-1)
 #define JMG_DIM_LOCAL_COLS (-2)
 
-/* A buffer's place among the frame's results: JMG_FFI_LAST is the last. */
-#define JMG_FFI_NONE (-1)
-#define JMG_FFI_LAST (-2)
+/* A buffer's place in the frame (jmg_op_buf's arg and ret): its index among
+ * the arguments or the results, or one of these. */
+#define JMG_FFI_NONE (-1) /* not there */
+#define JMG_FFI_LAST (-2) /* the last result (status) */
 
 #define JMG_OP_MAX_RANK 2
 #define JMG_OP_MAX_BUFS 4    /* own buffers of an op */
@@ -87,9 +88,11 @@ typedef struct jmg_op_buf {
   jmg_op_dir dir;
   jmg_op_elem elem;
   int rank;
-  int dims[JMG_OP_MAX_RANK]; /* see JMG_DIM_N */
-  int arg;                   /* its index among the frame's arguments, or -1 */
-  int ret;                   /* its index among the frame's results, or -1 */
+  int dims[JMG_OP_MAX_RANK]; /* its shape: see JMG_DIM_N */
+  /* An argument (arg set, ret JMG_FFI_NONE) or a result (the reverse); A
+   * alone is both (aliased). */
+  int arg;
+  int ret;
   size_t offset; /* of its pointer (void *) in the op's io struct */
 } jmg_op_buf;
 
@@ -139,8 +142,7 @@ int64_t *jmg_op_scalar_slot(const jmg_op_scalar *s,
 /* Dimension dim (see JMG_DIM_N) of a shape, as io's scalars make it. */
 int64_t jmg_op_dim(const jmg_op_desc *op, const jmg_shard_io *io, int dim);
 
-/* The size of b's elements, and of all of b, for a call of A's dtype. */
-size_t jmg_op_elem_size(const jmg_op_buf *b, jmg_dtype dtype);
+/* The size of all of b in a call as io describes it. */
 size_t jmg_op_buf_bytes(const jmg_op_desc *op, const jmg_op_buf *b,
                         const jmg_shard_io *io);
 

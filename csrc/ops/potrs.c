@@ -18,7 +18,8 @@ typedef struct potrs_io {
 } potrs_io;
 JMG_OP_IO_FITS(potrs_io);
 
-enum { POTRS_B, POTRS_X };
+enum { POTRS_B, POTRS_X };  /* its buffers */
+enum { POTRS_NRHS };        /* its scalars */
 
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 
@@ -26,13 +27,34 @@ const jmg_op_desc jmg_potrs_op = {
     .name = "potrs",
     .io_size = sizeof(potrs_io),
     .nbufs = 2,
-    .bufs = {[POTRS_B] = {"B", JMG_IN, JMG_ELEM_OF_A, 2, {0, JMG_DIM_N}, 1,
-                          JMG_FFI_NONE, offsetof(potrs_io, b)},
-             [POTRS_X] = {"X", JMG_OUT, JMG_ELEM_OF_A, 2, {0, JMG_DIM_N},
-                          JMG_FFI_NONE, 1, offsetof(potrs_io, x)}},
+    .bufs =
+        {
+            [POTRS_B] = {.name = "B",
+                         .dir = JMG_IN,
+                         .elem = JMG_ELEM_OF_A,
+                         .rank = 2,
+                         .dims = {POTRS_NRHS, JMG_DIM_N},
+                         .arg = 1,
+                         .ret = JMG_FFI_NONE,
+                         .offset = offsetof(potrs_io, b)},
+            [POTRS_X] = {.name = "X",
+                         .dir = JMG_OUT,
+                         .elem = JMG_ELEM_OF_A,
+                         .rank = 2,
+                         .dims = {POTRS_NRHS, JMG_DIM_N},
+                         .arg = JMG_FFI_NONE,
+                         .ret = 1,
+                         .offset = offsetof(potrs_io, x)},
+        },
     .nscalars = 1,
-    .scalars = {{"nrhs", JMG_FROM_DIM, POTRS_B, 0, 0,
-                 offsetof(potrs_io, nrhs)}},
+    .scalars =
+        {
+            [POTRS_NRHS] = {.name = "nrhs",
+                            .from = JMG_FROM_DIM,
+                            .buf = POTRS_B,
+                            .dim = 0,
+                            .offset = offsetof(potrs_io, nrhs)},
+        },
     .leader = potrs_leader,
 };
 

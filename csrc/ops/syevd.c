@@ -17,7 +17,8 @@ typedef struct syevd_io {
 } syevd_io;
 JMG_OP_IO_FITS(syevd_io);
 
-enum { SYEVD_W };
+enum { SYEVD_W };            /* its buffers */
+enum { SYEVD_WANT_VECTORS }; /* its scalars */
 
 static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 
@@ -25,11 +26,25 @@ const jmg_op_desc jmg_syevd_op = {
     .name = "syevd",
     .io_size = sizeof(syevd_io),
     .nbufs = 1,
-    .bufs = {[SYEVD_W] = {"W", JMG_OUT, JMG_ELEM_REAL, 1, {JMG_DIM_N},
-                          JMG_FFI_NONE, 1, offsetof(syevd_io, w)}},
+    .bufs =
+        {
+            [SYEVD_W] = {.name = "W",
+                         .dir = JMG_OUT,
+                         .elem = JMG_ELEM_REAL,
+                         .rank = 1,
+                         .dims = {JMG_DIM_N},
+                         .arg = JMG_FFI_NONE,
+                         .ret = 1,
+                         .offset = offsetof(syevd_io, w)},
+        },
     .nscalars = 1,
-    .scalars = {{"want_vectors", JMG_FROM_ATTR, 0, 0, 1,
-                 offsetof(syevd_io, want_vectors)}},
+    .scalars =
+        {
+            [SYEVD_WANT_VECTORS] = {.name = "want_vectors",
+                                    .from = JMG_FROM_ATTR,
+                                    .boolean = 1,
+                                    .offset = offsetof(syevd_io, want_vectors)},
+        },
     .leader = syevd_leader,
 };
 
