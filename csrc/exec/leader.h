@@ -17,7 +17,7 @@ typedef struct jmg_leader_view {
   const jmg_op_desc *desc;
   const jmg_engine *engine;
   const jmg_config *config; /* the leader's, read when its call was planned */
-  jmg_shard_io *const *io; /* io[d]: shard d's post */
+  jmg_shard_io *const *io;  /* io[d]: shard d's post */
   int ndev;
   /* Where A is now, on every shard: the shards' own buffers (io[d]->a, A's
    * home), or scratch after an out-of-place permutation. */

@@ -44,8 +44,7 @@ void **jmg_op_buf_slot(const jmg_op_buf *b, const jmg_shard_io *io) {
   return (void **)(uintptr_t)((const char *)io + b->offset);
 }
 
-int64_t *jmg_op_scalar_slot(const jmg_op_scalar *s,
-                            const jmg_shard_io *io) {
+int64_t *jmg_op_scalar_slot(const jmg_op_scalar *s, const jmg_shard_io *io) {
   return (int64_t *)(uintptr_t)((const char *)io + s->offset);
 }
 
@@ -96,7 +95,7 @@ int jmg_op_check_local(const jmg_op_desc *op, const jmg_shard_io *io,
   }
   for (int i = 0; i < op->nscalars; ++i)
     if (*jmg_op_scalar_slot(&op->scalars[i], io) < 0)
-      return jmg_error_set(err, JMG_EINVAL, name, "arguments",
-                           "%s is negative", op->scalars[i].name);
+      return jmg_error_set(err, JMG_EINVAL, name, "arguments", "%s is negative",
+                           op->scalars[i].name);
   return 0;
 }

@@ -46,11 +46,11 @@ typedef struct jmg_shard_io {
 
 /* The largest io struct of any op (checked by JMG_OP_IO_FITS). */
 #define JMG_OP_MAX_IO 256
-#define JMG_OP_IO_FITS(type)                                 \
-  _Static_assert(sizeof(type) <= JMG_OP_MAX_IO &&            \
-                     offsetof(type, io) == 0,                \
-                 #type " must begin with its jmg_shard_io io " \
-                       "and fit in JMG_OP_MAX_IO bytes")
+#define JMG_OP_IO_FITS(type)                                               \
+  _Static_assert(sizeof(type) <= JMG_OP_MAX_IO && offsetof(type, io) == 0, \
+                 #type                                                     \
+                 " must begin with its jmg_shard_io io "                   \
+                 "and fit in JMG_OP_MAX_IO bytes")
 
 /* Room for an op's io struct of any op (the FFI handler's, the async
  * participant's). */
@@ -64,9 +64,9 @@ typedef enum { JMG_IN = 1, JMG_OUT = 2, JMG_INOUT = 3 } jmg_op_dir;
 
 /* A buffer's element type, from A's (jmg_shard_io.dtype). */
 typedef enum {
-  JMG_ELEM_OF_A,   /* A's */
-  JMG_ELEM_REAL,   /* A's real type (float32 for complex64, ...) */
-  JMG_ELEM_INT32,  /* int32 */
+  JMG_ELEM_OF_A,  /* A's */
+  JMG_ELEM_REAL,  /* A's real type (float32 for complex64, ...) */
+  JMG_ELEM_INT32, /* int32 */
 } jmg_op_elem;
 
 /* A dimension of a buffer's shape (in the frame's order): one of the op's
@@ -104,8 +104,8 @@ typedef enum {
 typedef struct jmg_op_scalar {
   const char *name; /* the attribute's name, and what messages say */
   jmg_op_from from;
-  int buf, dim; /* JMG_FROM_DIM: dimension dim of own buffer buf */
-  int boolean;  /* stored as 0 or 1 */
+  int buf, dim;  /* JMG_FROM_DIM: dimension dim of own buffer buf */
+  int boolean;   /* stored as 0 or 1 */
   size_t offset; /* of its int64_t in the op's io struct */
 } jmg_op_scalar;
 
@@ -136,8 +136,7 @@ int jmg_op_nrets(const jmg_op_desc *op);
 /* Where a described buffer's pointer, or a described scalar, lies in io
  * (like strchr, from a const io: the caller knows whether it may write). */
 void **jmg_op_buf_slot(const jmg_op_buf *b, const jmg_shard_io *io);
-int64_t *jmg_op_scalar_slot(const jmg_op_scalar *s,
-                            const jmg_shard_io *io);
+int64_t *jmg_op_scalar_slot(const jmg_op_scalar *s, const jmg_shard_io *io);
 
 /* Dimension dim (see JMG_DIM_N) of a shape, as io's scalars make it. */
 int64_t jmg_op_dim(const jmg_op_desc *op, const jmg_shard_io *io, int dim);

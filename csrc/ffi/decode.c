@@ -313,9 +313,9 @@ static int decode_buffer_of(const XLA_FFI_CallFrame *frame,
     if (s->from == JMG_FROM_DIM && s->buf == own)
       *jmg_op_scalar_slot(s, io) = buf.dims[s->dim];
   }
-  rc = jmg_ffi_expect_dtype(
-      &buf, expected_type(b, io->dtype, head->a.xla_dtype), op->name, b->name,
-      err);
+  rc =
+      jmg_ffi_expect_dtype(&buf, expected_type(b, io->dtype, head->a.xla_dtype),
+                           op->name, b->name, err);
   int64_t dims[JMG_OP_MAX_RANK];
   for (int k = 0; k < b->rank; ++k) dims[k] = jmg_op_dim(op, io, b->dims[k]);
   if (rc == 0 && b->rank > 0)

@@ -22,12 +22,12 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
 
 /* Defines the exported handler `symbol` of op on platform (a pointer to a
  * static jmg_ffi_platform). */
-#define JMG_FFI_EXPORT(symbol, op, platform)                            \
-  __attribute__((visibility("default"))) XLA_FFI_Error *symbol(         \
-      XLA_FFI_CallFrame *frame);                                        \
-  __attribute__((visibility("default"))) XLA_FFI_Error *symbol(         \
-      XLA_FFI_CallFrame *frame) {                                       \
-    return jmg_ffi_handle(frame, platform, op);                         \
+#define JMG_FFI_EXPORT(symbol, op, platform)                    \
+  __attribute__((visibility("default"))) XLA_FFI_Error *symbol( \
+      XLA_FFI_CallFrame *frame);                                \
+  __attribute__((visibility("default"))) XLA_FFI_Error *symbol( \
+      XLA_FFI_CallFrame *frame) {                               \
+    return jmg_ffi_handle(frame, platform, op);                 \
   }
 
 #endif

@@ -18,8 +18,8 @@ typedef struct potrs_io {
 } potrs_io;
 JMG_OP_IO_FITS(potrs_io);
 
-enum { POTRS_B, POTRS_X };  /* its buffers */
-enum { POTRS_NRHS };        /* its scalars */
+enum { POTRS_B, POTRS_X }; /* its buffers */
+enum { POTRS_NRHS };       /* its scalars */
 
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 

@@ -56,8 +56,7 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   int info = 0;
 
   int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
-  if (rc == 0)
-    rc = e->syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
+  if (rc == 0) rc = e->syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
   if (jmg_leader_retry_without_scratch(v, &rc, err))
     rc = e->syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
   if (rc == 0 && info != 0) {
