@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ffi/decode.h"
+
 /* One participant of an asynchronous call: what must outlive the handler. */
 typedef struct async_participant {
   jmg_op_call call;

@@ -6,7 +6,6 @@
 #define JMG_FFI_ASYNC_H
 
 #include "exec/join.h"
-#include "ffi/decode.h"
 #include "ffi/platform.h"
 
 /* Moves the participant's state (call, io: call->op->io_size bytes, the
