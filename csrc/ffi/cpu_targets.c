@@ -3,7 +3,8 @@
 #include <string.h>
 
 #include "engine/lapack/table.h"
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
+#include "ops/ops.h"
 
 static int cpu_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
                           int32_t *out, jmg_error *err) {
@@ -43,21 +44,12 @@ static const jmg_ffi_platform g_cpu = {
     .share = jmg_host_share,
 };
 
-static const jmg_ffi_platform *cpu_platform(void) { return &g_cpu; }
+/* The handlers, one per op. */
+JMG_FFI_EXPORT(jaxmg_potrs_cpu, &jmg_potrs_op, &g_cpu)
+JMG_FFI_EXPORT(jaxmg_potri_cpu, &jmg_potri_op, &g_cpu)
+JMG_FFI_EXPORT(jaxmg_syevd_cpu, &jmg_syevd_op, &g_cpu)
 
 #define JMG_EXPORT __attribute__((visibility("default")))
-
-JMG_EXPORT XLA_FFI_Error *jaxmg_potrs_cpu(XLA_FFI_CallFrame *frame) {
-  return jmg_ffi_potrs(frame, cpu_platform());
-}
-
-JMG_EXPORT XLA_FFI_Error *jaxmg_potri_cpu(XLA_FFI_CallFrame *frame) {
-  return jmg_ffi_potri(frame, cpu_platform());
-}
-
-JMG_EXPORT XLA_FFI_Error *jaxmg_syevd_cpu(XLA_FFI_CallFrame *frame) {
-  return jmg_ffi_syevd(frame, cpu_platform());
-}
 
 /* Called by the Python layer at import with SciPy's LAPACK pointers. */
 JMG_EXPORT int jaxmg_cpu_register_lapack(const char *name, void *fn) {

@@ -16,7 +16,8 @@
 
 #include "cuda/check.h"
 #include "cuda/device.h"
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
+#include "ops/ops.h"
 
 typedef struct xla_alloc_ctx {
   const XLA_FFI_Api *api;
@@ -172,16 +173,7 @@ static const jmg_ffi_platform g_cuda = {
     .share = jmg_cuda_share,
 };
 
-#define JMG_EXPORT __attribute__((visibility("default")))
-
-JMG_EXPORT XLA_FFI_Error *jaxmg_potrs_cuda(XLA_FFI_CallFrame *frame) {
-  return jmg_ffi_potrs(frame, &g_cuda);
-}
-
-JMG_EXPORT XLA_FFI_Error *jaxmg_potri_cuda(XLA_FFI_CallFrame *frame) {
-  return jmg_ffi_potri(frame, &g_cuda);
-}
-
-JMG_EXPORT XLA_FFI_Error *jaxmg_syevd_cuda(XLA_FFI_CallFrame *frame) {
-  return jmg_ffi_syevd(frame, &g_cuda);
-}
+/* The handlers, one per op. */
+JMG_FFI_EXPORT(jaxmg_potrs_cuda, &jmg_potrs_op, &g_cuda)
+JMG_FFI_EXPORT(jaxmg_potri_cuda, &jmg_potri_op, &g_cuda)
+JMG_FFI_EXPORT(jaxmg_syevd_cuda, &jmg_syevd_op, &g_cuda)

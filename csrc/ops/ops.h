@@ -1,8 +1,11 @@
-/* The ops: potrs, potri, syevd, one file each, the same steps in the same
- * order: every participant joins the rendezvous with its buffers; the leader
- * checks that all posts describe the same call, permutes the shards in place
- * into the block-cyclic layout, calls the engine, writes every participant's
- * outputs, permutes back what returns sharded, and sets every status.
+/* The ops: potrs, potri, syevd, one file each. Each file holds the op's
+ * description (exec/op_desc.h: its own buffers and scalars beside the common
+ * ones, where they sit in the FFI frame) and its steps in the leader model
+ * (exec/leader.h), in the same order for every op: the leader permutes the
+ * shards in place into the block-cyclic layout, calls the engine, writes
+ * every participant's outputs and permutes back what returns sharded; the
+ * exec layer around them joins the participants, checks that all describe
+ * the same call and sets every status.
  *
  * Buffers, per participant, in the engine's memory (host on CPU, the device
  * on GPU), all column-major with leading dimension n:
@@ -10,68 +13,30 @@
  *                   so the rows of a row-sharded JAX array, read column-major,
  *                   are the columns of conj(A); the Python layer accounts for
  *                   the conjugation.
- *   b       in      potrs: n x nrhs right-hand sides (every shard has a copy).
- *   x       out     potrs: n x nrhs solution, written on every shard.
- *   w       out     syevd: n eigenvalues (real), ascending, on every shard.
  *   status  out     int32: the solver's info, on every shard.
- * On numerical failure (info != 0) the outputs are NaN. */
+ *   and each op's own (potrs: B in, X out; syevd: W out), described in its
+ *   file.
+ * On numerical failure (info != 0) the outputs are NaN.
+ *
+ * Adding an op (say lu_solve: A and B in, X out, status; its pivots internal
+ * to the engine) touches:
+ *   1. csrc/ops/<op>.c: its io struct, its description, its leader steps
+ *      (and one line for it below and in CMakeLists.txt's jaxmg_core);
+ *   2. csrc/engine/: one routine per engine that has it;
+ *   3. csrc/ffi/cpu_targets.c and cuda_targets.c: one JMG_FFI_EXPORT line
+ *      each (its handler symbol, e.g. jaxmg_lu_solve_cpu);
+ *   4. python/jaxmg/: one module that builds the call (and registers the
+ *      symbols).
+ * Decoding the frame, sharing buffers between processes and checking that
+ * the shards agree follow from the description: ffi/, exec/ and share/ do not
+ * change. */
 #ifndef JMG_OPS_OPS_H
 #define JMG_OPS_OPS_H
 
-#include <stdint.h>
+#include "exec/op_desc.h"
 
-#include "common/dtype.h"
-#include "common/error.h"
-#include "engine/engine.h"
-#include "mem/mem.h"
-#include "rendezvous/rendezvous.h"
-#include "share/share.h"
-
-typedef struct jmg_shard_io {
-  /* The call, as this participant sees it; the leader checks that all agree. */
-  jmg_dtype dtype;
-  int64_t n;
-  int64_t local_cols;
-  int64_t tile;
-  int64_t nrhs;     /* potrs */
-  int want_vectors; /* syevd */
-  /* Whether the leader may take a scratch shard per device to permute A out
-   * of place (the Python layer's judgment of the memory; see _shard.py). */
-  int scratch_ok;
-  /* Buffers. */
-  void *a;
-  const void *b;
-  void *x;
-  void *w;
-  int32_t *status;
-  void *device_ctx; /* engine-specific (CUDA: device, stream, allocator) */
-} jmg_shard_io;
-
-typedef struct jmg_op_call {
-  const jmg_engine *engine; /* chosen for this call (engine/engine.h) */
-  const jmg_mem *mem;       /* the platform's memory operations */
-  const jmg_rendezvous *rdv;
-  jmg_rdv_key key; /* key.op is set by the op */
-  int shard;
-  double timeout_s;
-  /* NULL: the participants are threads of one process (SPMD) and the leader
-   * uses their buffers as they are. Else they may be processes (MPMD): posts
-   * carry buffers exported through share, and rdv is the process
-   * rendezvous. */
-  const jmg_share *share;
-  /* NULL: the run functions block until the call is over. Else they join
-   * asynchronously and return 0 once joined; done reports the end. The call
-   * and io must then live until done has run. */
-  jmg_rdv_done_fn done;
-  void *done_ctx;
-} jmg_op_call;
-
-/* Tells the other participants of call that this one failed before it could
- * join (err says why), and returns err's status. */
-int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err);
-
-int jmg_potrs_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
-int jmg_potri_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
-int jmg_syevd_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
+extern const jmg_op_desc jmg_potrs_op;
+extern const jmg_op_desc jmg_potri_op;
+extern const jmg_op_desc jmg_syevd_op;
 
 #endif

@@ -1,34 +1,35 @@
 /* potri: the inverse of a Hermitian positive definite A (Cholesky), both
  * triangles, returned in A's own buffers in A's own (contiguous) layout. The
  * engine returns it in that layout already: no permutation back, only a
- * local copy home when A was permuted out of place. */
-#include "ops/op_common.h"
+ * local copy home when A was permuted out of place.
+ *
+ * Frame: args A (local_cols x n), shard; rets A (aliased; becomes the
+ *        inverse), status; attrs T_A, mesh_id. No buffers or scalars beside
+ *        the common ones. */
+#include "exec/leader.h"
+#include "ops/ops.h"
 
-static int potri_leader(void *ctx, void *const *posts, int nparts,
-                        jmg_error *err) {
-  jmg_op_call *call = ctx;
-  jmg_leader_view v;
-  int rc = jmg_leader_view_init(&v, "potri", call->engine, call->mem, posts,
-                                nparts, err);
-  if (rc != 0) return rc;
+static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+
+const jmg_op_desc jmg_potri_op = {
+    .name = "potri",
+    .io_size = sizeof(jmg_shard_io),
+    .leader = potri_leader,
+};
+
+static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   int info = 0;
-
-  rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
-  if (rc == 0) rc = v.engine->leader.potri(v.engine, &v.a, &info, err);
-  if (jmg_leader_retry_without_scratch(&v, &rc, err))
-    rc = v.engine->leader.potri(v.engine, &v.a, &info, err);
+  int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
+  if (rc == 0) rc = v->engine->leader.potri(v->engine, &v->a, &info, err);
+  if (jmg_leader_retry_without_scratch(v, &rc, err))
+    rc = v->engine->leader.potri(v->engine, &v->a, &info, err);
   if (rc == 0 && info == 0) {
     /* The engine returns the inverse, both triangles, in the contiguous
      * layout (engine/engine.h). */
-    rc = jmg_leader_home(&v, err);
+    rc = jmg_leader_home(v, err);
   } else if (rc == 0) {
-    rc = jmg_leader_nan_a(&v, err);
+    rc = jmg_leader_nan_a(v, err);
   }
-  if (rc == 0) rc = jmg_leader_finish(&v, info, err);
-  jmg_leader_view_free(&v);
+  *info_out = info;
   return rc;
-}
-
-int jmg_potri_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
-  return jmg_op_join(call, "potri", io, potri_leader, err);
 }

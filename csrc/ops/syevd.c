@@ -1,47 +1,71 @@
 /* syevd: eigenvalues (ascending, on every shard) and eigenvectors (the
  * columns of V, returned in A's buffers in A's own contiguous layout: shard d
- * holds eigenvectors d*n/ndev .. (d+1)*n/ndev - 1). */
-#include "ops/op_common.h"
+ * holds eigenvectors d*n/ndev .. (d+1)*n/ndev - 1).
+ *
+ * Frame: args A (local_cols x n), shard; rets A (aliased; becomes this
+ *        shard's eigenvectors), W (n, real), status; attrs T_A, mesh_id,
+ *        want_vectors. */
+#include <stddef.h>
 
-static void *pick_w(jmg_shard_io *io) { return io->w; }
+#include "exec/leader.h"
+#include "ops/ops.h"
 
-static int syevd_leader(void *ctx, void *const *posts, int nparts,
-                        jmg_error *err) {
-  jmg_op_call *call = ctx;
-  jmg_leader_view v;
-  int rc = jmg_leader_view_init(&v, "syevd", call->engine, call->mem, posts,
-                                nparts, err);
-  if (rc != 0) return rc;
-  const jmg_engine *e = v.engine;
-  const jmg_mem *m = v.mem;
-  jmg_shard_io *io0 = v.io[0];
+typedef struct syevd_io {
+  jmg_shard_io io;
+  int64_t want_vectors; /* 0: eigenvalues only */
+  void *w;              /* n eigenvalues (real), out: on every shard */
+} syevd_io;
+JMG_OP_IO_FITS(syevd_io);
+
+enum { SYEVD_W };            /* its buffers */
+enum { SYEVD_WANT_VECTORS }; /* its scalars */
+
+static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+
+const jmg_op_desc jmg_syevd_op = {
+    .name = "syevd",
+    .io_size = sizeof(syevd_io),
+    .nbufs = 1,
+    .bufs =
+        {
+            [SYEVD_W] = {.name = "W",
+                         .dir = JMG_OUT,
+                         .elem = JMG_ELEM_REAL,
+                         .rank = 1,
+                         .dims = {JMG_DIM_N},
+                         .arg = JMG_FFI_NONE,
+                         .ret = 1,
+                         .offset = offsetof(syevd_io, w)},
+        },
+    .nscalars = 1,
+    .scalars =
+        {
+            [SYEVD_WANT_VECTORS] = {.name = "want_vectors",
+                                    .from = JMG_FROM_ATTR,
+                                    .boolean = 1,
+                                    .offset = offsetof(syevd_io, want_vectors)},
+        },
+    .leader = syevd_leader,
+};
+
+static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const syevd_io *io0 = (const syevd_io *)v->io[0];
   const jmg_dtype real =
-      jmg_dtype_real_size(v.a.dtype) == 4 ? JMG_F32 : JMG_F64;
-  const size_t w_bytes = (size_t)v.a.n * jmg_dtype_size(real);
+      jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
 
-  rc = jmg_leader_permute(&v, JMG_TO_CYCLIC, err);
-  if (rc == 0)
-    rc = e->leader.syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
-  if (jmg_leader_retry_without_scratch(&v, &rc, err))
-    rc = e->leader.syevd(e, &v.a, io0->w, io0->want_vectors, &info, err);
+  int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
+  if (rc == 0) rc = e->leader.syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
+  if (jmg_leader_retry_without_scratch(v, &rc, err))
+    rc = e->leader.syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
   if (rc == 0 && info != 0) {
-    rc = m->fill_nan(&v.group, 0, io0->w, (size_t)v.a.n, real, err);
-    if (rc == 0) rc = jmg_leader_nan_a(&v, err);
+    rc = v->mem->fill_nan(&v->group, 0, io0->w, (size_t)v->a.n, real, err);
+    if (rc == 0) rc = jmg_leader_nan_a(v, err);
   } else if (rc == 0 && io0->want_vectors) {
-    rc = jmg_leader_permute(&v, JMG_FROM_CYCLIC, err);
+    rc = jmg_leader_permute(v, JMG_FROM_CYCLIC, err);
   }
-  if (rc == 0) rc = jmg_leader_broadcast(&v, pick_w, w_bytes, err);
-  if (rc == 0) rc = jmg_leader_finish(&v, info, err);
-  jmg_leader_view_free(&v);
+  if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_syevd_op.bufs[SYEVD_W], err);
+  *info_out = info;
   return rc;
-}
-
-int jmg_syevd_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
-  if (io->w == NULL) {
-    jmg_error_set(err, JMG_EINVAL, "syevd", "arguments",
-                  "missing eigenvalue buffer");
-    return jmg_op_abort(call, "syevd", err);
-  }
-  return jmg_op_join(call, "syevd", io, syevd_leader, err);
 }

@@ -20,10 +20,10 @@
  *
  * The leader gives the op a stream and an allocator of its own on each
  * participant's device (cudaMalloc: the participant's XLA allocator belongs
- * to the other process). The op's last step waits for all its work on every
- * device (jmg_leader_finish), so the outputs are in the participants' memory
- * before the rendezvous publishes the status and the participants return to
- * XLA; the mappings are undone after that. Buffers of the leader's own
+ * to the other process). The op's last step (the leader's finish,
+ * exec/leader.c) waits for all its work on every device, so the outputs are
+ * in the participants' memory before the rendezvous publishes the status and
+ * the participants return to XLA; the mappings are undone after that. Buffers of the leader's own
  * process are used as they are. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>

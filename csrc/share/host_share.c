@@ -79,7 +79,7 @@ static int host_export(const char *op, jmg_share_post *post, void *device_ctx,
   for (int i = 0; i < JMG_SHARE_NBUF; ++i) {
     jmg_share_buf *b = &post->buf[i];
     snprintf((char *)b->handle, sizeof b->handle, "%s", r->name);
-    if (b->local != 0 && b->bytes != 0 && jmg_share_is_input(i))
+    if (b->local != 0 && b->bytes != 0 && jmg_share_is_input(b))
       memcpy((char *)r->base + b->offset, (const void *)(uintptr_t)b->local,
              (size_t)b->bytes);
   }
@@ -95,7 +95,7 @@ static int host_finish(const char *op, const jmg_share_post *post, void *state,
   if (ok) {
     for (int i = 0; i < JMG_SHARE_NBUF; ++i) {
       const jmg_share_buf *b = &post->buf[i];
-      if (b->local != 0 && b->bytes != 0 && jmg_share_is_output(i))
+      if (b->local != 0 && b->bytes != 0 && jmg_share_is_output(b))
         memcpy((void *)(uintptr_t)b->local, (char *)r->base + b->offset,
                (size_t)b->bytes);
     }

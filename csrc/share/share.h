@@ -15,8 +15,9 @@
  *    legacy CUDA IPC handle where the memory is of the cudaMalloc kind; the
  *    leader maps them and works in the participant's memory directly.
  *    Defined in libjaxmg_cuda.so only.
- * The ops layer (ops/op_shared.c) moves buffers between jmg_shard_io and the
- * post; this layer only makes handles and maps them. */
+ * The exec layer (exec/join.c) moves an op's buffers and scalars between its
+ * io and the post, as the op's description says; this layer knows no op: it
+ * only makes handles for the buffers a post names and maps them. */
 #ifndef JMG_SHARE_SHARE_H
 #define JMG_SHARE_SHARE_H
 
@@ -24,21 +25,17 @@
 
 #include "common/error.h"
 
-/* The buffers of one participant, in the order of jmg_shard_io. */
-enum {
-  JMG_SHARE_A,
-  JMG_SHARE_B,
-  JMG_SHARE_X,
-  JMG_SHARE_W,
-  JMG_SHARE_STATUS,
-  JMG_SHARE_NBUF
-};
+/* Room for the buffers of one participant: every buffer of the op, in the
+ * order of its description (exec/op_desc.h); unused entries have local 0. */
+#define JMG_SHARE_NBUF 8
+/* Room for the op's own scalars (exec/op_desc.h), likewise. */
+#define JMG_SHARE_NSCALAR 8
 
-/* Whether buffer i is read (A, B) or written (A, X, W, status) by the op. */
-static inline int jmg_share_is_input(int i) {
-  return i == JMG_SHARE_A || i == JMG_SHARE_B;
-}
-static inline int jmg_share_is_output(int i) { return i != JMG_SHARE_B; }
+/* A buffer's direction, from the op's description: whether the op reads it
+ * (its contents must reach the leader) and whether it writes it (the leader's
+ * results must come back). */
+#define JMG_SHARE_IN 1
+#define JMG_SHARE_OUT 2
 
 #define JMG_SHARE_HANDLE_LEN 64 /* sizeof(cudaIpcMemHandle_t) */
 #define JMG_SHARE_DEVICE_LEN 32 /* a PCI bus id, "0000:00:00.0" */
@@ -51,17 +48,26 @@ typedef struct jmg_share_buf {
   uint64_t region_bytes; /* the exported region's size, where it matters */
   int32_t kind;          /* how the region is exported: the share's own */
   int32_t region;        /* the region's index among the post's, likewise */
+  int32_t dir;           /* JMG_SHARE_IN | JMG_SHARE_OUT */
   unsigned char handle[JMG_SHARE_HANDLE_LEN]; /* the region, as exported */
 } jmg_share_buf;
 
 /* A participant's post: plain data, copied through shared memory. */
+static inline int jmg_share_is_input(const jmg_share_buf *b) {
+  return (b->dir & JMG_SHARE_IN) != 0;
+}
+static inline int jmg_share_is_output(const jmg_share_buf *b) {
+  return (b->dir & JMG_SHARE_OUT) != 0;
+}
+
 typedef struct jmg_share_post {
   int64_t pid; /* the participant's process */
-  /* The call as the participant sees it (jmg_shard_io's scalars). */
+  /* The call as the participant sees it: jmg_shard_io's call-wide fields,
+   * then the op's own scalars in the order of its description. */
   int32_t dtype;
-  int32_t want_vectors;
   int32_t scratch_ok;
-  int64_t n, local_cols, tile, nrhs;
+  int64_t n, local_cols, tile;
+  int64_t scalar[JMG_SHARE_NSCALAR];
   uint64_t local_device_ctx; /* its device_ctx, valid in its process only */
   int32_t exported;          /* 0: buffers are only usable in-process */
   char device[JMG_SHARE_DEVICE_LEN]; /* its device, node-wide (CUDA) */

@@ -1,4 +1,4 @@
-/* XLA FFI call-frame decoding (ffi/ffi_common.c) and the CPU handlers
+/* XLA FFI call-frame decoding (ffi/decode.c) and the CPU handlers
  * (ffi/cpu_targets.c), driven by call frames built by hand against a fake
  * XLA_FFI_Api: error creation, messages, destruction and the run id are ours,
  * every other field of the API is NULL. */
@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "engine/lapack/table.h"
-#include "ffi/ffi_common.h"
+#include "ffi/handler.h"
 #include "test.h"
 #include "test_clock.h"
 
@@ -847,7 +847,7 @@ TEST(ffi_potrs_rejects_bad_frames_promptly) {
   REJECT("run id fails", XLA_FFI_Error_Code_INTERNAL,
          "XLA_FFI_RunId_Get: this runtime has no run id today");
 
-  /* Past jmg_ffi_begin: these abort the call in the rendezvous. */
+  /* Past the plan (ffi/plan.h): these abort the call in the rendezvous. */
   FRESH();
   f.bufs[1].dtype = XLA_FFI_DataType_F32;
   f.bufs[1].data = bf;

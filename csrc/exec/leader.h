@@ -1,17 +1,25 @@
-/* Steps shared by the ops (internal to the ops layer). */
-#ifndef JMG_OPS_OP_COMMON_H
-#define JMG_OPS_OP_COMMON_H
+/* The leader execution model: one participant (shard 0) drives every shard
+ * of the call through one engine. jmg_leader_run makes the leader's view of
+ * all shards, runs the op's leader steps (its description's leader) and
+ * writes every status. These are the steps the ops compose there: the
+ * permutation into and out of the block-cyclic layout, the retry without
+ * scratch, the broadcast of an output to every shard, the NaN fill. The ops
+ * call them; they never call an op but through its description. */
+#ifndef JMG_EXEC_LEADER_H
+#define JMG_EXEC_LEADER_H
 
+#include "exec/join.h"
 #include "layout/cyclic.h"
-#include "ops/ops.h"
 
 /* The leader's view of one call: the posts and the distributed matrix. */
 typedef struct jmg_leader_view {
-  const char *op;
+  const char *op; /* its name */
+  const jmg_op_desc *desc;
   const jmg_engine *engine;
   const jmg_mem *mem;    /* the platform's memory operations */
   jmg_mem_group group;   /* the shards' devices, for mem */
-  jmg_shard_io *const *io; /* io[d]: shard d's post */
+  const jmg_config *config; /* the leader's, read when its call was planned */
+  jmg_shard_io *const *io;  /* io[d]: shard d's post */
   int ndev;
   /* Where A is now, on every shard: the shards' own buffers (io[d]->a, A's
    * home), or scratch after an out-of-place permutation. */
@@ -23,16 +31,16 @@ typedef struct jmg_leader_view {
   jmg_cyclic_plan plan;
 } jmg_leader_view;
 
-/* Checks that every post describes the same call, builds the distributed
- * matrix and the layout plan. On failure nothing needs freeing. */
-int jmg_leader_view_init(jmg_leader_view *v, const char *op,
-                         const jmg_engine *engine, const jmg_mem *mem,
-                         void *const *posts, int nparts, jmg_error *err);
-void jmg_leader_view_free(jmg_leader_view *v);
+/* The leader's part of a call (a jmg_leader_fn; ctx is the leader's
+ * jmg_op_call, posts[d] shard d's io): checks that every post describes the
+ * same call (the call-wide fields and the op's own scalars), builds the view
+ * of all shards (the distributed matrix and the layout plan), runs the op's
+ * leader steps, writes every status and waits for all issued work. */
+int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err);
 
 /* Permutes A between the contiguous and block-cyclic layouts. To the cyclic
  * layout: out of place into scratch (one shard-sized buffer per shard, taken
- * from the platform's memory module; every unit copied straight to its place, all GPUs at once)
+ * from the engine; every unit copied straight to its place, all GPUs at once)
  * when shard 0's scratch_ok allows it and the scratch can be had, else in
  * place by cycles (one staging unit per lane). JAXMG_PERMUTE=inplace always
  * takes the latter, JAXMG_PERMUTE=apart tries the former whatever
@@ -53,27 +61,12 @@ int jmg_leader_home(jmg_leader_view *v, jmg_error *err);
 int jmg_leader_retry_without_scratch(jmg_leader_view *v, int *rc,
                                      jmg_error *err);
 
-/* Copies count elements of buf from shard 0's buffer (src) to the same
- * buffer of every other shard; pick selects the buffer from a post. */
-typedef void *(*jmg_io_field)(jmg_shard_io *io);
-int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
+/* Copies the op's buffer buf from shard 0 to the same buffer of every other
+ * shard. */
+int jmg_leader_broadcast(jmg_leader_view *v, const jmg_op_buf *buf,
                          jmg_error *err);
 
 /* Fills every shard's A (its home: the output) with NaN. */
 int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err);
-
-/* Writes info into every shard's status and waits for all issued work. */
-int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err);
-
-/* Joins the rendezvous with io and runs leader (the op's body) on shard 0.
- * Validates the local arguments first: a participant with bad arguments
- * aborts the call for everyone. */
-int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                jmg_leader_fn leader, jmg_error *err);
-
-/* jmg_op_join for calls whose participants may be processes (call->share
- * set): the buffers travel through call->share (ops/op_shared.c). */
-int jmg_op_join_shared(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                       jmg_leader_fn leader, jmg_error *err);
 
 #endif

@@ -1,4 +1,5 @@
-#include "ops/op_common.h"
+/* The leader execution model (exec/leader.h). */
+#include "exec/leader.h"
 
 #include "common/config.h"
 #include "common/trace.h"
@@ -7,59 +8,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int check_local(const char *op, const jmg_shard_io *io, int nparts,
-                       jmg_error *err) {
-  if (io->n < 1 || io->local_cols < 1 || io->tile < 1)
-    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
-                         "need N >= 1, shard size >= 1 and T_A >= 1 (got "
-                         "N=%lld, shard=%lld, T_A=%lld)",
-                         (long long)io->n, (long long)io->local_cols,
-                         (long long)io->tile);
-  if (io->local_cols * nparts != io->n)
-    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
-                         "shard of %lld rows times %d shards is not N=%lld",
-                         (long long)io->local_cols, nparts, (long long)io->n);
-  if (io->a == NULL || io->status == NULL)
-    return jmg_error_set(err, JMG_EINVAL, op, "arguments",
-                         "missing A or status buffer");
-  return 0;
+/* Whether shard d's io describes the same call as shard 0's. */
+static int same_call(const jmg_op_desc *desc, const jmg_shard_io *p,
+                     const jmg_shard_io *first) {
+  if (p->dtype != first->dtype || p->n != first->n ||
+      p->local_cols != first->local_cols || p->tile != first->tile)
+    return 0;
+  for (int i = 0; i < desc->nscalars; ++i)
+    if (*jmg_op_scalar_slot(&desc->scalars[i], p) !=
+        *jmg_op_scalar_slot(&desc->scalars[i], first))
+      return 0;
+  return 1;
 }
 
-int jmg_op_abort(jmg_op_call *call, const char *op, jmg_error *err) {
-  call->key.op = op;
-  call->rdv->abort(&call->key, call->shard, err);
-  return -(int)err->code;
-}
+static void view_free(jmg_leader_view *v);
 
-int jmg_op_join(jmg_op_call *call, const char *op, jmg_shard_io *io,
-                jmg_leader_fn leader, jmg_error *err) {
-  call->key.op = op;
-  if (check_local(op, io, call->key.nparts, err) != 0)
-    return jmg_op_abort(call, op, err);
-  if (call->share != NULL) return jmg_op_join_shared(call, op, io, leader, err);
-  if (call->done != NULL)
-    return call->rdv->join_async(&call->key, call->shard, io, leader, call,
-                                 call->timeout_s, call->done, call->done_ctx,
-                                 err);
-  return call->rdv->join(&call->key, call->shard, io, leader, call,
-                         call->timeout_s, err);
-}
-
-int jmg_leader_view_init(jmg_leader_view *v, const char *op,
-                         const jmg_engine *engine, const jmg_mem *mem,
-                         void *const *posts, int nparts, jmg_error *err) {
+/* Checks that every post describes the same call, builds the distributed
+ * matrix and the layout plan. On failure nothing needs freeing. */
+static int view_init(jmg_leader_view *v, const jmg_op_call *call,
+                     void *const *posts, int nparts, jmg_error *err) {
+  const char *op = call->op->name;
   memset(v, 0, sizeof *v);
   v->op = op;
-  v->engine = engine;
-  v->mem = mem;
+  v->desc = call->op;
+  v->engine = call->engine;
+  v->mem = call->mem;
+  v->config = &call->config;
   v->io = (jmg_shard_io *const *)posts;
   v->ndev = nparts;
   const jmg_shard_io *first = v->io[0];
   for (int d = 1; d < nparts; ++d) {
     const jmg_shard_io *p = v->io[d];
-    if (p->dtype != first->dtype || p->n != first->n ||
-        p->local_cols != first->local_cols || p->tile != first->tile ||
-        p->nrhs != first->nrhs || p->want_vectors != first->want_vectors)
+    if (!same_call(v->desc, p, first))
       return jmg_error_set(err, JMG_EINVAL, op, "rendezvous",
                            "shard %d describes a different call than shard 0 "
                            "(N %lld vs %lld, T_A %lld vs %lld, dtype %s vs %s)",
@@ -72,7 +52,7 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
   v->home = calloc((size_t)nparts, sizeof *v->home);
   v->device_ctx = calloc((size_t)nparts, sizeof *v->device_ctx);
   if (!v->a_data || !v->home || !v->device_ctx) {
-    jmg_leader_view_free(v);
+    view_free(v);
     return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                          "cannot allocate the leader's view");
   }
@@ -89,13 +69,21 @@ int jmg_leader_view_init(jmg_leader_view *v, const char *op,
   v->a.device_ctx = v->device_ctx;
   v->group.n = nparts;
   v->group.device_ctx = v->device_ctx;
-  jmg_trace_begin("%s %s N=%lld T_A=%lld nrhs=%lld on %d", op,
+  /* The op's own scalars, as " name=value" each. */
+  char own[JMG_OP_MAX_SCALARS * 48] = "";
+  for (int i = 0, len = 0; i < v->desc->nscalars; ++i) {
+    const jmg_op_scalar *s = &v->desc->scalars[i];
+    int k = snprintf(own + len, sizeof own - (size_t)len, " %s=%lld", s->name,
+                     (long long)*jmg_op_scalar_slot(s, first));
+    if (k > 0 && (size_t)(len + k) < sizeof own) len += k;
+  }
+  jmg_trace_begin("%s %s N=%lld T_A=%lld%s on %d", op,
                   jmg_dtype_name(first->dtype), (long long)first->n,
-                  (long long)first->tile, (long long)first->nrhs, nparts);
+                  (long long)first->tile, own, nparts);
   int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, first->tile, err);
   if (rc != 0) {
     snprintf(err->op, sizeof err->op, "%s", op);
-    jmg_leader_view_free(v);
+    view_free(v);
   }
   return rc;
 }
@@ -114,7 +102,7 @@ static void release_scratch(jmg_leader_view *v) {
   v->scratch = NULL;
 }
 
-void jmg_leader_view_free(jmg_leader_view *v) {
+static void view_free(jmg_leader_view *v) {
   jmg_trace_end();
   release_scratch(v);
   free(v->a_data);
@@ -130,10 +118,9 @@ void jmg_leader_view_free(jmg_leader_view *v) {
 
 /* Lanes for the permutation: JAXMG_COPY_LANES if set (1 runs every copy in
  * one queue), else one per device, never more than there are cycles. */
-static int permute_lanes(const jmg_cyclic_plan *plan) {
-  jmg_config c;
-  jmg_config_read(&c);
-  int want = c.copy_lanes > 0 ? c.copy_lanes : plan->ndev;
+static int permute_lanes(const jmg_leader_view *v) {
+  const jmg_cyclic_plan *plan = &v->plan;
+  int want = v->config->copy_lanes > 0 ? v->config->copy_lanes : plan->ndev;
   return plan->ncycles < want ? (int)plan->ncycles : want;
 }
 
@@ -168,7 +155,7 @@ static int copy_unit(void *ctx, int lane, jmg_unit_loc dst, jmg_unit_loc src,
 static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
                             jmg_error *err) {
   const jmg_mem *m = v->mem;
-  permute_ctx c = {v, NULL, permute_lanes(&v->plan), NULL, 0};
+  permute_ctx c = {v, NULL, permute_lanes(v), NULL, 0};
   c.unit_bytes =
       (size_t)v->plan.unit * (size_t)v->a.n * jmg_dtype_size(v->a.dtype);
   int rc = 0, opened = 0;
@@ -228,8 +215,7 @@ static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
 /* A shard-sized buffer on every device, or none (and no error) when the
  * memory module cannot give them all: the in-place permutation needs no more. */
 static void take_scratch(jmg_leader_view *v) {
-  jmg_config c;
-  jmg_config_read(&c);
+  const jmg_config c = *v->config;
   if (c.permute == JMG_PERMUTE_INPLACE) return;
   /* A refused allocation can cost seconds (XLA's allocator waits for memory
    * to be freed before it gives up): try only where the Python layer judged
@@ -241,7 +227,8 @@ static void take_scratch(jmg_leader_view *v) {
   v->scratch = calloc((size_t)v->ndev, sizeof *v->scratch);
   for (int d = 0; v->scratch != NULL && d < v->ndev; ++d) {
     jmg_error ignored;
-    if (v->mem->alloc(&v->group, d, bytes, &v->scratch[d], &ignored) != 0) {
+    if (v->mem->alloc(&v->group, d, bytes, &v->scratch[d],
+                         &ignored) != 0) {
       v->scratch[d] = NULL;
       release_scratch(v);
     }
@@ -308,11 +295,18 @@ int jmg_leader_retry_without_scratch(jmg_leader_view *v, int *rc,
 /* ---- outputs
  * ----------------------------------------------------------------*/
 
-int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
+/* buf's pointer in shard d's io. */
+static void *pick(const jmg_op_buf *buf, const jmg_shard_io *io) {
+  return *jmg_op_buf_slot(buf, io);
+}
+
+int jmg_leader_broadcast(jmg_leader_view *v, const jmg_op_buf *buf,
                          jmg_error *err) {
-  const void *src = pick(v->io[0]);
+  const void *src = pick(buf, v->io[0]);
+  const size_t bytes = jmg_op_buf_bytes(v->desc, buf, v->io[0]);
   for (int d = 1; d < v->ndev; ++d) {
-    int rc = v->mem->copy(&v->group, pick(v->io[d]), d, src, 0, bytes, err);
+    int rc = v->mem->copy(&v->group, pick(buf, v->io[d]), d, src, 0,
+                             bytes, err);
     if (rc != 0) return rc;
   }
   return 0;
@@ -321,22 +315,35 @@ int jmg_leader_broadcast(jmg_leader_view *v, jmg_io_field pick, size_t bytes,
 int jmg_leader_nan_a(jmg_leader_view *v, jmg_error *err) {
   size_t count = (size_t)v->a.n * (size_t)v->a.local_cols;
   for (int d = 0; d < v->ndev; ++d) {
-    int rc = v->mem->fill_nan(&v->group, d, v->io[d]->a, count, v->a.dtype,
-                              err);
+    int rc = v->mem->fill_nan(&v->group, d, v->io[d]->a, count,
+                                 v->a.dtype, err);
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-int jmg_leader_finish(jmg_leader_view *v, int info, jmg_error *err) {
+/* Writes info into every shard's status and waits for all issued work. */
+static int finish(jmg_leader_view *v, int info, jmg_error *err) {
   int32_t status = (int32_t)info;
   for (int d = 0; d < v->ndev; ++d) {
-    int rc = v->mem->copy(&v->group, v->io[d]->status, d, &status, JMG_HOST,
-                          sizeof status, err);
+    int rc = v->mem->copy(&v->group, v->io[d]->status, d, &status,
+                             JMG_HOST, sizeof status, err);
     if (rc != 0) return rc;
   }
   /* status is on the host stack: the copies must finish before we return. */
   int rc = v->mem->sync(&v->group, err);
   jmg_trace_mark("outputs");
+  return rc;
+}
+
+int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err) {
+  const jmg_op_call *call = ctx;
+  jmg_leader_view v;
+  int rc = view_init(&v, call, posts, nparts, err);
+  if (rc != 0) return rc;
+  int info = 0;
+  rc = call->op->leader(&v, &info, err);
+  if (rc == 0) rc = finish(&v, info, err);
+  view_free(&v);
   return rc;
 }

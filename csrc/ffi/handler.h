@@ -1,0 +1,33 @@
+/* The one handler that runs any op from its description: the frame decoded
+ * (ffi/decode.h), the call planned (ffi/plan.h), the op joined and run
+ * (exec/join.h), blocking or through an XLA future (ffi/async.h). Each
+ * platform exports one C symbol per op (JMG_FFI_EXPORT), which the Python
+ * layer registers by name. */
+#ifndef JMG_FFI_HANDLER_H
+#define JMG_FFI_HANDLER_H
+
+#include "exec/op_desc.h"
+#include "ffi/decode.h"
+#include "ffi/platform.h"
+
+/* Runs one participant's call of op on platform. Every op's frame begins
+ * and ends the same way: argument 0 is this shard of A (local_cols x n, read
+ * column-major), the last argument the int32 shard position; result 0 is
+ * A's aliased output, the last result the int32 status; attributes mesh_id,
+ * T_A and the optional call_id, scratch, job_id and pids (ffi/plan.h). The
+ * op's own buffers and scalars are where its description puts them. */
+XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
+                              const jmg_ffi_platform *platform,
+                              const jmg_op_desc *op);
+
+/* Defines the exported handler `symbol` of op on platform (a pointer to a
+ * static jmg_ffi_platform). */
+#define JMG_FFI_EXPORT(symbol, op, platform)                    \
+  __attribute__((visibility("default"))) XLA_FFI_Error *symbol( \
+      XLA_FFI_CallFrame *frame);                                \
+  __attribute__((visibility("default"))) XLA_FFI_Error *symbol( \
+      XLA_FFI_CallFrame *frame) {                               \
+    return jmg_ffi_handle(frame, platform, op);                 \
+  }
+
+#endif

@@ -1,0 +1,121 @@
+/* The call plan (ffi/plan.h). */
+#include "ffi/plan.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "share/host_share.h"
+
+/* What crashed jobs left in /dev/shm (see jmg_rdv_sweep_stale). */
+static void sweep_stale(void) {
+  (void)jmg_rdv_sweep_stale();
+  (void)jmg_host_share_sweep();
+}
+
+int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
+                 const jmg_op_desc *desc, const jmg_ffi_head *head,
+                 jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
+  const char *op = desc->name;
+  memset(call, 0, sizeof *call);
+  call->op = desc;
+  io->dtype = head->dtype;
+  io->n = head->n;
+  io->local_cols = head->local_cols;
+  const int nparts = head->nparts;
+  jmg_config_read(&call->config);
+
+  call->mem = platform->mem();
+  call->rdv = platform->rendezvous();
+  call->timeout_s = call->config.rendezvous_timeout_s;
+  call->key.op = op;
+  call->key.nparts = nparts;
+  /* The position operand is group * nparts + shard: the shard is this
+   * device's index along the sharded mesh axes, the group its index along
+   * the other axes (a mesh ("S", "T") with A sharded over "T" solves one
+   * independent copy per value of "S"). */
+  int32_t position = -1;
+  int64_t mesh_id = 0;
+  int rc = jmg_ffi_expect_dtype(&head->shard, XLA_FFI_DataType_S32, op,
+                                "the shard index", err);
+  if (rc == 0)
+    rc = platform->read_shard(frame, head->shard.data, &position, err);
+  if (rc == 0 && position < 0)
+    rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                       "shard position %d is negative", (int)position);
+  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &mesh_id, err);
+  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "T_A", &io->tile, err);
+  /* The call site: the Python layer numbers every traced call, so that two
+   * calls in one program never meet, whatever order the devices reach them
+   * in (XLA:CPU runs independent calls in different orders on different
+   * devices). Frames built by hand may leave it out: one site. */
+  int64_t call_id = 0;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "call_id"))
+    rc = jmg_ffi_attr_i64(frame, op, "call_id", &call_id, err);
+  /* The Python layer says whether a scratch shard is likely to fit; frames
+   * built by hand may leave it out: allowed. */
+  int64_t scratch = 1;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "scratch"))
+    rc = jmg_ffi_attr_i64(frame, op, "scratch", &scratch, err);
+  io->scratch_ok = scratch != 0;
+  int64_t job_id = 0;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "job_id"))
+    rc = jmg_ffi_attr_i64(frame, op, "job_id", &job_id, err);
+  if (rc == 0 && job_id != 0) {
+    /* MPMD: XLA's run ids are per process and do not match across
+     * processes. The key's run id is then the job's identity, which every
+     * process of one job run shares and no other job has; the call site
+     * (call_id, numbered alike in every process, see _shard.py) and the
+     * sequence number (every process executes a call site's calls in the
+     * same order) tell its calls apart. */
+    if (platform->share == NULL)
+      rc = jmg_error_set(err, JMG_EUNSUPPORTED, op, "FFI call frame",
+                         "the %s platform cannot share buffers between "
+                         "processes (MPMD)",
+                         platform->name);
+    call->key.run_id = job_id;
+    if (rc == 0) {
+      static pthread_once_t swept = PTHREAD_ONCE_INIT;
+      pthread_once(&swept, sweep_stale);
+      call->rdv = jmg_rendezvous_processes();
+      call->share = platform->share();
+    }
+  } else if (rc == 0) {
+    rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
+  }
+  if (rc != 0) return rc;
+  const int shard = position % nparts;
+  const uint64_t group = (uint64_t)(position / nparts);
+  /* MPMD calls from the Python layer name the process of every shard of
+   * every group (pids, groups x nparts), so that a process that dies before
+   * it reaches the call fails the others at once. */
+  if (job_id != 0 && jmg_ffi_has_attr(frame, "pids")) {
+    const int64_t *pids = NULL;
+    size_t npids = 0;
+    rc = jmg_ffi_attr_i64_array(frame, op, "pids", &pids, &npids, err);
+    if (rc == 0 && (npids % (size_t)nparts != 0 || group >= npids / nparts))
+      rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute pids has %zu entries: not one per shard "
+                         "of group %llu of %d shards",
+                         npids, (unsigned long long)group, nparts);
+    if (rc != 0) return rc;
+    call->key.pids = pids + group * (uint64_t)nparts;
+  }
+  /* One identity for the device group and the call site: groups are
+   * independent calls, and so are call sites. */
+  call->key.mesh_id =
+      (int64_t)((uint64_t)mesh_id ^ (group * UINT64_C(0x9E3779B97F4A7C15)) ^
+                ((uint64_t)call_id * UINT64_C(0xC2B2AE3D27D4EB4F)));
+  call->shard = shard;
+  call->key.seq =
+      jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);
+  /* The engine that runs the call: chosen here and nowhere else, from the
+   * op, the group, the problem and the settings (engine/select.c). Every
+   * participant chooses alike; a refusal releases the others. */
+  const jmg_problem problem = {op, nparts, io->dtype, io->n, io->tile};
+  if (jmg_engine_select(platform->engines, &problem, &call->config,
+                        &call->engine, err) != 0)
+    return jmg_op_abort(call, err);
+  return 0;
+}
