@@ -8,7 +8,7 @@
 
 #include "common/config.h"
 
-/* ---- a call's identity ---------------------------------------------------- */
+/* ---- a call's identity --------------------------------------------------- */
 
 int jmg_rdv_check_key(const jmg_rdv_key *key, int shard, int max_parts,
                       jmg_error *err) {
@@ -24,15 +24,26 @@ int jmg_rdv_check_key(const jmg_rdv_key *key, int shard, int max_parts,
   return 0;
 }
 
+/* ---- messages ------------------------------------------------------------ */
+
+/* Participant `shard` aborted the call: why's code and call, and its message
+ * prefixed with the shard. */
+static void abort_error(const jmg_rdv_ident *id, int shard,
+                        const jmg_error *why, jmg_error *err) {
+  char reason[JMG_ERROR_MSG_LEN];
+  snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
+  jmg_error_set(err, why ? why->code : JMG_EPEER, id->op,
+                why ? why->call : "rendezvous", "shard %d failed: %s", shard,
+                reason);
+}
+
 int jmg_rdv_abort_begin(const jmg_rdv_key *key, int shard, int max_parts,
                         const jmg_error *why, jmg_error *e) {
   if (jmg_rdv_check_key(key, shard, max_parts, e) != 0) return -1;
   const jmg_rdv_ident id = jmg_rdv_ident_of(key);
-  jmg_rdv_abort_error(&id, shard, why, e);
+  abort_error(&id, shard, why, e);
   return 0;
 }
-
-/* ---- messages ------------------------------------------------------------- */
 
 void jmg_rdv_timeout_error(const jmg_rdv_ident *id, int arrived,
                            jmg_rdv_arrived_fn has_arrived, const void *ctx,
@@ -61,22 +72,13 @@ void jmg_rdv_duplicate_error(const jmg_rdv_ident *id, int shard,
                 shard, id->nparts);
 }
 
-void jmg_rdv_abort_error(const jmg_rdv_ident *id, int shard,
-                         const jmg_error *why, jmg_error *err) {
-  char reason[JMG_ERROR_MSG_LEN];
-  snprintf(reason, sizeof reason, "%s", why ? why->msg : "failed");
-  jmg_error_set(err, why ? why->code : JMG_EPEER, id->op,
-                why ? why->call : "rendezvous", "shard %d failed: %s", shard,
-                reason);
-}
-
 void jmg_rdv_exited_error(const jmg_rdv_ident *id, int shard, pid_t pid,
                           const char *when, jmg_error *err) {
   jmg_error_set(err, JMG_EPEER, id->op, "rendezvous",
                 "shard %d (pid %ld) exited %s", shard, (long)pid, when);
 }
 
-/* ---- a call's outcome ------------------------------------------------------ */
+/* ---- a call's outcome ---------------------------------------------------- */
 
 void jmg_rdv_outcome_init(jmg_rdv_outcome *o) {
   memset(o, 0, sizeof *o);
@@ -115,7 +117,7 @@ int jmg_rdv_outcome_take(const jmg_rdv_outcome *o, jmg_error *err,
   return o->rc;
 }
 
-/* ---- the leader's fn and an asynchronous participant's callback ----------- */
+/* ---- the leader's fn and an asynchronous participant's callback ---------- */
 
 int jmg_rdv_leader_run(const jmg_rdv_leader *l, const jmg_rdv_ident *id,
                        void *const *posts, jmg_rdv_value *value,
@@ -147,7 +149,7 @@ void jmg_rdv_waiter_call(const jmg_rdv_waiter *w, int rc,
     w->done(w->ctx, rc, why);
 }
 
-/* ---- time ------------------------------------------------------------------ */
+/* ---- time ---------------------------------------------------------------- */
 
 double jmg_rdv_now_s(void) {
   struct timespec ts;
@@ -175,28 +177,39 @@ void jmg_rdv_sleep_s(double seconds) {
   }
 }
 
-int jmg_rdv_cond_init(pthread_cond_t *cv, int pshared, const char **call) {
+int jmg_rdv_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv, int pshared,
+                      const char **call) {
+  int r;
+  if (mu != NULL) {
+    pthread_mutexattr_t ma;
+    *call = "pthread_mutexattr_init";
+    if ((r = pthread_mutexattr_init(&ma)) != 0) return r;
+    if (pshared && (r = pthread_mutexattr_setpshared(
+                        &ma, PTHREAD_PROCESS_SHARED)) != 0)
+      *call = "pthread_mutexattr_setpshared";
+    else if (pshared &&
+             (r = pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST)) != 0)
+      *call = "pthread_mutexattr_setrobust";
+    else if ((r = pthread_mutex_init(mu, &ma)) != 0)
+      *call = "pthread_mutex_init";
+    pthread_mutexattr_destroy(&ma);
+    if (r != 0) return r;
+  }
   pthread_condattr_t ca;
   *call = "pthread_condattr_init";
-  int r = pthread_condattr_init(&ca);
-  if (r != 0) return r;
-  if (pshared) {
+  if ((r = pthread_condattr_init(&ca)) != 0) return r;
+  if (pshared &&
+      (r = pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED)) != 0)
     *call = "pthread_condattr_setpshared";
-    r = pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-  }
-  if (r == 0) {
+  else if ((r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) != 0)
     *call = "pthread_condattr_setclock";
-    r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  }
-  if (r == 0) {
+  else if ((r = pthread_cond_init(cv, &ca)) != 0)
     *call = "pthread_cond_init";
-    r = pthread_cond_init(cv, &ca);
-  }
   pthread_condattr_destroy(&ca);
   return r;
 }
 
-/* ---- sequence numbers and the timeout -------------------------------------- */
+/* ---- sequence numbers and the timeout ------------------------------------ */
 
 /* One counter per (op, mesh id, shard), for the run id it last saw. */
 typedef struct seq_entry {

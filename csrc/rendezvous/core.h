@@ -11,8 +11,10 @@
  *    that nobody ever sees another call's value or a value with an error.
  *  - The leader's fn and an asynchronous participant's callback in their two
  *    forms (with and without a value), each run through one function.
- *  - Time: a monotonic clock in seconds, absolute deadlines, and condition
- *    variables that wait on that clock.
+ *  - Time: a monotonic clock in seconds, absolute deadlines, and the lock
+ *    and condition variables (waiting on that clock) of either mechanism.
+ *  - The public face: JMG_RDV_MECHANISM turns a mechanism's two joins into
+ *    the four of jmg_rendezvous.
  *
  * What stays in a mechanism is only how participants find each other, wait
  * and wake: a list of sessions under one mutex, or one shared-memory segment
@@ -31,7 +33,7 @@
 #include "common/error.h"
 #include "rendezvous/rendezvous.h"
 
-/* ---- a call's identity ---------------------------------------------------- */
+/* ---- a call's identity --------------------------------------------------- */
 
 #define JMG_RDV_OP_LEN 32
 
@@ -41,6 +43,8 @@ typedef struct jmg_rdv_ident {
   int nparts;
 } jmg_rdv_ident;
 
+/* Inline: they run on every lookup of a call (and GCC 12's -Wdangling-pointer
+ * misreads the thread mechanism's tombstones when they are out of line). */
 static inline jmg_rdv_ident jmg_rdv_ident_of(const jmg_rdv_key *key) {
   jmg_rdv_ident id;
   memset(&id, 0, sizeof id);
@@ -65,13 +69,14 @@ static inline int jmg_rdv_ident_same(const jmg_rdv_ident *a,
 int jmg_rdv_check_key(const jmg_rdv_key *key, int shard, int max_parts,
                       jmg_error *err);
 
-/* For abort: 0 with *e filled with the error everyone gets (see
- * jmg_rdv_abort_error) when `shard` is a participant of key (as
- * jmg_rdv_check_key), else -1: an abort with a bad key does nothing. */
+/* For abort: 0 with *e filled with the error everyone gets (why's code and
+ * call, and its message prefixed with the shard) when `shard` is a
+ * participant of key (as jmg_rdv_check_key), else -1: an abort with a bad
+ * key does nothing. */
 int jmg_rdv_abort_begin(const jmg_rdv_key *key, int shard, int max_parts,
                         const jmg_error *why, jmg_error *e);
 
-/* ---- messages ------------------------------------------------------------- */
+/* ---- messages ------------------------------------------------------------ */
 
 /* Whether shard i has arrived, for the timeout message. */
 typedef int (*jmg_rdv_arrived_fn)(const void *ctx, int shard);
@@ -85,17 +90,12 @@ void jmg_rdv_timeout_error(const jmg_rdv_ident *id, int arrived,
 void jmg_rdv_duplicate_error(const jmg_rdv_ident *id, int shard,
                              jmg_error *err);
 
-/* Participant `shard` aborted the call: why's code and call, and its message
- * prefixed with the shard. */
-void jmg_rdv_abort_error(const jmg_rdv_ident *id, int shard,
-                         const jmg_error *why, jmg_error *err);
-
 /* The process of `shard` (pid) is dead (common/proc.h); `when` says at what
  * point ("before the call was over", "before it arrived"). */
 void jmg_rdv_exited_error(const jmg_rdv_ident *id, int shard, pid_t pid,
                           const char *when, jmg_error *err);
 
-/* ---- a call's outcome ------------------------------------------------------ */
+/* ---- a call's outcome ---------------------------------------------------- */
 
 typedef enum {
   JMG_RDV_WAITING = 1, /* participants are arriving */
@@ -129,7 +129,7 @@ void jmg_rdv_outcome_done(jmg_rdv_outcome *o, int rc, const jmg_error *e,
 int jmg_rdv_outcome_take(const jmg_rdv_outcome *o, jmg_error *err,
                          jmg_rdv_value *value);
 
-/* ---- the leader's fn and an asynchronous participant's callback ----------- */
+/* ---- the leader's fn and an asynchronous participant's callback ---------- */
 
 /* The leader's work, as shard 0 gave it: fn (join, join_async) or value_fn
  * (join_value, join_value_async). */
@@ -163,7 +163,7 @@ int jmg_rdv_waiter_async(const jmg_rdv_waiter *w);
 void jmg_rdv_waiter_call(const jmg_rdv_waiter *w, int rc,
                          const jmg_rdv_value *value, const jmg_error *err);
 
-/* ---- time ------------------------------------------------------------------ */
+/* ---- time ---------------------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in seconds: a change of the wall clock can neither cut a
  * wait short nor make it endless. */
@@ -176,9 +176,61 @@ struct timespec jmg_rdv_timespec(double t);
 /* Sleeps `seconds`, through signals. */
 void jmg_rdv_sleep_s(double seconds);
 
-/* Initializes cv to wait on CLOCK_MONOTONIC (shared between processes when
- * pshared). 0, or the pthread error number with *call naming the call that
- * failed. */
-int jmg_rdv_cond_init(pthread_cond_t *cv, int pshared, const char **call);
+/* Initializes the lock and condition variable a mechanism waits with: cv
+ * waits on CLOCK_MONOTONIC; with pshared both are shared between processes
+ * and mu is robust (when a process dies holding it, the next taker gets
+ * EOWNERDEAD instead of waiting forever). mu may be NULL (a cv for an
+ * existing mutex). 0, or the pthread error number with *call naming the
+ * call that failed. */
+int jmg_rdv_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv, int pshared,
+                      const char **call);
+
+/* ---- a mechanism's public face ------------------------------------------- */
+
+/* Defines `static const jmg_rendezvous table` (named label) from a
+ * mechanism's two ways to join, so that the four public joins are written
+ * once (C has no closures, hence a macro):
+ *   int join(const jmg_rdv_key *key, int shard, void *post,
+ *            const jmg_rdv_leader *leader, double timeout_s,
+ *            jmg_rdv_value *value, jmg_error *err);   blocking; value or NULL
+ *   int join_async(const jmg_rdv_key *key, int shard, void *post,
+ *                  const jmg_rdv_leader *leader, double timeout_s,
+ *                  const jmg_rdv_waiter *waiter, jmg_error *err);
+ * join and join_async give the leader's fn and the callback in their plain
+ * form, join_value and join_value_async in their value-giving form; abort_fn
+ * is the mechanism's abort. */
+#define JMG_RDV_MECHANISM(table, label, join, join_async, abort_fn)            \
+  static int table##_join(const jmg_rdv_key *key, int shard, void *post,       \
+                          jmg_leader_fn fn, void *fn_ctx, double timeout_s,    \
+                          jmg_error *err) {                                    \
+    return join(key, shard, post, &(jmg_rdv_leader){fn, NULL, fn_ctx},         \
+                timeout_s, NULL, err);                                         \
+  }                                                                            \
+  static int table##_join_async(                                               \
+      const jmg_rdv_key *key, int shard, void *post, jmg_leader_fn fn,         \
+      void *fn_ctx, double timeout_s, jmg_rdv_done_fn done, void *done_ctx,    \
+      jmg_error *err) {                                                        \
+    return join_async(key, shard, post, &(jmg_rdv_leader){fn, NULL, fn_ctx},   \
+                      timeout_s, &(jmg_rdv_waiter){done, NULL, done_ctx},      \
+                      err);                                                    \
+  }                                                                            \
+  static int table##_join_value(const jmg_rdv_key *key, int shard, void *post, \
+                                jmg_leader_value_fn fn, void *fn_ctx,          \
+                                double timeout_s, jmg_rdv_value *value,        \
+                                jmg_error *err) {                              \
+    return join(key, shard, post, &(jmg_rdv_leader){NULL, fn, fn_ctx},         \
+                timeout_s, value, err);                                        \
+  }                                                                            \
+  static int table##_join_value_async(                                         \
+      const jmg_rdv_key *key, int shard, void *post, jmg_leader_value_fn fn,   \
+      void *fn_ctx, double timeout_s, jmg_rdv_value_done_fn done,              \
+      void *done_ctx, jmg_error *err) {                                        \
+    return join_async(key, shard, post, &(jmg_rdv_leader){NULL, fn, fn_ctx},   \
+                      timeout_s, &(jmg_rdv_waiter){NULL, done, done_ctx},      \
+                      err);                                                    \
+  }                                                                            \
+  static const jmg_rendezvous table = {                                        \
+      label,    table##_join,       table##_join_async,                        \
+      abort_fn, table##_join_value, table##_join_value_async}
 
 #endif

@@ -75,13 +75,6 @@
 #define MAX_PARTS 65536
 #define POLL_S 0.05
 
-enum {
-  WAITING = JMG_RDV_WAITING,
-  RUNNING = JMG_RDV_RUNNING,
-  DONE = JMG_RDV_DONE,
-  FAILED = JMG_RDV_FAILED
-};
-
 typedef jmg_rdv_ident ident;
 
 typedef struct shard_rec {
@@ -113,7 +106,7 @@ typedef struct mapping {
   char name[NAME_LEN];
 } mapping;
 
-/* ---- the segment's name and layout ---------------------------------------- */
+/* ---- the segment's name and layout --------------------------------------- */
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
   const unsigned char *p = data;
@@ -170,7 +163,7 @@ static int owner_died(seg *s, const char *call, jmg_error *err) {
     pthread_mutex_unlock(&s->mu);
     return rc;
   }
-  if (s->out.state == WAITING || s->out.state == RUNNING) {
+  if (s->out.state == JMG_RDV_WAITING || s->out.state == JMG_RDV_RUNNING) {
     jmg_error e;
     jmg_error_set(&e, JMG_EPEER, s->id.op, call,
                   "a participant died while holding the rendezvous lock");
@@ -237,14 +230,14 @@ static void fail_dead(seg *s, int shard, pid_t pid, const char *when) {
 
 /* Fails a waiting call whose present participant is dead. */
 static void fail_if_present_dead(seg *s) {
-  if (s->out.state != WAITING) return;
+  if (s->out.state != JMG_RDV_WAITING) return;
   int d = first_dead_present(s);
   if (d >= 0) fail_dead(s, d, s->shards[d].pid, OVER);
 }
 
 /* Whether a segment is stale: waiting or failed with no live owner. */
 static int stale(const seg *s) {
-  return (s->out.state == WAITING || s->out.state == FAILED) &&
+  return (s->out.state == JMG_RDV_WAITING || s->out.state == JMG_RDV_FAILED) &&
          !any_owner_alive(s);
 }
 
@@ -276,7 +269,7 @@ static void touch(seg *s, int shard) {
  * leaves). */
 static int maybe_unlink_failed(mapping *m, jmg_error *err) {
   seg *s = m->s;
-  if (s->out.state != FAILED || s->touched != s->id.nparts) return 0;
+  if (s->out.state != JMG_RDV_FAILED || s->touched != s->id.nparts) return 0;
   for (int i = 0; i < s->id.nparts; ++i)
     if (s->shards[i].inside && jmg_proc_alive(s->shards[i].pid)) return 0;
   return unlink_name(m, err);
@@ -289,28 +282,6 @@ static void unmap(mapping *m) {
   m->s = NULL;
 }
 
-/* The mutex every participant takes: shared between processes, and robust,
- * so that a process killed while holding it does not block the others. 0 or
- * the pthread error number with *call naming the call that failed. */
-static int robust_mutex_init(pthread_mutex_t *mu, const char **call) {
-  pthread_mutexattr_t ma;
-  *call = "pthread_mutexattr_init";
-  int r = pthread_mutexattr_init(&ma);
-  if (r != 0) return r;
-  *call = "pthread_mutexattr_setpshared";
-  r = pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-  if (r == 0) {
-    *call = "pthread_mutexattr_setrobust";
-    r = pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-  }
-  if (r == 0) {
-    *call = "pthread_mutex_init";
-    r = pthread_mutex_init(mu, &ma);
-  }
-  pthread_mutexattr_destroy(&ma);
-  return r;
-}
-
 /* Creates the segment; JMG_SHM_TAKEN if the name already exists, 0 once
  * created and initialized (mapped in m), or a negative status. */
 static int create_seg(mapping *m, const ident *id, jmg_error *err) {
@@ -321,8 +292,7 @@ static int create_seg(mapping *m, const ident *id, jmg_error *err) {
   s->creator = getpid();
   jmg_rdv_outcome_init(&s->out);
   const char *call;
-  int r = robust_mutex_init(&s->mu, &call);
-  if (r == 0) r = jmg_rdv_cond_init(&s->cv, 1, &call);
+  int r = jmg_rdv_sync_init(&s->mu, &s->cv, 1, &call);
   if (r != 0) {
     rc = jmg_error_sys(err, JMG_EINTERNAL, id->op, call, r,
                        "cannot set up the shared rendezvous lock");
@@ -510,7 +480,7 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
   }
   seg *s = p->m.s;
 
-  if (s->out.state == FAILED) { /* a participant arriving after the failure */
+  if (s->out.state == JMG_RDV_FAILED) { /* arriving after the failure */
     touch(s, shard);
     *rc_out = jmg_rdv_outcome_take(&s->out, err, NULL);
     jmg_error e; /* an unlink failure here: the call's error says more */
@@ -540,7 +510,7 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
     memset(slot(s, shard), 0, JMG_RDV_MAX_POST);
   s->arrived++;
   if (s->arrived == id->nparts) {
-    s->out.state = RUNNING;
+    s->out.state = JMG_RDV_RUNNING;
     jmg_error e;
     if (unlink_name(&p->m, &e) != 0) fail_seg(s, &e);
     pthread_cond_broadcast(&s->cv);
@@ -552,7 +522,7 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
  * 0, or a negative status with the mutex lost. */
 static int await_arrivals(part *p, jmg_error *err) {
   seg *s = p->m.s;
-  while (s->out.state == WAITING) {
+  while (s->out.state == JMG_RDV_WAITING) {
     double left = p->deadline - jmg_rdv_now_s();
     if (left <= 0) {
       jmg_error e;
@@ -564,7 +534,7 @@ static int await_arrivals(part *p, jmg_error *err) {
     int rc = seg_wait(s, left < POLL_S ? left : POLL_S, err);
     if (rc != 0) return rc;
     fail_if_present_dead(s);
-    if (s->out.state == WAITING) {
+    if (s->out.state == JMG_RDV_WAITING) {
       int d = first_dead_expected(s, p->expect);
       if (d >= 0) fail_dead(s, d, p->expect[d], "before it arrived");
     }
@@ -582,7 +552,7 @@ static int await_end(part *p, jmg_rdv_value *value, jmg_error *err) {
   if (rc != 0) goto lost_lock;
 
   /* The leader runs the op, without the lock: it may take minutes. */
-  if (s->out.state == RUNNING && p->shard == 0) {
+  if (s->out.state == JMG_RDV_RUNNING && p->shard == 0) {
     for (int i = 0; i < p->id.nparts; ++i) p->posts[i] = slot(s, i);
     seg_unlock(s);
     jmg_error e;
@@ -593,10 +563,10 @@ static int await_end(part *p, jmg_rdv_value *value, jmg_error *err) {
     jmg_rdv_outcome_done(&s->out, frc, &e, &v);
     pthread_cond_broadcast(&s->cv);
   }
-  while (s->out.state == RUNNING) {
+  while (s->out.state == JMG_RDV_RUNNING) {
     rc = seg_wait(s, POLL_S, err);
     if (rc != 0) goto lost_lock;
-    if (s->out.state == RUNNING && !jmg_proc_alive(s->shards[0].pid))
+    if (s->out.state == JMG_RDV_RUNNING && !jmg_proc_alive(s->shards[0].pid))
       fail_dead(s, 0, s->shards[0].pid, OVER);
   }
   rc = jmg_rdv_outcome_take(&s->out, err, value);
@@ -689,54 +659,15 @@ static void procs_abort(const jmg_rdv_key *key, int shard,
   /* abort returns at once: a short bound on waiting for the segment. */
   if (attach(&m, &id, 1.0, &ignored) != 0) return;
   seg *s = m.s;
-  if (s->out.state == WAITING) fail_seg(s, &e);
+  if (s->out.state == JMG_RDV_WAITING) fail_seg(s, &e);
   touch(s, shard);
   maybe_unlink_failed(&m, &ignored);
   seg_unlock(s);
   unmap(&m);
 }
 
-/* ---- the four joins: the two above, with the leader's fn and the callback
- * in their plain or value-giving form ------------------------------------ */
-
-static int procs_join(const jmg_rdv_key *key, int shard, void *post,
-                      jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                      jmg_error *err) {
-  const jmg_rdv_leader l = {fn, NULL, fn_ctx};
-  return join_blocking(key, shard, post, &l, timeout_s, NULL, err);
-}
-
-static int procs_join_async(const jmg_rdv_key *key, int shard, void *post,
-                            jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                            jmg_rdv_done_fn done, void *done_ctx,
-                            jmg_error *err) {
-  const jmg_rdv_leader l = {fn, NULL, fn_ctx};
-  const jmg_rdv_waiter w = {done, NULL, done_ctx};
-  return join_async(key, shard, post, &l, timeout_s, &w, err);
-}
-
-static int procs_join_value(const jmg_rdv_key *key, int shard, void *post,
-                            jmg_leader_value_fn fn, void *fn_ctx,
-                            double timeout_s, jmg_rdv_value *value,
-                            jmg_error *err) {
-  const jmg_rdv_leader l = {NULL, fn, fn_ctx};
-  return join_blocking(key, shard, post, &l, timeout_s, value, err);
-}
-
-static int procs_join_value_async(const jmg_rdv_key *key, int shard,
-                                  void *post, jmg_leader_value_fn fn,
-                                  void *fn_ctx, double timeout_s,
-                                  jmg_rdv_value_done_fn done, void *done_ctx,
-                                  jmg_error *err) {
-  const jmg_rdv_leader l = {NULL, fn, fn_ctx};
-  const jmg_rdv_waiter w = {NULL, done, done_ctx};
-  return join_async(key, shard, post, &l, timeout_s, &w, err);
-}
-
-static const jmg_rendezvous g_processes = {
-    "processes",      procs_join,       procs_join_async,
-    procs_abort,      procs_join_value, procs_join_value_async,
-};
+JMG_RDV_MECHANISM(g_processes, "processes", join_blocking, join_async,
+                  procs_abort);
 
 const jmg_rendezvous *jmg_rendezvous_processes(void) { return &g_processes; }
 

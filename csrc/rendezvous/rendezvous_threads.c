@@ -21,13 +21,6 @@
 #include "rendezvous/core.h"
 #include "rendezvous/rendezvous.h"
 
-enum {
-  WAITING = JMG_RDV_WAITING,
-  RUNNING = JMG_RDV_RUNNING,
-  DONE = JMG_RDV_DONE,
-  FAILED = JMG_RDV_FAILED
-};
-
 typedef jmg_rdv_ident ident;
 
 typedef struct session {
@@ -126,7 +119,7 @@ static session *find_or_create(const ident *id, jmg_error *err) {
     return NULL;
   }
   const char *call;
-  int r = jmg_rdv_cond_init(&s->cv, 0, &call);
+  int r = jmg_rdv_sync_init(NULL, &s->cv, 0, &call);
   if (r != 0) {
     free_arrays(s);
     free(s);
@@ -236,7 +229,7 @@ static void *watchdog(void *arg) {
     session *expired = NULL;
     double next = -1;
     for (session *s = g_sessions; s; s = s->next) {
-      if (s->out.state != WAITING || !s->has_deadline) continue;
+      if (s->out.state != JMG_RDV_WAITING || !s->has_deadline) continue;
       if (now >= s->deadline) {
         expired = s;
         break;
@@ -261,7 +254,7 @@ static void *watchdog(void *arg) {
 
 static void start_watchdog(void) {
   const char *call;
-  if (jmg_rdv_cond_init(&g_watch_cv, 0, &call) != 0) return;
+  if (jmg_rdv_sync_init(NULL, &g_watch_cv, 0, &call) != 0) return;
   pthread_t t;
   /* Without a watchdog asynchronous participants could wait forever for a
    * missing one; there is no way to report that from here, so it is checked
@@ -301,7 +294,7 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
     /* Two participants claim one shard: the shard indices passed in do not
      * match the mesh. Nobody can be trusted to run the op. */
     jmg_rdv_duplicate_error(&id, shard, err);
-    if (s->out.state == WAITING) fail_and_release(s, err);
+    if (s->out.state == JMG_RDV_WAITING) fail_and_release(s, err);
     pthread_mutex_unlock(&g_mu);
     return -(int)err->code;
   }
@@ -324,8 +317,8 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
     pthread_cond_signal(&g_watch_cv);
   }
   s->arrived++;
-  if (s->arrived == id.nparts && s->out.state == WAITING) {
-    s->out.state = RUNNING;
+  if (s->arrived == id.nparts && s->out.state == JMG_RDV_WAITING) {
+    s->out.state = JMG_RDV_RUNNING;
     *completes = 1;
     unlist(s); /* complete: no later arrival can belong to it */
     pthread_cond_broadcast(&s->cv);
@@ -337,7 +330,7 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
 /* Who runs the op: a blocking shard 0 always; with an asynchronous shard 0,
  * the participant whose arrival completed the call. */
 static int runs_leader(const session *s, int shard, int completes) {
-  if (s->out.state != RUNNING || s->claimed) return 0;
+  if (s->out.state != JMG_RDV_RUNNING || s->claimed) return 0;
   return s->leader_async ? completes : shard == 0;
 }
 
@@ -355,16 +348,16 @@ static int join_blocking(const jmg_rdv_key *key, int shard, void *post,
   if (rc != 0) return rc;
 
   struct timespec deadline = jmg_rdv_timespec(jmg_rdv_now_s() + timeout_s);
-  while (s->out.state == WAITING) {
+  while (s->out.state == JMG_RDV_WAITING) {
     int w = pthread_cond_timedwait(&s->cv, &g_mu, &deadline);
-    if (w == ETIMEDOUT && s->out.state == WAITING) {
+    if (w == ETIMEDOUT && s->out.state == JMG_RDV_WAITING) {
       jmg_error e;
       timeout_error(s, timeout_s, &e);
       fail_session(s, &e);
     }
   }
   if (runs_leader(s, shard, completes)) run_leader(s);
-  while (s->out.state == RUNNING) pthread_cond_wait(&s->cv, &g_mu);
+  while (s->out.state == JMG_RDV_RUNNING) pthread_cond_wait(&s->cv, &g_mu);
   release_async(s); /* no-op unless this thread ended the call */
 
   rc = jmg_rdv_outcome_take(&s->out, err, value);
@@ -390,7 +383,8 @@ static int join_async(const jmg_rdv_key *key, int shard, void *post,
   if (rc != 0) return rc;
   s->inside++; /* hold the session: done may let this participant go */
   if (runs_leader(s, shard, completes)) run_leader(s);
-  if (s->out.state == DONE || s->out.state == FAILED) release_async(s);
+  if (s->out.state == JMG_RDV_DONE || s->out.state == JMG_RDV_FAILED)
+    release_async(s);
   leave(s);
   pthread_mutex_unlock(&g_mu);
   return 0;
@@ -405,7 +399,7 @@ static void threads_abort(const jmg_rdv_key *key, int shard,
   if (find_tombstone(&id) == NULL) {
     jmg_error ignored;
     session *s = find_or_create(&id, &ignored);
-    if (s != NULL && s->out.state == WAITING)
+    if (s != NULL && s->out.state == JMG_RDV_WAITING)
       fail_and_release(s, &e);
     else if (s == NULL)
       add_tombstone(&id, &e);
@@ -413,46 +407,7 @@ static void threads_abort(const jmg_rdv_key *key, int shard,
   pthread_mutex_unlock(&g_mu);
 }
 
-/* ---- the four joins: the two above, with the leader's fn and the callback
- * in their plain or value-giving form ------------------------------------ */
-
-static int threads_join(const jmg_rdv_key *key, int shard, void *post,
-                        jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                        jmg_error *err) {
-  const jmg_rdv_leader l = {fn, NULL, fn_ctx};
-  return join_blocking(key, shard, post, &l, timeout_s, NULL, err);
-}
-
-static int threads_join_async(const jmg_rdv_key *key, int shard, void *post,
-                              jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                              jmg_rdv_done_fn done, void *done_ctx,
-                              jmg_error *err) {
-  const jmg_rdv_leader l = {fn, NULL, fn_ctx};
-  const jmg_rdv_waiter w = {done, NULL, done_ctx};
-  return join_async(key, shard, post, &l, timeout_s, &w, err);
-}
-
-static int threads_join_value(const jmg_rdv_key *key, int shard, void *post,
-                              jmg_leader_value_fn fn, void *fn_ctx,
-                              double timeout_s, jmg_rdv_value *value,
-                              jmg_error *err) {
-  const jmg_rdv_leader l = {NULL, fn, fn_ctx};
-  return join_blocking(key, shard, post, &l, timeout_s, value, err);
-}
-
-static int threads_join_value_async(const jmg_rdv_key *key, int shard,
-                                    void *post, jmg_leader_value_fn fn,
-                                    void *fn_ctx, double timeout_s,
-                                    jmg_rdv_value_done_fn done, void *done_ctx,
-                                    jmg_error *err) {
-  const jmg_rdv_leader l = {NULL, fn, fn_ctx};
-  const jmg_rdv_waiter w = {NULL, done, done_ctx};
-  return join_async(key, shard, post, &l, timeout_s, &w, err);
-}
-
-static const jmg_rendezvous g_threads = {
-    "threads",          threads_join,       threads_join_async,
-    threads_abort,      threads_join_value, threads_join_value_async,
-};
+JMG_RDV_MECHANISM(g_threads, "threads", join_blocking, join_async,
+                  threads_abort);
 
 const jmg_rendezvous *jmg_rendezvous_threads(void) { return &g_threads; }

@@ -89,7 +89,8 @@ static int value_leader_fn(void *ctx, void *const *posts, int nparts,
   if (rc != 0) return rc;
   const leader_ctx *l = ctx;
   value->len = VALUE_LEN;
-  for (size_t i = 0; i < VALUE_LEN; ++i) value->bytes[i] = value_byte(l->tag, i);
+  for (size_t i = 0; i < VALUE_LEN; ++i)
+    value->bytes[i] = value_byte(l->tag, i);
   return 0;
 }
 

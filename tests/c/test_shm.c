@@ -1,6 +1,6 @@
 /* Named shared memory (common/shm.c), and the host share's sweep, which
  * removes a region only when its creator is dead (common/proc.h). */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* waitid's WNOWAIT */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +13,6 @@
 #include "common/shm.h"
 #include "share/host_share.h"
 #include "test.h"
-#include "test_clock.h"
 
 static int exists(const char *name) {
   int fd = shm_open(name, O_RDONLY, 0);
@@ -110,7 +109,8 @@ TEST(host_share_sweep_removes_regions_of_dead_creators_only) {
   CHECK(gone > 0);
   int st;
   waitpid(gone, &st, 0);
-  sleep_s(0.05); /* the zombie has exited, unreaped */
+  siginfo_t info; /* wait until the zombie has exited, without reaping it */
+  CHECK_EQ(waitid(P_PID, (id_t)zombie, &info, WEXITED | WNOWAIT), 0);
   const pid_t owners[3] = {getpid(), zombie, gone};
   char names[3][64];
   jmg_shm m;
