@@ -14,6 +14,7 @@
 #include "rendezvous/rendezvous.h"
 #include "test.h"
 #include "test_clock.h"
+#include "test_value.h"
 
 /* ---- helpers --------------------------------------------------------------
  */
@@ -72,32 +73,8 @@ static int value_leader_fn(void *ctx, void *const *posts, int nparts,
   int rc = leader_fn(ctx, posts, nparts, err);
   if (rc != 0) return rc;
   const leader_ctx *l = ctx;
-  value->len = l->value_len;
-  for (size_t i = 0; i < l->value_len && i < JMG_RDV_MAX_VALUE; ++i)
-    value->bytes[i] = (unsigned char)(l->group * 31 + (int)i);
+  value_fill(value, l->value_len, l->group);
   return 0;
-}
-
-/* Whether v is the value of group's leader, len bytes long. */
-static int value_is(const jmg_rdv_value *v, size_t len, int group) {
-  if (v->len != len) return 0;
-  for (size_t i = 0; i < len; ++i)
-    if (v->bytes[i] != (unsigned char)(group * 31 + (int)i)) return 0;
-  return 1;
-}
-
-/* Whether v is empty: no length and no leftover bytes. */
-static int value_empty(const jmg_rdv_value *v) {
-  if (v->len != 0) return 0;
-  for (size_t i = 0; i < JMG_RDV_MAX_VALUE; ++i)
-    if (v->bytes[i] != 0) return 0;
-  return 1;
-}
-
-/* A stale value, as a participant's buffer may hold from an earlier call. */
-static void value_stale(jmg_rdv_value *v) {
-  memset(v->bytes, 0xab, sizeof v->bytes);
-  v->len = 77;
 }
 
 /* One participant, run on its own thread. */

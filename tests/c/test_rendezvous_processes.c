@@ -20,6 +20,7 @@
 #include "rendezvous/rendezvous.h"
 #include "test.h"
 #include "test_clock.h"
+#include "test_value.h"
 
 /* ---- helpers --------------------------------------------------------------
  */
@@ -79,18 +80,13 @@ static int leader_fn(void *ctx, void *const *posts, int nparts,
 
 /* The value the leader of tag's call gives (128 bytes: an NCCL unique id). */
 #define VALUE_LEN 128
-static unsigned char value_byte(int tag, size_t i) {
-  return (unsigned char)(tag * 13 + (int)i);
-}
 
 static int value_leader_fn(void *ctx, void *const *posts, int nparts,
                            jmg_rdv_value *value, jmg_error *err) {
   int rc = leader_fn(ctx, posts, nparts, err);
   if (rc != 0) return rc;
   const leader_ctx *l = ctx;
-  value->len = VALUE_LEN;
-  for (size_t i = 0; i < VALUE_LEN; ++i)
-    value->bytes[i] = value_byte(l->tag, i);
+  value_fill(value, VALUE_LEN, l->tag);
   return 0;
 }
 
@@ -179,9 +175,7 @@ static void child_main(const spec *sp, int wfd) {
   const jmg_rendezvous *rdv = jmg_rendezvous_processes();
   report r;
   memset(&r, 0, sizeof r);
-  /* A stale value, as a buffer may hold from an earlier call. */
-  memset(r.value.bytes, 0xab, sizeof r.value.bytes);
-  r.value.len = 77;
+  value_stale(&r.value);
   leader_ctx l;
   memset(&l, 0, sizeof l);
   l.tag = sp->tag;
@@ -677,22 +671,6 @@ TEST(rendezvous_processes_async_joins_meet_and_fail_like_blocking_ones) {
 /* ---- the value a call hands to everyone ----------------------------------
  */
 
-/* Whether v is the value of tag's leader. */
-static int value_is(const jmg_rdv_value *v, int tag) {
-  if (v->len != VALUE_LEN) return 0;
-  for (size_t i = 0; i < VALUE_LEN; ++i)
-    if (v->bytes[i] != value_byte(tag, i)) return 0;
-  return 1;
-}
-
-/* Whether v is empty: no length and no leftover bytes. */
-static int value_empty(const jmg_rdv_value *v) {
-  if (v->len != 0) return 0;
-  for (size_t i = 0; i < JMG_RDV_MAX_VALUE; ++i)
-    if (v->bytes[i] != 0) return 0;
-  return 1;
-}
-
 TEST(rendezvous_processes_value_reaches_every_participant) {
   /* Shard 0 asynchronous (the leader's fn runs on its waiting thread), shard
    * 1 blocking, shard 2 asynchronous; each starts with a stale value. */
@@ -711,7 +689,7 @@ TEST(rendezvous_processes_value_reaches_every_participant) {
   CHECK_EQ(cs[0].r.order_bad, 0);
   for (int i = 0; i < 3; ++i) {
     CHECK_EQ(cs[i].r.rc, 0);
-    CHECK(value_is(&cs[i].r.value, 21));
+    CHECK(value_is(&cs[i].r.value, VALUE_LEN, 21));
     CHECK_EQ(cs[i].r.value_null, 0);
   }
   CHECK(!shm_exists(&key));
@@ -739,36 +717,23 @@ TEST(rendezvous_processes_value_is_empty_on_error) {
   CHECK(value_empty(&cs[1].r.value));
   CHECK_EQ(cs[2].r.value_null, 1);
 
-  /* A participant comes too late: the others time out without a value, and
-   * so does it, at once, while they live. */
+  /* A participant aborted before the others came: they fail at once (the
+   * asynchronous one without joining: no done call, no value). */
   key = make_key("potrs", 116, fresh_run_id(), 3);
+  jmg_error why;
+  jmg_error_set(&why, JMG_EINVAL, "potrs", "FFI call frame", "bad shard 2");
+  jmg_rendezvous_processes()->abort(&key, 2, &why);
   for (int i = 0; i < 2; ++i) {
-    spec_init(&sp, key, i, 23, 0.3);
+    spec_init(&sp, key, i, 23, 5.0);
     sp.value_join = 1;
     sp.async_join = i == 1;
-    sp.linger_s = 1.0;
     CHECK_EQ(spawn(&cs[i], &sp), 0);
   }
-  sleep_s(0.6);
-  unsigned char buf[JMG_RDV_MAX_POST] = {0};
-  leader_ctx l;
-  memset(&l, 0, sizeof l);
-  jmg_rdv_value v;
-  memset(v.bytes, 0xab, sizeof v.bytes);
-  v.len = 77;
-  jmg_error err;
-  int rc = jmg_rendezvous_processes()->join_value(&key, 2, buf, value_leader_fn,
-                                                  &l, 10.0, &v, &err);
   CHECK_EQ(collect(cs, 2, 5.0), 2);
   for (int i = 0; i < 2; ++i) {
-    CHECK_EQ(cs[i].r.rc, -JMG_ETIMEDOUT);
-    CHECK_CONTAINS(cs[i].r.err.msg, "shard(s) 2 never did");
-    CHECK_EQ(cs[i].r.leader_runs, 0);
+    CHECK_EQ(cs[i].r.rc, -JMG_EINVAL);
+    CHECK_CONTAINS(cs[i].r.err.msg, "bad shard 2");
   }
   CHECK(value_empty(&cs[0].r.value));
-  CHECK_EQ(cs[1].r.value_null, 1);
-  CHECK_EQ(rc, -JMG_ETIMEDOUT);
-  CHECK(value_empty(&v));
-  CHECK_EQ(l.runs, 0);
   CHECK(!shm_exists(&key));
 }
