@@ -61,7 +61,7 @@ typedef struct jmg_rdv_key {
    * entries, 0 where unknown), or NULL. The process rendezvous fails the call
    * as soon as an expected process is gone before it arrived, instead of
    * waiting out the timeout; the thread rendezvous ignores it. Read only
-   * while join or join_async has not returned. */
+   * while the join (any of the four) has not returned. */
   const int64_t *pids;
 } jmg_rdv_key;
 
