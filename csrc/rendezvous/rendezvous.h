@@ -1,10 +1,11 @@
 /* Gathering the participants of one call.
  *
- * XLA calls an op's handler once per device (one thread each in SPMD). The
- * solver must be called once, by one caller that holds every device's
- * buffers. The rendezvous gathers the participants of one call (one per shard),
- * lets the leader (shard 0) run the op over everyone's posts, and releases
- * every participant with the leader's result.
+ * XLA calls an op's handler once per device (one thread each in SPMD, one
+ * process each in MPMD). The rendezvous gathers the participants of one call
+ * (one per shard), lets the leader (shard 0) run its fn over everyone's
+ * posts, and releases every participant with the leader's result: a status,
+ * and, through join_value, a small value (up to JMG_RDV_MAX_VALUE bytes, e.g.
+ * an NCCL unique id that every participant needs).
  *
  * Promises:
  *  - Calls never mix: a call is keyed by (op, mesh id, run id, sequence
@@ -17,12 +18,23 @@
  *    participant. The timeout bounds only the wait for the others to arrive,
  *    never the leader's work (an eigensolve can take minutes).
  *  - A participant that arrives after its call has failed fails at once.
+ *  - A value is handed over only with success: on any error every
+ *    participant's value is empty, never a stale or partial one.
  *
- * Two implementations behind this interface: threads of one process, and
- * processes of one node (POSIX shared memory). */
+ * The layer is one core and two mechanisms:
+ *  - core.{h,c} (internal): a call's identity, the checks of a key, every
+ *    message, a call's outcome (status, error, value), the leader's fn and
+ *    the asynchronous callbacks, time and deadlines; sequence numbers and
+ *    the default timeout below.
+ *  - rendezvous_threads.c: threads of one process meet in a list of sessions
+ *    under one mutex and condition variable.
+ *  - rendezvous_processes.c: processes of one node meet in one POSIX
+ *    shared-memory segment per call (common/shm.h) under a robust
+ *    process-shared mutex, and tell a dead participant by common/proc.h. */
 #ifndef JMG_RENDEZVOUS_RENDEZVOUS_H
 #define JMG_RENDEZVOUS_RENDEZVOUS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The process rendezvous copies posts between processes: there, `post` must
@@ -30,6 +42,10 @@
  * are copied into shared memory, and the leader's fn gets pointers to those
  * copies. The thread rendezvous passes post pointers through untouched. */
 #define JMG_RDV_MAX_POST 4096
+
+/* The most bytes of value a call hands to its participants (an NCCL unique
+ * id is 128). */
+#define JMG_RDV_MAX_VALUE 256
 
 #include "common/error.h"
 
@@ -45,18 +61,36 @@ typedef struct jmg_rdv_key {
    * entries, 0 where unknown), or NULL. The process rendezvous fails the call
    * as soon as an expected process is gone before it arrived, instead of
    * waiting out the timeout; the thread rendezvous ignores it. Read only
-   * while join or join_async has not returned. */
+   * while the join (any of the four) has not returned. */
   const int64_t *pids;
 } jmg_rdv_key;
+
+/* What a call hands to every participant: len bytes (0 for none). */
+typedef struct jmg_rdv_value {
+  size_t len;
+  unsigned char bytes[JMG_RDV_MAX_VALUE];
+} jmg_rdv_value;
 
 /* Run by the leader once every participant has arrived. posts[i] is what
  * shard i posted. Returns 0 or a negative status with err filled. */
 typedef int (*jmg_leader_fn)(void *ctx, void *const *posts, int nparts,
                              jmg_error *err);
 
+/* The leader's fn of join_value: as jmg_leader_fn, and on success it may
+ * write up to JMG_RDV_MAX_VALUE bytes into value (value->len of them; value
+ * comes empty), which every participant receives. A value another shard
+ * produces reaches the leader in that shard's post. */
+typedef int (*jmg_leader_value_fn)(void *ctx, void *const *posts, int nparts,
+                                   jmg_rdv_value *value, jmg_error *err);
+
 /* Called once for a participant that joined asynchronously, when its call is
  * over: rc is 0 or a negative status, err says why (NULL when rc is 0). */
 typedef void (*jmg_rdv_done_fn)(void *done_ctx, int rc, const jmg_error *err);
+
+/* As jmg_rdv_done_fn, with the call's value (NULL when rc is not 0). */
+typedef void (*jmg_rdv_value_done_fn)(void *done_ctx, int rc,
+                                      const jmg_rdv_value *value,
+                                      const jmg_error *err);
 
 typedef struct jmg_rendezvous {
   const char *name;
@@ -81,6 +115,19 @@ typedef struct jmg_rendezvous {
    * (why says how); everyone waiting for the call, and everyone arriving
    * later, fails with that error. Returns at once. */
   void (*abort)(const jmg_rdv_key *key, int shard, const jmg_error *why);
+  /* join and join_async, and each participant also receives the value the
+   * leader's fn (shard 0's) wrote: into *value when join_value returns 0, or
+   * through done. On an error *value is empty (len 0, all bytes 0). Calls
+   * with and without a value meet: a participant of join or join_async
+   * receives nothing, and when shard 0 joined with join or join_async the
+   * value is empty. */
+  int (*join_value)(const jmg_rdv_key *key, int shard, void *post,
+                    jmg_leader_value_fn fn, void *fn_ctx, double timeout_s,
+                    jmg_rdv_value *value, jmg_error *err);
+  int (*join_value_async)(const jmg_rdv_key *key, int shard, void *post,
+                          jmg_leader_value_fn fn, void *fn_ctx,
+                          double timeout_s, jmg_rdv_value_done_fn done,
+                          void *done_ctx, jmg_error *err);
 } jmg_rendezvous;
 
 /* Threads of one process: mutex + condition variable. */
@@ -91,18 +138,13 @@ const jmg_rendezvous *jmg_rendezvous_threads(void);
  * the thread version. join_async arrives before it returns and waits on a
  * thread of its own; the leader's fn always runs in shard 0's process (on
  * that thread when shard 0 joined asynchronously), since only it holds the
- * leader's context. Posts are copied (see JMG_RDV_MAX_POST). */
+ * leader's context. Posts are copied (see JMG_RDV_MAX_POST); so is the
+ * value. */
 const jmg_rendezvous *jmg_rendezvous_processes(void);
-
-/* Whether a line of /proc/<pid>/stat describes a process that is dead or
- * dying: a zombie, or one whose exit has begun (the kernel's PF_EXITING).
- * How the process rendezvous tells a killed participant before its parent
- * reaps it. */
-int jmg_proc_stat_dying(const char *stat);
 
 /* Removes the process rendezvous' segments that are stale (left behind by
  * crashed jobs: waiting or failed, with every process that created, joined or
- * aborted them gone), by the rule the rendezvous itself applies to a segment
+ * aborted them dead), by the rule the rendezvous itself applies to a segment
  * it finds under its own name. Never touches a segment with a live owner.
  * Returns how many were removed. Called once per process, at its first
  * call through the process rendezvous: a crashed job's segments never meet
@@ -124,7 +166,7 @@ int64_t jmg_rdv_next_seq(const char *op, int64_t mesh_id, int shard,
                          int64_t run_id);
 
 /* Seconds to wait for all participants: $JAXMG_RENDEZVOUS_TIMEOUT if set to a
- * positive number, else 300. */
+ * positive number, else 300 (read by common/config.h). */
 double jmg_rdv_default_timeout(void);
 
 #endif

@@ -1,4 +1,6 @@
-/* The rendezvous for threads of one process (SPMD on GPUs, and CPU devices).
+/* The rendezvous for threads of one process (SPMD on GPUs, and CPU devices):
+ * the mechanism only; keys, messages, outcomes and time are the core's
+ * (core.h).
  *
  * One global list of open calls ("sessions") under one mutex. A session is
  * created by its first participant and freed by its last to leave. A failed
@@ -12,20 +14,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "common/config.h"
-#include "rendezvous/call_ident.h"
+#include "rendezvous/core.h"
 #include "rendezvous/rendezvous.h"
 
-#define OP_LEN JMG_RDV_OP_LEN
-
-typedef enum { WAITING, RUNNING, DONE, FAILED } session_state;
-
-typedef jmg_call_ident ident;
+typedef jmg_rdv_ident ident;
 
 typedef struct session {
   struct session *next;
@@ -33,21 +29,17 @@ typedef struct session {
   int arrived; /* participants that have posted */
   int inside;  /* participants still inside join() */
   int listed;  /* still in the list of open sessions */
-  session_state state;
+  jmg_rdv_outcome out;
   void **posts;
   unsigned char *present;
-  int rc;
-  jmg_error err;
   pthread_cond_t cv;
   /* The leader's op (shard 0's), and asynchronous participants' callbacks. */
-  jmg_leader_fn fn;
-  void *fn_ctx;
+  jmg_rdv_leader leader;
   int leader_async;
-  jmg_rdv_done_fn *done;
-  void **done_ctx;
+  jmg_rdv_waiter *waiters;
   int claimed;      /* someone runs (or ran) the leader's op */
   int has_deadline; /* some participant joined asynchronously */
-  struct timespec deadline;
+  double deadline;  /* jmg_rdv_now_s() time */
   double timeout_s;
 } session;
 
@@ -65,7 +57,7 @@ static int g_next_tombstone;
 
 static const tombstone *find_tombstone(const ident *id) {
   for (int i = 0; i < NUM_TOMBSTONES; ++i)
-    if (g_tombstones[i].used && jmg_call_ident_same(&g_tombstones[i].id, id))
+    if (g_tombstones[i].used && jmg_rdv_ident_same(&g_tombstones[i].id, id))
       return &g_tombstones[i];
   return NULL;
 }
@@ -89,20 +81,21 @@ static void unlist(session *s) {
   s->listed = 0;
 }
 
-static void free_session(session *s) {
-  pthread_cond_destroy(&s->cv);
+static void free_arrays(session *s) {
   free(s->posts);
   free(s->present);
-  free(s->done);
-  free(s->done_ctx);
+  free(s->waiters);
+}
+
+static void free_session(session *s) {
+  pthread_cond_destroy(&s->cv);
+  free_arrays(s);
   free(s);
 }
 
 /* Marks s failed with err, wakes everyone, and makes later arrivals fail. */
 static void fail_session(session *s, const jmg_error *err) {
-  s->state = FAILED;
-  s->rc = -(int)err->code;
-  jmg_error_copy(&s->err, err);
+  jmg_rdv_outcome_fail(&s->out, err);
   add_tombstone(&s->id, err);
   unlist(s);
   pthread_cond_broadcast(&s->cv);
@@ -110,74 +103,44 @@ static void fail_session(session *s, const jmg_error *err) {
 
 static session *find_or_create(const ident *id, jmg_error *err) {
   for (session *s = g_sessions; s; s = s->next)
-    if (jmg_call_ident_same(&s->id, id)) return s;
+    if (jmg_rdv_ident_same(&s->id, id)) return s;
   session *s = calloc(1, sizeof *s);
   if (s) {
     s->posts = calloc((size_t)id->nparts, sizeof *s->posts);
     s->present = calloc((size_t)id->nparts, 1);
-    s->done = calloc((size_t)id->nparts, sizeof *s->done);
-    s->done_ctx = calloc((size_t)id->nparts, sizeof *s->done_ctx);
+    s->waiters = calloc((size_t)id->nparts, sizeof *s->waiters);
   }
-  if (!s || !s->posts || !s->present || !s->done || !s->done_ctx) {
-    if (s) {
-      free(s->posts);
-      free(s->present);
-      free(s->done);
-      free(s->done_ctx);
-      free(s);
-    }
+  if (!s || !s->posts || !s->present || !s->waiters) {
+    if (s) free_arrays(s);
+    free(s);
     jmg_error_set(err, JMG_ENOMEM, id->op, "rendezvous",
                   "cannot allocate the rendezvous of %d participants",
                   id->nparts);
     return NULL;
   }
-  /* CLOCK_MONOTONIC, so that a change of the wall clock cannot cut a wait
-   * short or make it endless. */
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&s->cv, &attr);
-  pthread_condattr_destroy(&attr);
+  const char *call;
+  int r = jmg_rdv_sync_init(NULL, &s->cv, 0, &call);
+  if (r != 0) {
+    free_arrays(s);
+    free(s);
+    jmg_error_sys(err, JMG_EINTERNAL, id->op, call, r,
+                  "cannot set up the rendezvous' condition variable");
+    return NULL;
+  }
   s->id = *id;
-  s->state = WAITING;
+  jmg_rdv_outcome_init(&s->out);
   s->listed = 1;
   s->next = g_sessions;
   g_sessions = s;
   return s;
 }
 
-static void describe_missing(const session *s, char *buf, size_t len) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < s->id.nparts && used + 12 < len; ++i) {
-    if (s->present[i]) continue;
-    int w = snprintf(buf + used, len - used, "%s%d", used ? ", " : "", i);
-    if (w < 0) break;
-    used += (size_t)w;
-  }
+static int has_arrived(const void *ctx, int shard) {
+  return ((const session *)ctx)->present[shard];
 }
 
-static struct timespec deadline_after(double seconds) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  if (seconds > 1e9) seconds = 1e9;
-  time_t whole = (time_t)seconds;
-  long nanos = (long)((seconds - (double)whole) * 1e9);
-  ts.tv_sec += whole;
-  ts.tv_nsec += nanos;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec += 1;
-    ts.tv_nsec -= 1000000000L;
-  }
-  return ts;
-}
-
-static int check_key(const jmg_rdv_key *key, int shard, jmg_error *err) {
-  if (key->nparts < 1 || shard < 0 || shard >= key->nparts)
-    return jmg_error_set(err, JMG_EINVAL, key->op, "rendezvous",
-                         "shard index %d is outside [0, %d)", shard,
-                         key->nparts);
-  return 0;
+static void timeout_error(const session *s, double timeout_s, jmg_error *e) {
+  jmg_rdv_timeout_error(&s->id, s->arrived, has_arrived, s, timeout_s, e);
 }
 
 /* One asynchronous participant's release, run on a thread of its own:
@@ -185,15 +148,15 @@ static int check_key(const jmg_rdv_key *key, int shard, jmg_error *err) {
  * and those may block (a collective waits for the other devices, whose
  * futures are completed by their own threads). */
 typedef struct release_job {
-  jmg_rdv_done_fn done;
-  void *ctx;
+  jmg_rdv_waiter waiter;
   int rc;
   jmg_error err;
+  jmg_rdv_value value;
 } release_job;
 
 static void *release_main(void *arg) {
   release_job *job = arg;
-  job->done(job->ctx, job->rc, job->rc != 0 ? &job->err : NULL);
+  jmg_rdv_waiter_call(&job->waiter, job->rc, &job->value, &job->err);
   free(job);
   return NULL;
 }
@@ -204,29 +167,22 @@ static void *release_main(void *arg) {
  * (inside > 0) across the call. */
 static void release_async(session *s) {
   for (int i = 0; i < s->id.nparts; ++i) {
-    if (s->done[i] == NULL) continue;
+    if (!jmg_rdv_waiter_async(&s->waiters[i])) continue;
+    release_job here = {0};
     release_job *job = calloc(1, sizeof *job);
-    jmg_rdv_done_fn done = s->done[i];
-    void *ctx = s->done_ctx[i];
-    const int rc = s->rc;
-    jmg_error err;
-    jmg_error_copy(&err, &s->err);
-    s->done[i] = NULL;
+    release_job *j = job != NULL ? job : &here;
+    j->waiter = s->waiters[i];
+    j->rc = jmg_rdv_outcome_take(&s->out, &j->err, &j->value);
+    memset(&s->waiters[i], 0, sizeof s->waiters[i]);
     s->inside--; /* that participant has left: nothing below needs s */
     pthread_t t;
-    if (job != NULL) {
-      job->done = done;
-      job->ctx = ctx;
-      job->rc = rc;
-      jmg_error_copy(&job->err, &err);
-      if (pthread_create(&t, NULL, release_main, job) == 0) {
-        pthread_detach(t);
-        continue;
-      }
-      free(job);
+    if (job != NULL && pthread_create(&t, NULL, release_main, job) == 0) {
+      pthread_detach(t);
+      continue;
     }
     pthread_mutex_unlock(&g_mu);
-    done(ctx, rc, rc != 0 ? &err : NULL);
+    jmg_rdv_waiter_call(&j->waiter, j->rc, &j->value, &j->err);
+    free(job);
     pthread_mutex_lock(&g_mu);
   }
 }
@@ -237,13 +193,11 @@ static void run_leader(session *s) {
   s->claimed = 1;
   pthread_mutex_unlock(&g_mu);
   jmg_error e;
-  jmg_error_clear(&e);
+  jmg_rdv_value v;
   /* The op runs without the lock: it may take minutes. */
-  int frc = s->fn(s->fn_ctx, s->posts, s->id.nparts, &e);
+  int frc = jmg_rdv_leader_run(&s->leader, &s->id, s->posts, &v, &e);
   pthread_mutex_lock(&g_mu);
-  s->rc = frc;
-  if (frc != 0) jmg_error_copy(&s->err, &e);
-  s->state = DONE;
+  jmg_rdv_outcome_done(&s->out, frc, &e, &v);
   pthread_cond_broadcast(&s->cv);
 }
 
@@ -252,55 +206,46 @@ static void leave(session *s) {
   if (--s->inside == 0 && !s->listed) free_session(s);
 }
 
+/* Fails a waiting session with e, and releases its asynchronous
+ * participants. Called and returns with g_mu held. */
+static void fail_and_release(session *s, const jmg_error *e) {
+  fail_session(s, e); /* unlists it */
+  s->inside++;        /* hold it while releasing */
+  release_async(s);
+  leave(s);
+}
+
 /* ---- the timeout watchdog for asynchronous participants ------------------ */
 
 static pthread_cond_t g_watch_cv;
 static pthread_once_t g_watch_once = PTHREAD_ONCE_INIT;
 static int g_watch_running;
 
-static int before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec ||
-         (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-static void timeout_error(const session *s, double timeout_s, jmg_error *e) {
-  char missing[160];
-  describe_missing(s, missing, sizeof missing);
-  jmg_error_set(e, JMG_ETIMEDOUT, s->id.op, "rendezvous",
-                "%d of %d participants arrived within %.3g s; shard(s) %s "
-                "never did (set JAXMG_RENDEZVOUS_TIMEOUT to wait longer)",
-                s->arrived, s->id.nparts, timeout_s, missing);
-}
-
 static void *watchdog(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_mu);
   for (;;) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double now = jmg_rdv_now_s();
     session *expired = NULL;
-    const struct timespec *next = NULL;
+    double next = -1;
     for (session *s = g_sessions; s; s = s->next) {
-      if (s->state != WAITING || !s->has_deadline) continue;
-      if (!before(&now, &s->deadline)) {
+      if (s->out.state != JMG_RDV_WAITING || !s->has_deadline) continue;
+      if (now >= s->deadline) {
         expired = s;
         break;
       }
-      if (next == NULL || before(&s->deadline, next)) next = &s->deadline;
+      if (next < 0 || s->deadline < next) next = s->deadline;
     }
     if (expired != NULL) {
       jmg_error e;
       timeout_error(expired, expired->timeout_s, &e);
-      fail_session(expired, &e); /* unlists it */
-      expired->inside++;         /* hold it while releasing */
-      release_async(expired);
-      leave(expired);
+      fail_and_release(expired, &e);
       continue;
     }
-    if (next == NULL) {
+    if (next < 0) {
       pthread_cond_wait(&g_watch_cv, &g_mu);
     } else {
-      struct timespec until = *next;
+      struct timespec until = jmg_rdv_timespec(next);
       pthread_cond_timedwait(&g_watch_cv, &g_mu, &until);
     }
   }
@@ -308,34 +253,30 @@ static void *watchdog(void *arg) {
 }
 
 static void start_watchdog(void) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&g_watch_cv, &attr);
-  pthread_condattr_destroy(&attr);
+  const char *call;
+  if (jmg_rdv_sync_init(NULL, &g_watch_cv, 0, &call) != 0) return;
   pthread_t t;
   /* Without a watchdog asynchronous participants could wait forever for a
    * missing one; there is no way to report that from here, so it is checked
-   * when joining (see threads_join_async). */
+   * when joining (see join_async). */
   if (pthread_create(&t, NULL, watchdog, NULL) == 0) {
     pthread_detach(t);
     g_watch_running = 1;
   }
 }
 
-/* ---- joining
- * ----------------------------------------------------------------*/
+/* ---- joining ------------------------------------------------------------- */
 
 /* Registers a participant. On 0 the session is *s_out, locked, with this
  * participant inside; *completes says whether this arrival completed it.
  * On failure g_mu is released. */
 static int arrive(const jmg_rdv_key *key, int shard, void *post,
-                  jmg_leader_fn fn, void *fn_ctx, jmg_rdv_done_fn done,
-                  void *done_ctx, double timeout_s, session **s_out,
-                  int *completes, jmg_error *err) {
-  int rc = check_key(key, shard, err);
+                  const jmg_rdv_leader *leader, const jmg_rdv_waiter *waiter,
+                  double timeout_s, session **s_out, int *completes,
+                  jmg_error *err) {
+  int rc = jmg_rdv_check_key(key, shard, 0, err);
   if (rc != 0) return rc;
-  ident id = jmg_call_ident_of(key);
+  ident id = jmg_rdv_ident_of(key);
   *completes = 0;
   pthread_mutex_lock(&g_mu);
   const tombstone *t = find_tombstone(&id);
@@ -352,32 +293,23 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
   if (s->present[shard]) {
     /* Two participants claim one shard: the shard indices passed in do not
      * match the mesh. Nobody can be trusted to run the op. */
-    jmg_error_set(err, JMG_EINVAL, id.op, "rendezvous",
-                  "two participants claim shard %d of %d: the shard index "
-                  "passed in is not this device's position on the mesh axis",
-                  shard, id.nparts);
-    if (s->state == WAITING) {
-      fail_session(s, err);
-      s->inside++;
-      release_async(s);
-      leave(s);
-    }
+    jmg_rdv_duplicate_error(&id, shard, err);
+    if (s->out.state == JMG_RDV_WAITING) fail_and_release(s, err);
     pthread_mutex_unlock(&g_mu);
     return -(int)err->code;
   }
+  const int async = jmg_rdv_waiter_async(waiter);
   s->inside++;
   s->present[shard] = 1;
   s->posts[shard] = post;
-  s->done[shard] = done;
-  s->done_ctx[shard] = done_ctx;
+  s->waiters[shard] = *waiter;
   if (shard == 0) {
-    s->fn = fn;
-    s->fn_ctx = fn_ctx;
-    s->leader_async = done != NULL;
+    s->leader = *leader;
+    s->leader_async = async;
   }
-  if (done != NULL) {
-    struct timespec d = deadline_after(timeout_s);
-    if (!s->has_deadline || before(&d, &s->deadline)) {
+  if (async) {
+    double d = jmg_rdv_now_s() + timeout_s;
+    if (!s->has_deadline || d < s->deadline) {
       s->deadline = d;
       s->timeout_s = timeout_s;
     }
@@ -385,8 +317,8 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
     pthread_cond_signal(&g_watch_cv);
   }
   s->arrived++;
-  if (s->arrived == id.nparts && s->state == WAITING) {
-    s->state = RUNNING;
+  if (s->arrived == id.nparts && s->out.state == JMG_RDV_WAITING) {
+    s->out.state = JMG_RDV_RUNNING;
     *completes = 1;
     unlist(s); /* complete: no later arrival can belong to it */
     pthread_cond_broadcast(&s->cv);
@@ -398,55 +330,61 @@ static int arrive(const jmg_rdv_key *key, int shard, void *post,
 /* Who runs the op: a blocking shard 0 always; with an asynchronous shard 0,
  * the participant whose arrival completed the call. */
 static int runs_leader(const session *s, int shard, int completes) {
-  if (s->state != RUNNING || s->claimed) return 0;
+  if (s->out.state != JMG_RDV_RUNNING || s->claimed) return 0;
   return s->leader_async ? completes : shard == 0;
 }
 
-static int threads_join(const jmg_rdv_key *key, int shard, void *post,
-                        jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                        jmg_error *err) {
+/* A blocking participant: arrives, waits, runs the leader's op if it is
+ * shard 0, and takes its share of the outcome (value may be NULL). */
+static int join_blocking(const jmg_rdv_key *key, int shard, void *post,
+                         const jmg_rdv_leader *leader, double timeout_s,
+                         jmg_rdv_value *value, jmg_error *err) {
+  if (value != NULL) memset(value, 0, sizeof *value);
+  const jmg_rdv_waiter blocking = {NULL, NULL, NULL};
   session *s;
   int completes;
-  int rc = arrive(key, shard, post, fn, fn_ctx, NULL, NULL, timeout_s, &s,
+  int rc = arrive(key, shard, post, leader, &blocking, timeout_s, &s,
                   &completes, err);
   if (rc != 0) return rc;
 
-  struct timespec deadline = deadline_after(timeout_s);
-  while (s->state == WAITING) {
+  struct timespec deadline = jmg_rdv_timespec(jmg_rdv_now_s() + timeout_s);
+  while (s->out.state == JMG_RDV_WAITING) {
     int w = pthread_cond_timedwait(&s->cv, &g_mu, &deadline);
-    if (w == ETIMEDOUT && s->state == WAITING) {
+    if (w == ETIMEDOUT && s->out.state == JMG_RDV_WAITING) {
       jmg_error e;
       timeout_error(s, timeout_s, &e);
       fail_session(s, &e);
     }
   }
   if (runs_leader(s, shard, completes)) run_leader(s);
-  while (s->state == RUNNING) pthread_cond_wait(&s->cv, &g_mu);
+  while (s->out.state == JMG_RDV_RUNNING) pthread_cond_wait(&s->cv, &g_mu);
   release_async(s); /* no-op unless this thread ended the call */
 
-  rc = s->rc;
-  if (rc != 0) jmg_error_copy(err, &s->err);
+  rc = jmg_rdv_outcome_take(&s->out, err, value);
   leave(s);
   pthread_mutex_unlock(&g_mu);
   return rc;
 }
 
-static int threads_join_async(const jmg_rdv_key *key, int shard, void *post,
-                              jmg_leader_fn fn, void *fn_ctx, double timeout_s,
-                              jmg_rdv_done_fn done, void *done_ctx,
-                              jmg_error *err) {
+/* An asynchronous participant: arrives, runs the leader's op if its arrival
+ * completed the call and shard 0 is asynchronous, and releases whoever waits
+ * if the call is over. */
+static int join_async(const jmg_rdv_key *key, int shard, void *post,
+                      const jmg_rdv_leader *leader, double timeout_s,
+                      const jmg_rdv_waiter *waiter, jmg_error *err) {
   pthread_once(&g_watch_once, start_watchdog);
   if (!g_watch_running)
     return jmg_error_set(err, JMG_EINTERNAL, key->op, "pthread_create",
                          "cannot start the rendezvous timeout watchdog");
   session *s;
   int completes;
-  int rc = arrive(key, shard, post, fn, fn_ctx, done, done_ctx, timeout_s, &s,
-                  &completes, err);
+  int rc = arrive(key, shard, post, leader, waiter, timeout_s, &s, &completes,
+                  err);
   if (rc != 0) return rc;
   s->inside++; /* hold the session: done may let this participant go */
   if (runs_leader(s, shard, completes)) run_leader(s);
-  if (s->state == DONE || s->state == FAILED) release_async(s);
+  if (s->out.state == JMG_RDV_DONE || s->out.state == JMG_RDV_FAILED)
+    release_async(s);
   leave(s);
   pthread_mutex_unlock(&g_mu);
   return 0;
@@ -455,81 +393,21 @@ static int threads_join_async(const jmg_rdv_key *key, int shard, void *post,
 static void threads_abort(const jmg_rdv_key *key, int shard,
                           const jmg_error *why) {
   jmg_error e;
-  if (check_key(key, shard, &e) != 0) return;
-  ident id = jmg_call_ident_of(key);
-  jmg_rdv_abort_error(&id, shard, why, &e);
-
+  if (jmg_rdv_abort_begin(key, shard, 0, why, &e) != 0) return;
+  const ident id = jmg_rdv_ident_of(key);
   pthread_mutex_lock(&g_mu);
   if (find_tombstone(&id) == NULL) {
     jmg_error ignored;
     session *s = find_or_create(&id, &ignored);
-    if (s != NULL && s->state == WAITING) {
-      fail_session(s, &e);
-      s->inside++;
-      release_async(s);
-      leave(s);
-    } else if (s == NULL) {
+    if (s != NULL && s->out.state == JMG_RDV_WAITING)
+      fail_and_release(s, &e);
+    else if (s == NULL)
       add_tombstone(&id, &e);
-    }
   }
   pthread_mutex_unlock(&g_mu);
 }
 
-static const jmg_rendezvous g_threads = {
-    "threads",
-    threads_join,
-    threads_join_async,
-    threads_abort,
-};
+JMG_RDV_MECHANISM(g_threads, "threads", join_blocking, join_async,
+                  threads_abort);
 
 const jmg_rendezvous *jmg_rendezvous_threads(void) { return &g_threads; }
-
-/* ---- sequence numbers ---------------------------------------------------- */
-
-typedef struct seq_entry {
-  struct seq_entry *next;
-  char op[OP_LEN];
-  int64_t mesh_id;
-  int shard;
-  int64_t run_id;
-  int64_t count;
-} seq_entry;
-
-static pthread_mutex_t g_seq_mu = PTHREAD_MUTEX_INITIALIZER;
-static seq_entry *g_seq;
-
-int64_t jmg_rdv_next_seq(const char *op, int64_t mesh_id, int shard,
-                         int64_t run_id) {
-  pthread_mutex_lock(&g_seq_mu);
-  seq_entry *e = g_seq;
-  while (e && !(e->mesh_id == mesh_id && e->shard == shard &&
-                strncmp(e->op, op, OP_LEN - 1) == 0))
-    e = e->next;
-  if (e == NULL) {
-    e = calloc(1, sizeof *e);
-    if (e == NULL) {
-      /* Without memory no counter is kept; distinct run ids still work. */
-      pthread_mutex_unlock(&g_seq_mu);
-      return 0;
-    }
-    snprintf(e->op, sizeof e->op, "%s", op);
-    e->mesh_id = mesh_id;
-    e->shard = shard;
-    e->run_id = run_id;
-    e->count = 0;
-    e->next = g_seq;
-    g_seq = e;
-  } else if (e->run_id != run_id) {
-    e->run_id = run_id;
-    e->count = 0;
-  }
-  int64_t seq = e->count++;
-  pthread_mutex_unlock(&g_seq_mu);
-  return seq;
-}
-
-double jmg_rdv_default_timeout(void) {
-  jmg_config c;
-  jmg_config_read(&c);
-  return c.rendezvous_timeout_s;
-}

@@ -14,6 +14,7 @@
 #include "rendezvous/rendezvous.h"
 #include "test.h"
 #include "test_clock.h"
+#include "test_value.h"
 
 /* ---- helpers --------------------------------------------------------------
  */
@@ -41,6 +42,7 @@ typedef struct leader_ctx {
   int group;
   atomic_int *runs_per_iter; /* optional: counts runs per post.iter */
   int niter;
+  size_t value_len; /* join_value: how many bytes of value to give */
 } leader_ctx;
 
 static int leader_fn(void *ctx, void *const *posts, int nparts,
@@ -64,6 +66,17 @@ static int leader_fn(void *ctx, void *const *posts, int nparts,
   return 0;
 }
 
+/* The leader's fn of join_value: leader_fn, then value_len bytes of a
+ * pattern of the group (see value_is). */
+static int value_leader_fn(void *ctx, void *const *posts, int nparts,
+                           jmg_rdv_value *value, jmg_error *err) {
+  int rc = leader_fn(ctx, posts, nparts, err);
+  if (rc != 0) return rc;
+  const leader_ctx *l = ctx;
+  value_fill(value, l->value_len, l->group);
+  return 0;
+}
+
 /* One participant, run on its own thread. */
 typedef struct part {
   jmg_rdv_key key;
@@ -74,6 +87,7 @@ typedef struct part {
   double delay_s;    /* sleep before joining */
   int abort_instead; /* call abort(why) instead of join */
   int async;         /* join_async, then wait for the done callback */
+  int value_join;    /* join_value or join_value_async */
   jmg_error why;
   /* results */
   int rc;
@@ -82,6 +96,8 @@ typedef struct part {
   atomic_int done_calls;
   int done_rc;
   jmg_error done_err;
+  jmg_rdv_value value; /* value_join: what the participant received */
+  int done_value_null; /* value_join and async: done got no value */
 } part;
 
 static void part_done(void *ctx, int rc, const jmg_error *err) {
@@ -89,6 +105,14 @@ static void part_done(void *ctx, int rc, const jmg_error *err) {
   pt->done_rc = rc;
   if (err != NULL) jmg_error_copy(&pt->done_err, err);
   atomic_fetch_add(&pt->done_calls, 1);
+}
+
+static void part_value_done(void *ctx, int rc, const jmg_rdv_value *value,
+                            const jmg_error *err) {
+  part *pt = ctx;
+  pt->done_value_null = value == NULL;
+  if (value != NULL) pt->value = *value;
+  part_done(ctx, rc, err);
 }
 
 static void *part_main(void *arg) {
@@ -101,8 +125,14 @@ static void *part_main(void *arg) {
     rdv->abort(&pt->key, pt->shard, &pt->why);
     pt->rc = -(int)pt->why.code;
   } else if (pt->async) {
-    pt->rc = rdv->join_async(&pt->key, pt->shard, &pt->p, leader_fn, pt->leader,
-                             pt->timeout_s, part_done, pt, &pt->err);
+    if (pt->value_join)
+      pt->rc = rdv->join_value_async(&pt->key, pt->shard, &pt->p,
+                                     value_leader_fn, pt->leader, pt->timeout_s,
+                                     part_value_done, pt, &pt->err);
+    else
+      pt->rc = rdv->join_async(&pt->key, pt->shard, &pt->p, leader_fn,
+                               pt->leader, pt->timeout_s, part_done, pt,
+                               &pt->err);
     /* Joined: the outcome comes through done (bounded wait). */
     while (pt->rc == 0 && atomic_load(&pt->done_calls) == 0 &&
            now_s() - t0 < 10.0)
@@ -111,6 +141,9 @@ static void *part_main(void *arg) {
       pt->rc = atomic_load(&pt->done_calls) ? pt->done_rc : 99999;
       jmg_error_copy(&pt->err, &pt->done_err);
     }
+  } else if (pt->value_join) {
+    pt->rc = rdv->join_value(&pt->key, pt->shard, &pt->p, value_leader_fn,
+                             pt->leader, pt->timeout_s, &pt->value, &pt->err);
   } else {
     pt->rc = rdv->join(&pt->key, pt->shard, &pt->p, leader_fn, pt->leader,
                        pt->timeout_s, &pt->err);
@@ -703,4 +736,135 @@ TEST(rendezvous_async_abort_and_leader_error_reach_everyone) {
     CHECK_EQ(parts[i].rc, -JMG_ELAPACK);
     CHECK_CONTAINS(parts[i].err.msg, "injected leader failure 42");
   }
+}
+
+/* ---- the value a call hands to everyone ----------------------------------
+ */
+
+TEST(rendezvous_value_reaches_every_participant) {
+  enum { N = 6 };
+  part parts[N];
+  /* Blocking and asynchronous participants, shard 0 blocking; shard 5 joins
+   * without a value and still meets the others. */
+  leader_ctx l;
+  memset(&l, 0, sizeof l);
+  l.group = 3;
+  l.value_len = 128; /* an NCCL unique id */
+  jmg_rdv_key key = make_key("potrs", 81, fresh_run_id(), 0, N);
+  for (int i = 0; i < N; ++i) {
+    part_init(&parts[i], key, i, &l, 5.0);
+    parts[i].async = i % 2;
+    parts[i].value_join = i != 5;
+    parts[i].delay_s = 0.002 * ((i * 5) % N);
+    value_stale(&parts[i].value);
+  }
+  run_parts(parts, N);
+  CHECK_EQ(atomic_load(&l.runs), 1);
+  CHECK_EQ(atomic_load(&l.order_bad), 0);
+  for (int i = 0; i < N; ++i) {
+    CHECK_EQ(parts[i].rc, 0);
+    if (i == 5) continue;
+    CHECK(value_is(&parts[i].value, 128, 3));
+    CHECK_EQ(parts[i].done_value_null, 0);
+  }
+
+  /* Shard 0 asynchronous: the leader's fn runs on whichever participant
+   * completes the call; a value of the largest size. */
+  leader_ctx l2;
+  memset(&l2, 0, sizeof l2);
+  l2.group = 4;
+  l2.value_len = JMG_RDV_MAX_VALUE;
+  key = make_key("potrs", 82, fresh_run_id(), 0, N);
+  for (int i = 0; i < N; ++i) {
+    part_init(&parts[i], key, i, &l2, 5.0);
+    parts[i].async = i != 3;
+    parts[i].value_join = 1;
+    parts[i].delay_s = 0.002 * (N - i); /* shard 0 is not last */
+    value_stale(&parts[i].value);
+  }
+  run_parts(parts, N);
+  CHECK_EQ(atomic_load(&l2.runs), 1);
+  for (int i = 0; i < N; ++i) {
+    CHECK_EQ(parts[i].rc, 0);
+    CHECK(value_is(&parts[i].value, JMG_RDV_MAX_VALUE, 4));
+  }
+
+  /* Shard 0 joins without a value: everyone else gets an empty one. */
+  leader_ctx l3;
+  memset(&l3, 0, sizeof l3);
+  l3.value_len = 16; /* not used: leader_fn gives no value */
+  key = make_key("potrs", 83, fresh_run_id(), 0, 3);
+  for (int i = 0; i < 3; ++i) {
+    part_init(&parts[i], key, i, &l3, 5.0);
+    parts[i].value_join = i != 0;
+    parts[i].async = i == 2;
+    value_stale(&parts[i].value);
+  }
+  run_parts(parts, 3);
+  CHECK_EQ(atomic_load(&l3.runs), 1);
+  for (int i = 1; i < 3; ++i) {
+    CHECK_EQ(parts[i].rc, 0);
+    CHECK(value_empty(&parts[i].value));
+  }
+}
+
+/* Runs n value-joining participants of key (odd shards asynchronous), each
+ * starting with a stale value; shard `missing` never comes (-1: all come).
+ * Checks that each failed with `code`, message containing `msg`, and that
+ * nobody received a value. */
+static void value_fails_everyone(jmg_rdv_key key, int n, int missing,
+                                 leader_ctx *l, double timeout_s, int code,
+                                 const char *msg) {
+  part parts[8];
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i == missing) continue;
+    part_init(&parts[m], key, i, l, timeout_s);
+    parts[m].async = i % 2;
+    parts[m].value_join = 1;
+    value_stale(&parts[m].value);
+    ++m;
+  }
+  run_parts(parts, m);
+  for (int i = 0; i < m; ++i) {
+    CHECK_EQ(parts[i].rc, -code);
+    CHECK_CONTAINS(parts[i].err.msg, msg);
+    if (parts[i].async) /* done got no value, or (failed to join) no call */
+      CHECK(parts[i].done_value_null || atomic_load(&parts[i].done_calls) == 0);
+    else
+      CHECK(value_empty(&parts[i].value));
+  }
+}
+
+TEST(rendezvous_value_is_empty_on_every_error) {
+  leader_ctx l;
+  /* The leader fails. */
+  memset(&l, 0, sizeof l);
+  l.value_len = 64;
+  l.fail = 1;
+  value_fails_everyone(make_key("potrs", 84, fresh_run_id(), 0, 4), 4, -1, &l,
+                       5.0, JMG_ELAPACK, "injected leader failure 42");
+  if (jmg_test_failed) return;
+  CHECK_EQ(atomic_load(&l.runs), 1);
+  /* The leader's value is larger than a rendezvous hands over. */
+  memset(&l, 0, sizeof l);
+  l.value_len = JMG_RDV_MAX_VALUE + 1;
+  value_fails_everyone(make_key("potrs", 85, fresh_run_id(), 0, 4), 4, -1, &l,
+                       5.0, JMG_EINTERNAL, "JMG_RDV_MAX_VALUE");
+  if (jmg_test_failed) return;
+  /* A participant never comes. */
+  memset(&l, 0, sizeof l);
+  l.value_len = 64;
+  value_fails_everyone(make_key("potrs", 86, fresh_run_id(), 0, 4), 4, 2, &l,
+                       0.2, JMG_ETIMEDOUT, "shard(s) 2 never did");
+  if (jmg_test_failed) return;
+  CHECK_EQ(atomic_load(&l.runs), 0);
+  /* A participant aborts before anyone joins. */
+  jmg_rdv_key key = make_key("potrs", 87, fresh_run_id(), 0, 4);
+  jmg_error why;
+  jmg_error_set(&why, JMG_EINVAL, "potrs", "FFI call frame", "bad shard 1");
+  jmg_rendezvous_threads()->abort(&key, 1, &why);
+  value_fails_everyone(key, 4, 1, &l, 5.0, JMG_EINVAL, "bad shard 1");
+  if (jmg_test_failed) return;
+  CHECK_EQ(atomic_load(&l.runs), 0);
 }

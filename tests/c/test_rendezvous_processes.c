@@ -20,6 +20,7 @@
 #include "rendezvous/rendezvous.h"
 #include "test.h"
 #include "test_clock.h"
+#include "test_value.h"
 
 /* ---- helpers --------------------------------------------------------------
  */
@@ -77,6 +78,18 @@ static int leader_fn(void *ctx, void *const *posts, int nparts,
   return 0;
 }
 
+/* The value the leader of tag's call gives (128 bytes: an NCCL unique id). */
+#define VALUE_LEN 128
+
+static int value_leader_fn(void *ctx, void *const *posts, int nparts,
+                           jmg_rdv_value *value, jmg_error *err) {
+  int rc = leader_fn(ctx, posts, nparts, err);
+  if (rc != 0) return rc;
+  const leader_ctx *l = ctx;
+  value_fill(value, VALUE_LEN, l->tag);
+  return 0;
+}
+
 /* What one child does. */
 typedef struct spec {
   jmg_rdv_key key;
@@ -88,6 +101,7 @@ typedef struct spec {
   int abort_instead; /* abort(why) instead of join */
   int leader_fail;   /* the leader's fn fails */
   int async_join;    /* join_async, then wait for done */
+  int value_join;    /* join_value(_async) instead of join(_async) */
   jmg_error why;
 } spec;
 
@@ -98,6 +112,8 @@ typedef struct report {
   int order_bad;
   double elapsed_s;
   jmg_error err;
+  jmg_rdv_value value; /* value_join: what it received */
+  int value_null;      /* value_join and async_join: done got no value */
 } report;
 
 typedef struct child {
@@ -112,6 +128,7 @@ typedef struct async_result {
   _Atomic int called;
   int rc;
   jmg_error err;
+  report *r; /* value_join: where the value goes */
 } async_result;
 
 static void async_done(void *ctx, int rc, const jmg_error *err) {
@@ -121,14 +138,27 @@ static void async_done(void *ctx, int rc, const jmg_error *err) {
   atomic_fetch_add(&a->called, 1);
 }
 
+static void async_value_done(void *ctx, int rc, const jmg_rdv_value *value,
+                             const jmg_error *err) {
+  async_result *a = ctx;
+  a->r->value_null = value == NULL;
+  if (value != NULL) a->r->value = *value;
+  async_done(ctx, rc, err);
+}
+
 /* join_async, then waits (bounded) for done; -JMG_EINTERNAL if it never
  * comes. */
 static int join_async_and_wait(const spec *sp, void *buf, leader_ctx *l,
-                               jmg_error *err) {
+                               report *r, jmg_error *err) {
   static async_result a; /* one per child process */
+  a.r = r;
   const jmg_rendezvous *rdv = jmg_rendezvous_processes();
-  int rc = rdv->join_async(&sp->key, sp->shard, buf, leader_fn, l,
-                           sp->timeout_s, async_done, &a, err);
+  int rc = sp->value_join
+               ? rdv->join_value_async(&sp->key, sp->shard, buf,
+                                       value_leader_fn, l, sp->timeout_s,
+                                       async_value_done, &a, err)
+               : rdv->join_async(&sp->key, sp->shard, buf, leader_fn, l,
+                                 sp->timeout_s, async_done, &a, err);
   if (rc != 0) return rc;
   double end = now_s() + sp->timeout_s + 5.0;
   while (atomic_load(&a.called) == 0 && now_s() < end) sleep_s(0.002);
@@ -145,6 +175,7 @@ static void child_main(const spec *sp, int wfd) {
   const jmg_rendezvous *rdv = jmg_rendezvous_processes();
   report r;
   memset(&r, 0, sizeof r);
+  value_stale(&r.value);
   leader_ctx l;
   memset(&l, 0, sizeof l);
   l.tag = sp->tag;
@@ -159,7 +190,10 @@ static void child_main(const spec *sp, int wfd) {
     rdv->abort(&sp->key, sp->shard, &sp->why);
     r.rc = -(int)sp->why.code;
   } else if (sp->async_join) {
-    r.rc = join_async_and_wait(sp, buf, &l, &r.err);
+    r.rc = join_async_and_wait(sp, buf, &l, &r, &r.err);
+  } else if (sp->value_join) {
+    r.rc = rdv->join_value(&sp->key, sp->shard, buf, value_leader_fn, &l,
+                           sp->timeout_s, &r.value, &r.err);
   } else {
     r.rc = rdv->join(&sp->key, sp->shard, buf, leader_fn, &l, sp->timeout_s,
                      &r.err);
@@ -634,30 +668,72 @@ TEST(rendezvous_processes_async_joins_meet_and_fail_like_blocking_ones) {
   CHECK_EQ(cs[0].r.leader_runs, 0);
 }
 
-TEST(rendezvous_proc_stat_tells_dying_processes) {
-  /* Running, sleeping: flags without PF_EXITING (0x4). */
-  CHECK_EQ(jmg_proc_stat_dying("42 (python3) S 1 42 42 0 -1 4194560 100 0"), 0);
-  CHECK_EQ(jmg_proc_stat_dying("42 (python3) R 1 42 42 0 -1 4194304 1 0"), 0);
-  /* Zombie and dead. */
-  CHECK_EQ(jmg_proc_stat_dying("42 (python3) Z 1 42 42 0 -1 4227084 100 0"), 1);
-  CHECK_EQ(jmg_proc_stat_dying("42 (python3) X 1 42 42 0 -1 0 0 0"), 1);
-  /* Exiting but not yet a zombie (a process letting go of its GPUs). */
-  CHECK_EQ(jmg_proc_stat_dying("42 (python3) D 1 42 42 0 -1 4194308 100 0"), 1);
-  /* A command name with spaces and parentheses. */
-  CHECK_EQ(jmg_proc_stat_dying("7 (a) b (c) S 1 7 7 0 -1 4194560 1 0"), 0);
-  CHECK_EQ(jmg_proc_stat_dying("7 (a) b (c) D 1 7 7 0 -1 4194564 1 0"), 1);
-  /* Unreadable lines are not dying. */
-  CHECK_EQ(jmg_proc_stat_dying(""), 0);
-  CHECK_EQ(jmg_proc_stat_dying("7 (a"), 0);
-  CHECK_EQ(jmg_proc_stat_dying("7 (a) S 1"), 0);
+/* ---- the value a call hands to everyone ----------------------------------
+ */
+
+TEST(rendezvous_processes_value_reaches_every_participant) {
+  /* Shard 0 asynchronous (the leader's fn runs on its waiting thread), shard
+   * 1 blocking, shard 2 asynchronous; each starts with a stale value. */
+  jmg_rdv_key key = make_key("potrs", 114, fresh_run_id(), 3);
+  child cs[3];
+  spec sp;
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, i, 21, 5.0);
+    sp.value_join = 1;
+    sp.async_join = i != 1;
+    sp.delay_s = 0.02 * (2 - i); /* shard 0 last */
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 3, 10.0), 3);
+  CHECK_EQ(cs[0].r.leader_runs, 1);
+  CHECK_EQ(cs[0].r.order_bad, 0);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(cs[i].r.rc, 0);
+    CHECK(value_is(&cs[i].r.value, VALUE_LEN, 21));
+    CHECK_EQ(cs[i].r.value_null, 0);
+  }
+  CHECK(!shm_exists(&key));
 }
 
-TEST(rendezvous_proc_stat_of_this_process_is_alive) {
-  FILE *f = fopen("/proc/self/stat", "r");
-  if (f == NULL) return; /* not Linux's /proc: nothing to read */
-  char buf[512];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  CHECK_EQ(jmg_proc_stat_dying(buf), 0);
+TEST(rendezvous_processes_value_is_empty_on_error) {
+  /* The leader fails: nobody receives a value (blocking ones an empty one,
+   * asynchronous ones none). */
+  jmg_rdv_key key = make_key("potrs", 115, fresh_run_id(), 3);
+  child cs[3];
+  spec sp;
+  for (int i = 0; i < 3; ++i) {
+    spec_init(&sp, key, i, 22, 5.0);
+    sp.value_join = 1;
+    sp.async_join = i == 2;
+    sp.leader_fail = 1;
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 3, 10.0), 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(cs[i].r.rc, -JMG_ELAPACK);
+    CHECK_CONTAINS(cs[i].r.err.msg, "injected leader failure 42");
+  }
+  CHECK(value_empty(&cs[0].r.value));
+  CHECK(value_empty(&cs[1].r.value));
+  CHECK_EQ(cs[2].r.value_null, 1);
+
+  /* A participant aborted before the others came: they fail at once (the
+   * asynchronous one without joining: no done call, no value). */
+  key = make_key("potrs", 116, fresh_run_id(), 3);
+  jmg_error why;
+  jmg_error_set(&why, JMG_EINVAL, "potrs", "FFI call frame", "bad shard 2");
+  jmg_rendezvous_processes()->abort(&key, 2, &why);
+  for (int i = 0; i < 2; ++i) {
+    spec_init(&sp, key, i, 23, 5.0);
+    sp.value_join = 1;
+    sp.async_join = i == 1;
+    CHECK_EQ(spawn(&cs[i], &sp), 0);
+  }
+  CHECK_EQ(collect(cs, 2, 5.0), 2);
+  for (int i = 0; i < 2; ++i) {
+    CHECK_EQ(cs[i].r.rc, -JMG_EINVAL);
+    CHECK_CONTAINS(cs[i].r.err.msg, "bad shard 2");
+  }
+  CHECK(value_empty(&cs[0].r.value));
+  CHECK(!shm_exists(&key));
 }
