@@ -1,4 +1,5 @@
-# libjaxmg_cuda.so: the same ops for platform "CUDA", on cuSOLVERMg.
+# libjaxmg_cuda.so: the same ops for platform "CUDA", on cuSOLVERDn (one GPU)
+# and cuSOLVERMg (several).
 # Included from CMakeLists.txt when the CUDA toolkit is found. The library is C:
 # it calls the CUDA runtime, cuBLAS, cuSOLVER and cuSOLVERMg through their C
 # APIs.
@@ -15,12 +16,17 @@ add_library(jaxmg_cuda SHARED
   csrc/cuda/check.c
   csrc/cuda/handles.c
   csrc/cuda/mem.c
+  csrc/cuda/hermitian.c
+  csrc/engine/cusolverdn/context.c
+  csrc/engine/cusolverdn/cholesky.c
+  csrc/engine/cusolverdn/potrs.c
+  csrc/engine/cusolverdn/potri.c
+  csrc/engine/cusolverdn/syevd.c
   csrc/engine/cusolvermg/context.c
   csrc/engine/cusolvermg/cholesky.c
   csrc/engine/cusolvermg/potrs.c
   csrc/engine/cusolvermg/potri.c
   csrc/engine/cusolvermg/syevd.c
-  csrc/engine/cusolvermg/cuda_hermitian.c
   csrc/engine/cusolvermg/cuda_potrf.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)

@@ -15,6 +15,7 @@ typedef struct trace {
   double start, last;
   size_t len;
   char text[1024];
+  char engine[32];
 } trace;
 
 static _Thread_local trace t_trace;
@@ -56,7 +57,14 @@ void jmg_trace_begin(const char *fmt, ...) {
   vappend(t, fmt, ap);
   va_end(ap);
   append(t, ":");
+  t->engine[0] = '\0';
   t->start = t->last = now();
+}
+
+void jmg_trace_engine(const char *name) {
+  trace *t = &t_trace;
+  if (!t->active) return;
+  snprintf(t->engine, sizeof t->engine, "%s", name);
 }
 
 void jmg_trace_mark(const char *what) {
@@ -71,6 +79,7 @@ void jmg_trace_end(void) {
   trace *t = &t_trace;
   if (!t->active) return;
   append(t, " total %.2f ms", 1e3 * (now() - t->start));
+  if (t->engine[0] != '\0') append(t, ", engine %s", t->engine);
   /* vsnprintf keeps the text NUL-terminated, truncated or not. */
   fprintf(stderr, "%s\n", t->text);
   t->active = 0;

@@ -1,6 +1,8 @@
 /* Where a call's time goes: with JAXMG_TRACE=1 in the environment, the leader
  * of every call prints one line to stderr naming its steps and the wall time
- * of each ("jaxmg trace potrs N=65536 T_A=1024 on 4: permute 21.3 ms, ...").
+ * of each, and the engine that ran it ("jaxmg trace potrs float64 N=65536
+ * T_A=1024 nrhs=1 on 4: permute apart 21.3 ms, ..., total 250.1 ms, engine
+ * cusolvermg").
  * For measuring, not for production: the steps are marked where the work
  * before them has finished (after a synchronization), so marks cost nothing
  * extra, and nothing at all when tracing is off. One trace per thread: the
@@ -17,6 +19,10 @@ void jmg_trace_begin(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+
+/* Names the engine of the call traced, printed after the total (the
+ * steps come first so that the line reads the same for every engine). */
+void jmg_trace_engine(const char *name);
 
 /* Ends the step `what`: the time since the previous mark (or the begin). */
 void jmg_trace_mark(const char *what);

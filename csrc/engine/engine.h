@@ -8,8 +8,9 @@
  *                     layer's leader steps permute A into the layout the
  *                     engine takes before the call and write every
  *                     participant's outputs after it. LAPACK on CPU devices
- *                     (engine/lapack/) and cuSOLVERMg with jaxmg's tiled
- *                     Cholesky on GPUs (engine/cusolvermg/) work so.
+ *                     (engine/lapack/), cuSOLVERDn on one GPU
+ *                     (engine/cusolverdn/) and cuSOLVERMg with jaxmg's tiled
+ *                     Cholesky on several GPUs (engine/cusolvermg/) work so.
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.
@@ -180,8 +181,10 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
  * table. LAPACK for CPU devices (engine/lapack/). */
 extern const jmg_engine jmg_lapack_engine;
 
-/* cuSOLVERMg for CUDA GPUs (engine/cusolvermg/; device contexts:
- * jmg_cuda_device). Defined in libjaxmg_cuda.so only. */
+/* cuSOLVERDn for a group of one CUDA GPU (engine/cusolverdn/), and
+ * cuSOLVERMg for CUDA GPUs, one or several (engine/cusolvermg/); device
+ * contexts: jmg_cuda_device. Defined in libjaxmg_cuda.so only. */
+extern const jmg_engine jmg_cusolverdn_engine;
 extern const jmg_engine jmg_cusolvermg_engine;
 
 #endif

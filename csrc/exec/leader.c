@@ -80,6 +80,7 @@ static int view_init(jmg_leader_view *v, const jmg_op_call *call,
   jmg_trace_begin("%s %s N=%lld T_A=%lld%s on %d", op,
                   jmg_dtype_name(first->dtype), (long long)first->n,
                   (long long)first->tile, own, nparts);
+  jmg_trace_engine(v->engine != NULL ? v->engine->name : "none");
   int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, first->tile, err);
   if (rc != 0) {
     snprintf(err->op, sizeof err->op, "%s", op);

@@ -4,7 +4,8 @@
  * Each participant (one per GPU, each on its own XLA thread) reads its shard
  * position from device memory, synchronizes its XLA stream so that its inputs
  * are complete, and joins the rendezvous; the leader then drives every GPU
- * through the cuSOLVERMg engine. Workspaces come from XLA's allocator.
+ * through the engine chosen for the call (cuSOLVERDn on one GPU, cuSOLVERMg
+ * on several). Workspaces come from XLA's allocator.
  * In MPMD (one process per GPU) the participants are processes: they share
  * their buffers with the leader through CUDA IPC (share/cuda_share.c), and
  * the stream synchronization above is what makes their inputs complete
@@ -157,8 +158,12 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   return rc;
 }
 
-static const jmg_engine *const g_cuda_engines[] = {&jmg_cusolvermg_engine,
-                                                   NULL};
+/* In order of preference: cuSOLVERDn where the group is one GPU (it is
+ * jaxlib's own solver there, and faster than cuSOLVERMg on one GPU: README,
+ * "Engines"), cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
+ * cuSOLVERMg on one GPU, for comparison. */
+static const jmg_engine *const g_cuda_engines[] = {
+    &jmg_cusolverdn_engine, &jmg_cusolvermg_engine, NULL};
 
 static const jmg_ffi_platform g_cuda = {
     .name = "CUDA",

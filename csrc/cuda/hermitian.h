@@ -1,8 +1,9 @@
 /* Making a distributed matrix Hermitian on GPUs: the strict upper triangle
- * becomes the conjugate transpose of the strict lower one (potri's solver
- * computes the lower triangle only). */
-#ifndef JMG_ENGINE_CUSOLVERMG_CUDA_HERMITIAN_H
-#define JMG_ENGINE_CUSOLVERMG_CUDA_HERMITIAN_H
+ * becomes the conjugate transpose of the strict lower one (potri's solvers
+ * compute the lower triangle only). Shared by the CUDA engines: cuSOLVERMg's
+ * over several GPUs, cuSOLVERDn's on one (a one-device matrix is one slab). */
+#ifndef JMG_CUDA_HERMITIAN_H
+#define JMG_CUDA_HERMITIAN_H
 
 #include <cublas_v2.h>
 

@@ -1,0 +1,145 @@
+/* The cuSOLVERDn engine's call frame and its table with its limits (dn.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/trace.h"
+#include "cuda/check.h"
+#include "engine/cusolverdn/dn.h"
+
+/* The info words sit after the workspace, aligned as XLA aligns blocks. */
+#define DN_ALIGN 256
+
+static void name_op(jmg_error *err, const char *op) {
+  if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+}
+
+int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
+                      const jmg_dist_matrix *a, jmg_error *err) {
+  memset(call, 0, sizeof *call);
+  call->op = op;
+  call->a = a;
+  call->a_data = a->data[0];
+  call->group.n = a->ndev;
+  call->group.device_ctx = a->device_ctx;
+  call->mem = jmg_cuda_mem();
+  call->saved_device = -1;
+  /* The table's supports refuses other groups; this guards the routines. */
+  if (a->ndev != 1 || a->local_cols != a->n)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "cuSOLVERDn",
+                         "called on %d GPUs (%lld of %lld columns here); it "
+                         "runs on one",
+                         a->ndev, (long long)a->local_cols, (long long)a->n);
+  const jmg_cuda_device *dev = a->device_ctx[0];
+  call->stream = (cudaStream_t)dev->stream;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&call->saved_device), op, err);
+  if (rc == 0)
+    rc = jmg_cuda_handles_acquire(a->device_ctx, 1, "cuSOLVERDn", &call->h,
+                                  err);
+  if (rc == 0) {
+    call->dn = call->h->dn[0];
+    /* The handle was made on this GPU; cuSOLVER still wants it current. */
+    if (call->saved_device != dev->device)
+      rc = JMG_CUDA_TRY(cudaSetDevice(dev->device), op, err);
+  }
+  /* Inputs were written on XLA's stream, and the ops layer's copies go on
+   * it too: on the same stream nothing needs to wait. */
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(call->dn, call->stream), op,
+                          err);
+  if (rc != 0) name_op(err, op);
+  jmg_trace_mark("engine start");
+  return rc;
+}
+
+int jmg_dn_take_workspace(jmg_dn_call *call, size_t device_bytes,
+                          size_t host_bytes, jmg_error *err) {
+  const size_t at = (device_bytes + DN_ALIGN - 1) / DN_ALIGN * DN_ALIGN;
+  const size_t bytes = at + JMG_DN_MAX_INFO * sizeof(int);
+  int rc = call->mem->alloc(&call->group, 0, bytes, &call->work, err);
+  if (rc != 0) {
+    call->work = NULL;
+    name_op(err, call->op);
+    return rc;
+  }
+  call->alloc_bytes = bytes;
+  call->work_bytes = device_bytes;
+  call->d_info = (int *)((char *)call->work + at);
+  if (host_bytes > 0) {
+    call->host_work = malloc(host_bytes);
+    if (call->host_work == NULL)
+      return jmg_error_set(err, JMG_ENOMEM, call->op, "malloc",
+                           "cannot allocate %zu bytes of cuSOLVER's host "
+                           "workspace",
+                           host_bytes);
+    call->host_bytes = host_bytes;
+  }
+  /* From here on the routines issue work. */
+  call->pending = 1;
+  return 0;
+}
+
+int jmg_dn_read_info(jmg_dn_call *call, int *h_info, int count,
+                     const char *const *names, jmg_error *err) {
+  int rc = JMG_CUDA_TRY(
+      cudaMemcpyAsync(h_info, call->d_info, (size_t)count * sizeof(int),
+                      cudaMemcpyDeviceToHost, call->stream),
+      call->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamSynchronize(call->stream), call->op, err);
+  if (rc != 0) return rc;
+  call->pending = 0;
+  for (int i = 0; i < count; ++i)
+    if (h_info[i] < 0)
+      return jmg_error_set(err, JMG_ECUSOLVER, call->op, names[i],
+                           "argument %d was rejected", -h_info[i]);
+  return 0;
+}
+
+void jmg_dn_end_call(jmg_dn_call *call) {
+  /* After a failure work may still run on the workspace. */
+  if (call->pending) (void)cudaStreamSynchronize(call->stream);
+  if (call->work != NULL)
+    call->mem->release(&call->group, 0, call->work, call->alloc_bytes);
+  free(call->host_work);
+  if (call->h != NULL) jmg_cuda_handles_release(call->h);
+  if (call->saved_device >= 0) {
+    int now = -1;
+    if (cudaGetDevice(&now) == cudaSuccess && now != call->saved_device)
+      (void)cudaSetDevice(call->saved_device);
+  }
+}
+
+/* ---- the engine -----------------------------------------------------------*/
+
+/* What cuSOLVERDn cannot do, known before the call. */
+static int dn_supports(const jmg_engine *e, const jmg_problem *p, char *why,
+                       size_t why_len) {
+  (void)e;
+  if (p->nparts != 1) {
+    snprintf(why, why_len,
+             "%d GPUs: cuSOLVERDn runs on one (cusolvermg takes several)",
+             p->nparts);
+    return 0;
+  }
+  /* The 64-bit API has no potri; cusolverDn<t>potri takes int. */
+  if (strcmp(p->op, "potri") == 0 && p->n > INT_MAX) {
+    snprintf(why, why_len, "N=%lld exceeds cusolverDn<t>potri's 32-bit int",
+             (long long)p->n);
+    return 0;
+  }
+  return 1;
+}
+
+const jmg_engine jmg_cusolverdn_engine = {
+    .name = "cusolverdn",
+    .model = JMG_MODEL_LEADER,
+    .supports = dn_supports,
+    .leader =
+        {
+            .potrs = jmg_dn_potrs,
+            .potri = jmg_dn_potri,
+            .syevd = jmg_dn_syevd,
+        },
+};

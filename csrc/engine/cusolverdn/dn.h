@@ -1,0 +1,99 @@
+/* The cuSOLVERDn engine's parts (internal to engine/cusolverdn/).
+ *
+ * The engine runs a call whose group is ONE GPU (its `supports` refuses
+ * more; cuSOLVERMg takes those): the matrix is then one column-major n x n
+ * block on that GPU (lda n), where the block-cyclic and contiguous layouts
+ * coincide, and cuSOLVERDn's single-GPU routines run on it in place, as
+ * jaxlib's own solvers do.
+ *
+ * Everything runs in order on the participant's XLA stream, the stream the
+ * ops layer's copies use too, so nothing waits for anything between steps:
+ * the only wait of a routine is the one that brings cuSOLVER's info to the
+ * host at its end (info is data: the ops layer decides on it). The
+ * cuSOLVERDn handle is the device set's (cuda/handles.h), locked for the
+ * call and set to the stream at its start. Workspaces come from XLA's
+ * allocator (the platform's memory module), with cuSOLVER's info words in
+ * the same allocation, and a host workspace where the 64-bit API wants one;
+ * all are taken before anything is written (the JMG_ENOMEM contract) and
+ * returned after the wait.
+ *
+ * uplo and conjugation are those of the cuSOLVERMg engine: the lower
+ * triangle of the matrix as handed over (column-major), so that both engines
+ * compute the same thing from the same bytes (the Python layer accounts for
+ * the conjugation of a row-sharded Hermitian A, see ops/ops.h).
+ *
+ * One file per routine (potrs.c, potri.c, syevd.c), the factorization that
+ * potrs and potri share in cholesky.c, the call frame and the table here. */
+#ifndef JMG_ENGINE_CUSOLVERDN_DN_H
+#define JMG_ENGINE_CUSOLVERDN_DN_H
+
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+#include <stddef.h>
+
+#include "cuda/device.h"
+#include "cuda/handles.h"
+#include "engine/engine.h"
+#include "mem/mem.h"
+
+/* cuSOLVER info words a call may use (one per cuSOLVER routine it runs). */
+#define JMG_DN_MAX_INFO 4
+
+/* One call's frame: the device set (one GPU, locked), its stream, the saved
+ * current device, the workspaces. */
+typedef struct jmg_dn_call {
+  const char *op;
+  const jmg_dist_matrix *a;
+  void *a_data;        /* a->data[0]: the n x n matrix, lda n */
+  jmg_mem_group group; /* a's one participant, for the memory operations */
+  const jmg_mem *mem;
+  jmg_cuda_handles *h;
+  cusolverDnHandle_t dn; /* h->dn[0], on stream */
+  cudaStream_t stream;   /* the participant's XLA stream */
+  int saved_device;
+  void *work; /* device: work_bytes for cuSOLVER, then the info words */
+  size_t work_bytes, alloc_bytes;
+  int *d_info; /* JMG_DN_MAX_INFO ints on the device, inside work */
+  void *host_work;
+  size_t host_bytes;
+  int pending; /* work was issued on stream since the last wait */
+} jmg_dn_call;
+
+/* Starts a call: checks the group, locks the device set's handles, makes the
+ * GPU current and puts the cuSOLVERDn handle on the participant's stream.
+ * End it with jmg_dn_end_call whatever this returns. */
+int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
+                      const jmg_dist_matrix *a, jmg_error *err);
+
+/* Takes device_bytes of device workspace (plus the info words) and
+ * host_bytes of host workspace. Fails with JMG_ENOMEM, having written
+ * nothing, when either cannot be had. */
+int jmg_dn_take_workspace(jmg_dn_call *call, size_t device_bytes,
+                          size_t host_bytes, jmg_error *err);
+
+/* Brings the first count info words to h_info and waits for the stream
+ * (everything issued so far is then done). A negative info (an argument
+ * cuSOLVER rejected) becomes an error naming names[i], the routine that
+ * wrote word i. */
+int jmg_dn_read_info(jmg_dn_call *call, int *h_info, int count,
+                     const char *const *names, jmg_error *err);
+
+/* Waits for the stream if work is pending (after a failure), returns the
+ * workspaces, unlocks the device set, restores the device. */
+void jmg_dn_end_call(jmg_dn_call *call);
+
+/* The Cholesky factorization potrs and potri share (cholesky.c): its
+ * workspace sizes, and A = L L^H in the lower triangle of a, info in
+ * call->d_info[slot]. */
+int jmg_dn_potrf_workspace(jmg_dn_call *call, size_t *device_bytes,
+                           size_t *host_bytes, jmg_error *err);
+int jmg_dn_potrf(jmg_dn_call *call, int slot, jmg_error *err);
+
+int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                 int64_t nrhs, int *info, jmg_error *err);
+int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
+                 jmg_error *err);
+int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
+                 int want_vectors, int *info, jmg_error *err);
+
+#endif
