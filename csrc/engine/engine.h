@@ -177,6 +177,17 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                       const jmg_config *cfg, const jmg_engine **out,
                       jmg_error *err);
 
+/* The same choice asked ahead of a call, by the Python layer before it
+ * traces anything (so that a T_A or a group an engine cannot take is a
+ * ValueError naming the limit, and the default T_A is one that runs): the
+ * problem by names (op "potrs"..., dtype "float64"...), the settings read
+ * now. Returns 1 and the chosen engine's name in out, 0 and the error's
+ * message (naming every reason) in out, or -1 for an unknown op or dtype.
+ * out is always NUL-terminated when len > 0. */
+int jmg_engine_check(const jmg_engine *const *engines, const char *op,
+                     int nparts, const char *dtype, int64_t n, int64_t tile,
+                     char *out, size_t len);
+
 /* The engines, as objects so that a platform's list of them is a constant
  * table. LAPACK for CPU devices (engine/lapack/). */
 extern const jmg_engine jmg_lapack_engine;

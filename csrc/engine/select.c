@@ -86,3 +86,34 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                        (long long)p->tile, p->nparts,
                        used ? reasons : "no engines");
 }
+
+int jmg_engine_check(const jmg_engine *const *engines, const char *op,
+                     int nparts, const char *dtype, int64_t n, int64_t tile,
+                     char *out, size_t len) {
+  if (out != NULL && len > 0) out[0] = '\0';
+  if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
+  static const char *const ops[] = {"potrs", "potri", "syevd"};
+  const char *known = NULL;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
+    if (strcmp(op, ops[i]) == 0) known = ops[i];
+  int t = -1;
+  for (int i = 0; i < JMG_NUM_DTYPES; ++i)
+    if (strcmp(dtype, jmg_dtype_name((jmg_dtype)i)) == 0) t = i;
+  if (known == NULL || t < 0) {
+    snprintf(out, len, "unknown op \"%s\" or dtype \"%s\"", op, dtype);
+    return -1;
+  }
+  const jmg_problem p = {known, nparts, (jmg_dtype)t, n, tile};
+  jmg_config cfg;
+  jmg_config_read(&cfg);
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  if (jmg_engine_select(engines, &p, &cfg, &e, &err) != 0) {
+    /* "JAXMG_ENGINE: ..." or "engine selection: ...": what decided. */
+    snprintf(out, len, "%s: %s", err.call, err.msg);
+    return 0;
+  }
+  snprintf(out, len, "%s", e->name);
+  return 1;
+}

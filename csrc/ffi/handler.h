@@ -30,4 +30,18 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
     return jmg_ffi_handle(frame, platform, op);                 \
   }
 
+/* Defines the exported `int symbol(op, nparts, dtype, n, tile, out, len)`:
+ * jmg_engine_check over platform's engines (engine/engine.h), for the
+ * Python layer, through ctypes. */
+#define JMG_FFI_EXPORT_ENGINE_CHECK(symbol, platform)                        \
+  __attribute__((visibility("default"))) int symbol(                        \
+      const char *op, int nparts, const char *dtype, int64_t n,             \
+      int64_t tile, char *out, size_t len);                                 \
+  __attribute__((visibility("default"))) int symbol(                        \
+      const char *op, int nparts, const char *dtype, int64_t n,             \
+      int64_t tile, char *out, size_t len) {                                \
+    return jmg_engine_check((platform)->engines, op, nparts, dtype, n, tile, \
+                            out, len);                                      \
+  }
+
 #endif

@@ -1,4 +1,7 @@
 /* engine/select.c: which engine runs a call, on small fake engine tables. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -161,4 +164,91 @@ TEST(engine_has_looks_at_the_routines_of_the_engines_model) {
   CHECK(jmg_engine_has(&g_local, "potri"));
   CHECK(!jmg_engine_has(&g_local, "potrs"));
   CHECK(!jmg_engine_has(&g_first, "lu_solve"));
+}
+
+/* Like cuSOLVERDn: a group of one device only. */
+static int one_device(const jmg_engine *e, const jmg_problem *p, char *why,
+                      size_t len) {
+  (void)e;
+  if (p->nparts == 1) return 1;
+  snprintf(why, len, "%d GPUs: runs on one", p->nparts);
+  return 0;
+}
+
+/* The CUDA platform's shape: a one-device engine first, then one for any
+ * group with cuSOLVERMg's kind of tile limit on syevd. */
+static const jmg_engine g_dn = {
+    .name = "dn",
+    .model = JMG_MODEL_LEADER,
+    .supports = one_device,
+    .leader = {.potrs = fake_potrs, .syevd = fake_syevd},
+};
+static const jmg_engine *const g_cuda_like[] = {&g_dn, &g_narrow, NULL};
+
+TEST(engine_select_one_device_engine_first_then_the_group_engine) {
+  jmg_config cfg = config("");
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  /* One device: the one-device engine, whatever the tile. */
+  jmg_problem p = {"syevd", 1, JMG_F64, 64, 64};
+  CHECK_EQ(jmg_engine_select(g_cuda_like, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_dn);
+  /* Several: the group engine, within its limits. */
+  p.nparts = 4;
+  p.tile = 8;
+  CHECK_EQ(jmg_engine_select(g_cuda_like, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_narrow);
+  p.tile = 16;
+  CHECK_EQ(jmg_engine_select(g_cuda_like, &p, &cfg, &e, &err),
+           -JMG_EUNSUPPORTED);
+  CHECK_CONTAINS(err.msg, "dn: 4 GPUs: runs on one");
+  CHECK_CONTAINS(err.msg, "narrow: T_A=16 > 8");
+  /* JAXMG_ENGINE names the group engine on one device: it runs. */
+  jmg_error_clear(&err);
+  cfg = config("narrow");
+  p.nparts = 1;
+  p.tile = 8;
+  CHECK_EQ(jmg_engine_select(g_cuda_like, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_narrow);
+}
+
+TEST(engine_check_names_the_engine_or_the_reasons) {
+  char out[512];
+  const char *saved = getenv("JAXMG_ENGINE");
+  char keep[64] = "";
+  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
+  unsetenv("JAXMG_ENGINE");
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 64, out,
+                            sizeof out),
+           1);
+  CHECK_CONTAINS(out, "dn");
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, "complex128", 64, 16, out,
+                            sizeof out),
+           0);
+  CHECK_CONTAINS(out, "T_A=16 > 8");
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, "float32", 64, 8, out,
+                            sizeof out),
+           0);
+  CHECK_CONTAINS(out, "has no potri");
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, "float64", 64, 8, out,
+                            sizeof out),
+           -1);
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "potrs", 1, "int8", 64, 8, out,
+                            sizeof out),
+           -1);
+  /* JAXMG_ENGINE is read at the check, as at the call. */
+  setenv("JAXMG_ENGINE", "narrow", 1);
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 16, out,
+                            sizeof out),
+           0);
+  CHECK_CONTAINS(out, "JAXMG_ENGINE");
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 8, out,
+                            sizeof out),
+           1);
+  CHECK_CONTAINS(out, "narrow");
+  if (saved != NULL)
+    setenv("JAXMG_ENGINE", keep, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
 }
