@@ -125,8 +125,18 @@ _TILE_GOOD = 1024
 _TILE_MIN = 128
 
 
-def default_tile(n: int, nparts: int, exact: bool = False) -> int:
-    """T_A when the caller leaves it out, for shards of r = n / nparts rows.
+# The widest tiles default_tile tries, in turn, until the C library says an
+# engine runs the call (_shard.choose_geometry): 2048 first (measured best),
+# narrower where an engine's limit says so (cusolverMgSyevd: T_A <= 1024).
+TILE_CAPS = (2048, 1024, 512, 256, 128)
+
+
+def default_tile(n: int, nparts: int, exact: bool = False,
+                 tile_max: int = _TILE_MAX) -> int:
+    """T_A when the caller leaves it out, for shards of r = n / nparts rows,
+    with tiles of at most ``tile_max`` columns (2048 below; an engine's limit
+    may ask for fewer, and the same rules then hold with 1024 for 2048 and
+    512 for 1024, and so on).
 
     - r <= 2048: r, the whole shard (one tile per device).
     - Else the largest divisor of r between 1024 and 2048 (no padding).
@@ -150,20 +160,22 @@ def default_tile(n: int, nparts: int, exact: bool = False) -> int:
     solver, data already cyclic, is 1% slower too. Tile widths need not be
     multiples of 128: cuSOLVERMg takes any width (not measured: whether
     widths off multiples of 64 cost anything)."""
+    top = tile_max
+    good = _TILE_GOOD if top == _TILE_MAX else max(top // 2, 1)
     r = n // nparts
-    if r <= _TILE_MAX:
+    if r <= top:
         return max(r, 1)
     small = [t for t in range(1, math.isqrt(r) + 1) if r % t == 0]
     divisors = sorted(set(small) | {r // t for t in small})
-    largest = max(t for t in divisors if t <= _TILE_MAX)
-    if largest >= _TILE_GOOD:
+    largest = max(t for t in divisors if t <= top)
+    if largest >= good:
         return largest
     if not exact:
-        k = -(-r // _TILE_MAX)
+        k = -(-r // top)
         return -(-r // k)
-    if largest >= _TILE_MIN:
+    if largest >= min(_TILE_MIN, top):
         return largest
-    return min(t for t in divisors if t > _TILE_MAX)
+    return min(t for t in divisors if t > top)
 
 
 def _spec_entries(op: str, what: str, spec: Any) -> tuple[Any, ...]:

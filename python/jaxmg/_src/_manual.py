@@ -40,8 +40,9 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxmg._src import _checks, _compat, _shard
+from jaxmg._src import _checks, _compat, _native, _shard
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,9 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
     ``check_vma=True``, that ``a`` is typed as varying over the rows' axes
     (it holds this device's rows; a value typed the same on every device
     cannot be, and its derivative would be read as one shared value)."""
-    tile = (_checks.check_tile(op, T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts, exact=exact or not pad))
-    g = _shard.geometry(op, n, rows.nparts, tile, pad)
+    platform = _native.platform_of(jax.default_backend())
+    g = _shard.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad,
+                               exact or not pad, platform)
     if _compat.vma_checked():
         missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]
         if missing:

@@ -28,6 +28,10 @@ _LAPACK_ROUTINES = tuple(
 ) + ("ssyevd", "dsyevd", "cheevd", "zheevd")
 
 
+# The loaded libraries by platform ("cpu", "CUDA"), for engine_check.
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+
 class NativeLibraryError(ImportError):
     """The jaxmg native library could not be loaded."""
 
@@ -82,6 +86,7 @@ def load() -> dict[str, bool]:
     cpu = ctypes.CDLL(str(cpu_path))
     _register_lapack(cpu)
     _register_targets(cpu, _CPU_HANDLERS, "cpu")
+    _LIBS["cpu"] = cpu
     platforms = {"cpu": True, "CUDA": False}
 
     cuda_path = _find_library("jaxmg_cuda")
@@ -98,6 +103,7 @@ def load() -> dict[str, bool]:
             cuda = None
         if cuda is not None:
             _register_targets(cuda, _CUDA_HANDLERS, "CUDA")
+            _LIBS["CUDA"] = cuda
             platforms["CUDA"] = True
     elif _has_gpus():
         raise NativeLibraryError(
@@ -105,6 +111,34 @@ def load() -> dict[str, bool]:
             "libjaxmg_cuda.so): rebuild it on a machine with the CUDA toolkit"
         )
     return platforms
+
+
+def platform_of(device_platform: str) -> str:
+    """The C library's platform name for a JAX device's platform."""
+    return "cpu" if device_platform == "cpu" else "CUDA"
+
+
+def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
+                 tile: int) -> tuple[bool, str] | None:
+    """Which engine of ``platform`` would run this call (the C library's own
+    choice, engine/engine.h's jmg_engine_check, with the JAXMG_* settings of
+    now): ``(True, engine)`` or ``(False, why not)``; None when the platform's
+    library is not loaded (nothing to ask). ``n`` is the padded order, ``tile``
+    the T_A the call will carry."""
+    load()
+    lib = _LIBS.get(platform)
+    if lib is None:
+        return None
+    fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}")
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int64,
+                   ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    out = ctypes.create_string_buffer(1024)
+    rc = fn(op.encode(), int(nparts), dtype.encode(), int(n), int(tile), out, len(out))
+    text = out.value.decode(errors="replace")
+    if rc < 0:
+        raise ValueError(f"jaxmg.{op}: {text}")
+    return rc == 1, text
 
 
 def _has_gpus() -> bool:

@@ -290,12 +290,43 @@ def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
     mesh, in_specs = _checks.resolve_layout(op, a, mesh, in_specs)
     rows = _checks.check_specs(op, mesh, in_specs, n_specs)
     _checks.check_divisible(op, n, rows.nparts)
-    tile = (_checks.check_tile(op, T_A) if T_A is not None
-            else _checks.default_tile(n, rows.nparts, exact=not pad))
+    platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
+    g = choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad, not pad, platform)
     a = onto(a, mesh, rows.spec)
-    g = geometry(op, n, rows.nparts, tile, pad)
-    _native.load()
     return a, mesh, rows, g
+
+
+def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
+                    pad: bool, exact: bool, platform: str) -> Geometry:
+    """The call's geometry, with T_A checked against the engines before
+    anything is traced: the C library says which engine would run the call
+    (engine/engine.h, jmg_engine_check: every engine's limits live in its
+    ``supports``). An explicit T_A that none takes is a ValueError naming
+    each engine's reason; left out, the default (``default_tile``) with the
+    widest tiles an engine runs (``TILE_CAPS``)."""
+    def check(g: Geometry) -> tuple[bool, str] | None:
+        return _native.engine_check(platform, op, nparts, dtype.name, g.rp * nparts, g.tile)
+
+    if T_A is not None:
+        g = geometry(op, n, nparts, _checks.check_tile(op, T_A), pad)
+        verdict = check(g)
+        if verdict is not None and not verdict[0]:
+            raise ValueError(
+                f"jaxmg.{op}: T_A={T_A} cannot run N={n} {dtype.name} on {nparts} "
+                f"{platform} device(s): {verdict[1]}"
+            )
+        return g
+    first = None
+    for cap in _checks.TILE_CAPS:
+        g = geometry(op, n, nparts, _checks.default_tile(n, nparts, exact, cap), pad)
+        verdict = check(g)
+        if verdict is None or verdict[0]:
+            return g
+        first = first or verdict[1]
+    raise ValueError(
+        f"jaxmg.{op}: no engine runs N={n} {dtype.name} on {nparts} {platform} "
+        f"device(s): {first}"
+    )
 
 
 def mapped(

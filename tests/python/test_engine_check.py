@@ -1,0 +1,51 @@
+"""T_A against the engines' limits before anything is traced
+(_shard.choose_geometry): the C library's own choice (jaxmg_engine_check_*)
+says which engine would run; an explicit T_A no engine takes is a ValueError
+naming the reason, and a T_A left out narrows until one runs."""
+
+import numpy as np
+import pytest
+
+from jaxmg._src import _native, _shard
+
+
+def test_the_cpu_library_names_its_engine():
+    assert _native.engine_check("cpu", "syevd", 4, "float64", 4096, 2048) == (True, "lapack")
+
+
+def test_the_check_rejects_unknown_ops():
+    with pytest.raises(ValueError, match="unknown op"):
+        _native.engine_check("cpu", "getrf", 1, "float64", 16, 4)
+
+
+def test_jaxmg_engine_is_honoured_by_the_check(monkeypatch):
+    monkeypatch.setenv("JAXMG_ENGINE", "cusolvermg")
+    ok, why = _native.engine_check("cpu", "potrs", 1, "float64", 16, 4)
+    assert not ok and "JAXMG_ENGINE" in why and "lapack" in why
+
+
+def _mg_like(platform, op, nparts, dtype, n, tile):
+    """Like the CUDA platform on 4 GPUs: syevd refuses T_A > 1024."""
+    if op == "syevd" and tile > 1024:
+        return False, f"cusolvermg: T_A={tile} > 1024: cusolverMgSyevd rejects wider tiles"
+    return True, "cusolvermg"
+
+
+@pytest.mark.parametrize("pad", [True, False])
+def test_default_tile_narrows_to_what_an_engine_runs(monkeypatch, pad):
+    monkeypatch.setattr(_native, "engine_check", _mg_like)
+    f64 = np.dtype(np.float64)
+    g = _shard.choose_geometry("syevd", 8192, 4, f64, None, pad, not pad, "CUDA")
+    assert g.tile == 1024 and g.rp == 2048
+    g = _shard.choose_geometry("potrs", 8192, 4, f64, None, pad, not pad, "CUDA")
+    assert g.tile == 2048
+    g = _shard.choose_geometry("syevd", 12000, 4, f64, None, pad, not pad, "CUDA")
+    assert g.tile <= 1024 and g.r % g.tile == 0
+
+
+def test_explicit_tile_no_engine_takes_is_a_value_error(monkeypatch):
+    monkeypatch.setattr(_native, "engine_check", _mg_like)
+    f64 = np.dtype(np.float64)
+    with pytest.raises(ValueError, match="T_A=2048 cannot run.*> 1024"):
+        _shard.choose_geometry("syevd", 8192, 4, f64, 2048, True, False, "CUDA")
+    assert _shard.choose_geometry("syevd", 8192, 4, f64, 1024, True, False, "CUDA").tile == 1024
