@@ -81,7 +81,11 @@ static int view_init(jmg_leader_view *v, const jmg_op_call *call,
                   jmg_dtype_name(first->dtype), (long long)first->n,
                   (long long)first->tile, own, nparts);
   jmg_trace_engine(v->engine != NULL ? v->engine->name : "none");
-  int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, first->tile, err);
+  /* On one device every T_A gives the same layout (each column where it
+   * is): plan it as one tile, one unit, rather than n / T_A units that map
+   * to themselves. */
+  const int64_t plan_tile = nparts == 1 ? first->n : first->tile;
+  int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, plan_tile, err);
   if (rc != 0) {
     snprintf(err->op, sizeof err->op, "%s", op);
     view_free(v);

@@ -98,6 +98,8 @@ static void xla_free(void *p, void *ptr, size_t bytes) {
   cudaFree(ptr);
 }
 
+/* Reads the shard position and waits for the stream: after this, every
+ * input of the call is complete (cuda_make_device_ctx relies on it). */
 static int cuda_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
                            int32_t *out, jmg_error *err) {
   cudaStream_t stream = NULL;
@@ -128,8 +130,10 @@ static int cuda_make_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
     rc = jmg_error_set(err, JMG_EINVAL, NULL, "cudaPointerGetAttributes",
                        "A is not in GPU memory");
   /* Everything XLA queued before this call must be done before the leader
-   * reads this GPU's buffers from its own thread. */
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream), NULL, err);
+   * reads this GPU's buffers from its own thread: cuda_read_shard waited for
+   * this stream when the call was planned (ffi/plan.c reads the shard
+   * before the device context is made), and nothing was queued on it since,
+   * so no second wait here. */
   if (rc != 0) {
     free(p);
     return rc;

@@ -23,7 +23,9 @@ typedef struct jmg_ffi_platform {
   /* The platform's memory operations (mem/mem.h). */
   const jmg_mem *(*mem)(void);
   const jmg_rendezvous *(*rendezvous)(void);
-  /* Reads the int32 shard index from its buffer (device memory on GPUs). */
+  /* Reads the int32 shard index from its buffer (device memory on GPUs).
+   * On GPUs it waits for the participant's stream to do so, which is also
+   * what makes the call's inputs complete (make_device_ctx relies on it). */
   int (*read_shard)(XLA_FFI_CallFrame *frame, const void *buf, int32_t *out,
                     jmg_error *err);
   /* Makes this participant's engine context (NULL on CPU). */
