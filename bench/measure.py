@@ -17,7 +17,10 @@ with random probe vectors, in the working precision at
   backward error of X as a solver, every entry of X taking part;
 * syevd: the larger of ||A V c - V (w c)|| / (max|w| ||c||) and
   ||V^H V c - c|| / ||c|| for a random N x 4 c (all eigenpairs at once, and
-  orthonormality); infinite when w is not ascending.
+  orthonormality); infinite when w is not ascending;
+* eigvals (eigenvalues only): the larger of |sum w - tr A| / (N max|w|) and
+  |sum w^2 - ||A||^2| / ||A||^2 (the first two moments of the spectrum, which
+  no eigenvector is needed to check); infinite when w is not ascending.
 
 ||A|| is the Frobenius norm. A run whose residual is not below
 cases.tolerance, is not finite, or whose jaxmg status is not 0 makes the
@@ -96,11 +99,23 @@ def _syevd_residual(a, w, vecs, c):
     return jnp.where(ascending, jnp.maximum(r1, r2), jnp.inf)
 
 
+@jax.jit
+def _eigvals_residual(a, w, anorm):
+    wmax = jnp.max(jnp.abs(w))
+    tr = jnp.real(jnp.trace(a))
+    r1 = jnp.abs(jnp.sum(w) - tr) / (a.shape[0] * wmax)
+    r2 = jnp.abs(jnp.sum(w.astype(anorm.dtype) ** 2) - anorm ** 2) / anorm ** 2
+    ascending = jnp.all(jnp.diff(w) >= 0)
+    return jnp.where(ascending, jnp.maximum(r1, r2), jnp.inf)
+
+
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
     if op == "potrs":
         return float(_potrs_residual(a, b, out, anorm))
+    if op == "eigvals":
+        return float(_eigvals_residual(a, out, anorm))
     probe = inputs.replicated_normal(key, (a.shape[0], PROBES), a.dtype, mesh)
     if op == "potri":
         return float(_potri_residual(a, out, probe, anorm))
@@ -119,6 +134,10 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
     elif op == "potri":
         def f(a, b):
             return jaxmg.potri(a, tile, mesh, specs[:1], return_status=True)
+    elif op == "eigvals":
+        def f(a, b):
+            return jaxmg.syevd(a, tile, mesh, specs[:1], return_eigenvectors=False,
+                               return_status=True)
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -134,6 +153,9 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "potri":
         def f(a, b):
             return jnp.linalg.inv(a), None
+    elif op == "eigvals":
+        def f(a, b):
+            return jnp.linalg.eigvalsh(a), None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None

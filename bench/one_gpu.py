@@ -1,0 +1,235 @@
+"""jaxmg against JAX on one GPU (issue 18): the same GPU, the same matrix,
+both inside jax.jit, the median of several runs after a warm-up, every run's
+result checked (bench/measure.py).
+
+    python bench/one_gpu.py OUTDIR [--budget-s 420] [--sizes 1024,4096,...]
+                                   [--repeats 5] [--max-case-s 30]
+
+Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
+float64 (jnp.linalg.eigh), eigenvalues only float64 (jaxmg.syevd(...,
+return_eigenvectors=False) against jnp.linalg.eigvalsh) and potri complex128
+(jnp.linalg.inv); N = 1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
+with its default engine (cuSOLVERDn on one GPU) and jaxmg with
+JAXMG_ENGINE=cusolvermg, side by side, T_A left out.
+
+Sizes go in increasing order for every case, so that the budget is spent on
+the small ones first. A measurement is skipped ("skipped: budget") when the
+time it is predicted to take (the previous size's, scaled by N^3, times the
+runs) exceeds what is left of --budget-s, and ("skipped: memory") when its
+matrices would not fit the GPU (an estimate: a few copies of A).
+
+Writes OUTDIR/results.csv (one row per measurement), OUTDIR/table.txt (the
+table printed at the end: seconds and speed against JAX, > 1 is faster) and
+OUTDIR/one_gpu.png where matplotlib is importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pathlib
+import sys
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh  # noqa: E402
+
+import inputs  # noqa: E402
+import measure  # noqa: E402
+
+CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
+         ("potri", "complex128"))
+SIZES = (1024, 4096, 8192, 16384, 32768)
+# What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
+IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"))
+# Copies of A a case holds at once (A, its result, workspaces, the check's
+# probes and products), for the memory estimate.
+COPIES = {"potrs": 3, "potri": 5, "syevd": 5, "eigvals": 3}
+FIELDS = ("op", "dtype", "n", "impl", "status", "median_s", "min_s", "max_s", "runs",
+          "residual", "compile_s", "speed_vs_jax")
+
+
+def _device_bytes(dev) -> int | None:
+    try:
+        stats = dev.memory_stats() or {}
+    except Exception:  # noqa: BLE001  (not every backend has stats)
+        return None
+    return stats.get("bytes_limit")
+
+
+def _predict(prev: dict, key: tuple, n: int, runs: int, max_case_s: float) -> float | None:
+    """Seconds the measurement of key at n will take, from the largest
+    smaller size measured: its median scaled by N^3, for runs + a warm-up."""
+    smaller = [(m, t) for (k, m), t in prev.items() if k == key and m < n]
+    if not smaller:
+        return None
+    m, t = max(smaller)
+    one = t * (n / m) ** 3
+    return one * (measure.runs_for(runs, max_case_s, one) + 2)
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int,
+        max_case_s: float) -> list[dict]:
+    start = time.perf_counter()
+    dev = jax.devices()[0]
+    mesh = Mesh(np.array([dev]), (inputs.AXIS,))
+    limit = _device_bytes(dev)
+    _log(f"one_gpu: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
+         f"budget {budget_s:.0f} s, memory limit "
+         f"{'unknown' if limit is None else f'{limit / 2**30:.1f} GiB'}")
+    rows: list[dict] = []
+    times: dict = {}
+    seed = 0
+    for n in sizes:
+        for op, dtype in CASES:
+            esize = np.dtype(dtype).itemsize
+            need = COPIES[op] * n * n * esize
+            jax_s = None
+            for impl, engine in IMPLS:
+                seed += 1
+                row = dict(op=op, dtype=dtype, n=n, impl=impl)
+                left = budget_s - (time.perf_counter() - start)
+                guess = _predict(times, (op, dtype, impl), n, repeats, max_case_s)
+                if limit is not None and need > 0.9 * limit:
+                    row["status"] = f"skipped: memory (~{need / 2**30:.0f} GiB)"
+                elif left <= 0 or (guess is not None and guess > left):
+                    row["status"] = "skipped: budget"
+                else:
+                    if engine is None:
+                        fn = measure.jax_fn(op)
+                    else:
+                        fn = measure.jaxmg_fn(op, None, mesh)
+                    saved = os.environ.get("JAXMG_ENGINE")
+                    if engine:
+                        os.environ["JAXMG_ENGINE"] = engine
+                    else:
+                        os.environ.pop("JAXMG_ENGINE", None)
+                    try:
+                        m = measure.measure(op, dtype, n, mesh, fn, seed, repeats,
+                                            max_case_s, _log)
+                    except Exception as e:  # noqa: BLE001  (a row, not a crash)
+                        m = measure.Measured(status=f"error: {type(e).__name__}: "
+                                             f"{str(e).splitlines()[0][:200]}")
+                    finally:
+                        if saved is None:
+                            os.environ.pop("JAXMG_ENGINE", None)
+                        else:
+                            os.environ["JAXMG_ENGINE"] = saved
+                    row.update(status=m.status, median_s=m.median_s, min_s=m.min_s,
+                               max_s=m.max_s, runs=m.runs, residual=m.residual,
+                               compile_s=m.compile_s)
+                    if m.median_s is not None:
+                        times[((op, dtype, impl), n)] = m.median_s
+                    if impl == "jax" and m.ok:
+                        jax_s = m.median_s
+                    if jax_s is not None and m.ok and m.median_s:
+                        row["speed_vs_jax"] = jax_s / m.median_s
+                rows.append(row)
+                _log(_line(row))
+                _write_csv(out / "results.csv", rows)
+    _log(f"one_gpu: done in {time.perf_counter() - start:.0f} s")
+    return rows
+
+
+def _fmt(v, spec: str) -> str:
+    return "" if v is None else format(v, spec)
+
+
+def _line(r: dict) -> str:
+    return (f"{r['op']:8s} {r['dtype']:10s} N={r['n']:6d} {r['impl']:17s} "
+            f"{r['status'][:40]:40s} {_fmt(r.get('median_s'), '.4f'):>9s} s "
+            f"x{_fmt(r.get('speed_vs_jax'), '.2f')}")
+
+
+def _write_csv(path: pathlib.Path, rows: list[dict]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS})
+
+
+def table(rows: list[dict]) -> str:
+    """Seconds per implementation and jaxmg's speed against JAX (JAX's time
+    over jaxmg's: > 1 is faster), one line per case and size."""
+    names = [impl for impl, _ in IMPLS]
+    head = f"{'op':8s} {'dtype':10s} {'N':>6s}  " + "  ".join(
+        f"{name:>17s}" for name in names)
+    lines = [head, "-" * len(head)]
+    by = {(r["op"], r["dtype"], r["n"], r["impl"]): r for r in rows}
+    for op, dtype in CASES:
+        for n in sorted({r["n"] for r in rows}):
+            cells = []
+            for name in names:
+                r = by.get((op, dtype, n, name))
+                if r is None:
+                    cells.append(f"{'':>17s}")
+                elif r["status"] != "ok":
+                    cells.append(f"{r['status'].split(':')[0][:17]:>17s}")
+                elif name == "jax" or r.get("speed_vs_jax") is None:
+                    cells.append(f"{r['median_s']:>15.4f} s")
+                else:
+                    cells.append(f"{r['median_s']:>8.4f} s x{r['speed_vs_jax']:5.2f}")
+            lines.append(f"{op:8s} {dtype:10s} {n:6d}  " + "  ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: pathlib.Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(1, len(CASES), figsize=(4.5 * len(CASES), 4))
+    for ax, (op, dtype) in zip(axes, CASES):
+        for impl, _ in IMPLS:
+            pts = sorted((r["n"], r["median_s"]) for r in rows
+                         if r["op"] == op and r["impl"] == impl and r["status"] == "ok")
+            if pts:
+                ax.loglog(*zip(*pts), marker="o", label=impl)
+        ax.set_title(f"{op} {dtype}, one GPU")
+        ax.set_xlabel("N")
+        ax.set_ylabel("seconds (median)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("outdir", type=pathlib.Path)
+    p.add_argument("--budget-s", type=float, default=420.0,
+                   help="seconds for all measurements (default 420)")
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--max-case-s", type=float, default=30.0,
+                   help="fewer timed runs (at least 2) beyond this per measurement")
+    args = p.parse_args()
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    sizes = tuple(int(s) for s in args.sizes.split(",") if s)
+    rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s)
+    text = table(rows)
+    (args.outdir / "table.txt").write_text(text)
+    print(text)
+    if plot(rows, args.outdir / "one_gpu.png"):
+        print(f"plot: {args.outdir / 'one_gpu.png'}")
+
+
+if __name__ == "__main__":
+    main()
