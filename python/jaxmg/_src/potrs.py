@@ -102,7 +102,10 @@ def potrs(
         above the shard size N/devices is reduced to it. Omitted: the whole
         shard up to 2048 rows, else its largest divisor in 1024..2048, else
         even tiles of at most 2048 (padding fewer rows than tiles), as
-        measured on 4 H200s (see ``jaxmg._src._checks.default_tile``).
+        measured on 4 H200s (see ``jaxmg._src._checks.default_tile``),
+        narrower where the engine that runs the call needs it. A T_A that no
+        engine can take raises ValueError, naming the limit (README,
+        "Engines"). One GPU ignores it (cuSOLVERDn holds the whole matrix).
       mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
         NamedSharding (they are read from it), or when ``a`` is a host or
         single-device array (it is then placed on a 1-D mesh "x" over all
