@@ -234,9 +234,9 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
   CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, "float64", 64, 8, out,
                             sizeof out),
            -1);
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "potrs", 1, "int8", 64, 8, out,
-                            sizeof out),
-           -1);
+  CHECK_EQ(
+      jmg_engine_check(g_cuda_like, "potrs", 1, "int8", 64, 8, out, sizeof out),
+      -1);
   /* JAXMG_ENGINE is read at the check, as at the call. */
   setenv("JAXMG_ENGINE", "narrow", 1);
   CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 16, out,

@@ -35,8 +35,8 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
   call->stream = (cudaStream_t)dev->stream;
   int rc = JMG_CUDA_TRY(cudaGetDevice(&call->saved_device), op, err);
   if (rc == 0)
-    rc = jmg_cuda_handles_acquire(a->device_ctx, 1, "cuSOLVERDn", &call->h,
-                                  err);
+    rc =
+        jmg_cuda_handles_acquire(a->device_ctx, 1, "cuSOLVERDn", &call->h, err);
   if (rc == 0) {
     call->dn = call->h->dn[0];
     /* The handle was made on this GPU; cuSOLVER still wants it current. */
@@ -46,8 +46,7 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
   /* Inputs were written on XLA's stream, and the ops layer's copies go on
    * it too: on the same stream nothing needs to wait. */
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(call->dn, call->stream), op,
-                          err);
+    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(call->dn, call->stream), op, err);
   if (rc != 0) name_op(err, op);
   jmg_trace_mark("engine start");
   return rc;

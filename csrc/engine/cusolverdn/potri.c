@@ -56,8 +56,7 @@ int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                        "N=%lld exceeds its 32-bit int", (long long)a->n);
   const int n = (int)a->n;
   if (rc == 0) rc = jmg_dn_potrf_workspace(&call, &dev_bytes, &host_bytes, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(potri_lwork(&call, n, &lwork), op, err);
+  if (rc == 0) rc = JMG_CUSOLVER_TRY(potri_lwork(&call, n, &lwork), op, err);
   const size_t potri_bytes = (size_t)lwork * jmg_dtype_size(a->dtype);
   if (rc == 0)
     rc = jmg_dn_take_workspace(

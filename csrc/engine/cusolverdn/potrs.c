@@ -27,7 +27,8 @@ int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                          a->n, nrhs, t, call.a_data, a->n, t, b, a->n,
                          call.d_info + 1),
         op, err);
-  if (rc == 0) rc = jmg_dn_read_info(&call, h_info, nrhs > 0 ? 2 : 1, names, err);
+  if (rc == 0)
+    rc = jmg_dn_read_info(&call, h_info, nrhs > 0 ? 2 : 1, names, err);
   jmg_trace_mark("potrf+potrs");
   *info = h_info[0];
   jmg_dn_end_call(&call);

@@ -21,18 +21,17 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   int rc = jmg_dn_begin_call(&call, op, a, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXsyevd_bufferSize(call.dn, call.h->dn_params, jobz,
-                                    CUBLAS_FILL_MODE_LOWER, a->n, t,
-                                    call.a_data, a->n, rt, w, t, &dev_bytes,
-                                    &host_bytes),
+        cusolverDnXsyevd_bufferSize(
+            call.dn, call.h->dn_params, jobz, CUBLAS_FILL_MODE_LOWER, a->n, t,
+            call.a_data, a->n, rt, w, t, &dev_bytes, &host_bytes),
         op, err);
   if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
   jmg_trace_mark("workspace");
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXsyevd(call.dn, call.h->dn_params, jobz,
-                         CUBLAS_FILL_MODE_LOWER, a->n, t, call.a_data, a->n,
-                         rt, w, t, call.work, call.work_bytes, call.host_work,
+                         CUBLAS_FILL_MODE_LOWER, a->n, t, call.a_data, a->n, rt,
+                         w, t, call.work, call.work_bytes, call.host_work,
                          call.host_bytes, call.d_info),
         op, err);
   if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);

@@ -304,8 +304,11 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     ``supports``). An explicit T_A that none takes is a ValueError naming
     each engine's reason; left out, the default (``default_tile``) with the
     widest tiles an engine runs (``TILE_CAPS``)."""
+    solver = op.removesuffix("_shardmap_ctx")  # the ctx forms run the same ops
+
     def check(g: Geometry) -> tuple[bool, str] | None:
-        return _native.engine_check(platform, op, nparts, dtype.name, g.rp * nparts, g.tile)
+        return _native.engine_check(platform, solver, nparts, dtype.name, g.rp * nparts,
+                                    g.tile)
 
     if T_A is not None:
         g = geometry(op, n, nparts, _checks.check_tile(op, T_A), pad)

@@ -105,7 +105,8 @@ def potrs(
         measured on 4 H200s (see ``jaxmg._src._checks.default_tile``),
         narrower where the engine that runs the call needs it. A T_A that no
         engine can take raises ValueError, naming the limit (README,
-        "Engines"). One GPU ignores it (cuSOLVERDn holds the whole matrix).
+        "Engines"). On one GPU the default engine (cuSOLVERDn) holds the whole
+        matrix and uses T_A only for padding.
       mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
         NamedSharding (they are read from it), or when ``a`` is a host or
         single-device array (it is then placed on a 1-D mesh "x" over all
