@@ -19,7 +19,9 @@ runs) exceeds what is left of --budget-s, and ("skipped: memory") when its
 matrices would not fit the GPU (an estimate: a few copies of A).
 
 Writes OUTDIR/results.csv (one row per measurement), OUTDIR/table.txt (the
-table printed at the end: seconds and speed against JAX, > 1 is faster) and
+table printed at the end: seconds and speed against JAX, > 1 is faster),
+OUTDIR/trace.txt (first, before the budget starts: JAXMG_TRACE=1 lines of
+every op at N = 1024 with each engine: where a small call's time goes) and
 OUTDIR/one_gpu.png where matplotlib is importable.
 """
 
@@ -142,6 +144,49 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
     return rows
 
 
+def trace_small(out: pathlib.Path, n: int = 1024, calls: int = 3) -> None:
+    """Where a small call's time goes inside jaxmg: every op at N = n, with
+    each engine, `calls` times after a warm-up, with JAXMG_TRACE=1 (one line
+    per call from the C library's leader, on stderr, redirected to
+    OUTDIR/trace.txt)."""
+    dev = jax.devices()[0]
+    mesh = Mesh(np.array([dev]), (inputs.AXIS,))
+    path = out / "trace.txt"
+    saved = {k: os.environ.get(k) for k in ("JAXMG_TRACE", "JAXMG_ENGINE")}
+    sys.stderr.flush()
+    fd = os.dup(2)
+    with path.open("w") as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            for _, engine in IMPLS[1:]:
+                for op, dtype in CASES:
+                    if engine:
+                        os.environ["JAXMG_ENGINE"] = engine
+                    else:
+                        os.environ.pop("JAXMG_ENGINE", None)
+                    os.environ.pop("JAXMG_TRACE", None)
+                    a = inputs.hpd(n, dtype, mesh, 1)
+                    b = jax.numpy.ones((n, 1), dtype)
+                    fn = measure.jaxmg_fn(op, None, mesh)
+                    jax.block_until_ready(fn(a, b))
+                    os.environ["JAXMG_TRACE"] = "1"
+                    for _ in range(calls):
+                        jax.block_until_ready(fn(a, b))
+                    os.environ.pop("JAXMG_TRACE", None)
+        except Exception as e:  # noqa: BLE001  (the trace is an extra)
+            print(f"trace_small: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            sys.stderr.flush()
+            os.dup2(fd, 2)
+            os.close(fd)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    print(path.read_text(), end="")
+
+
 def _fmt(v, spec: str) -> str:
     return "" if v is None else format(v, spec)
 
@@ -223,6 +268,7 @@ def main() -> None:
     args = p.parse_args()
     args.outdir.mkdir(parents=True, exist_ok=True)
     sizes = tuple(int(s) for s in args.sizes.split(",") if s)
+    trace_small(args.outdir)
     rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s)
     text = table(rows)
     (args.outdir / "table.txt").write_text(text)
