@@ -125,14 +125,20 @@ _TILE_GOOD = 1024
 _TILE_MIN = 128
 
 
-# The widest tiles default_tile tries, in turn, until the C library says an
-# engine runs the call (_shard.choose_geometry): 2048 first (measured best),
-# narrower where an engine's limit says so (cusolverMgSyevd: T_A <= 1024).
-TILE_CAPS = (2048, 1024, 512, 256, 128)
+def tile_caps() -> tuple[int, ...]:
+    """The widest tiles default_tile tries, in turn, until the C library says
+    an engine runs the call (_shard.choose_geometry): 2048 first (measured
+    best), then halved down to 128, where an engine's limit says so
+    (cusolverMgSyevd: T_A <= 1024)."""
+    caps, cap = [], _TILE_MAX
+    while cap >= _TILE_MIN:
+        caps.append(cap)
+        cap //= 2
+    return tuple(caps) or (_TILE_MAX,)
 
 
 def default_tile(n: int, nparts: int, exact: bool = False,
-                 tile_max: int = _TILE_MAX) -> int:
+                 tile_max: int | None = None) -> int:
     """T_A when the caller leaves it out, for shards of r = n / nparts rows,
     with tiles of at most ``tile_max`` columns (2048 below; an engine's limit
     may ask for fewer, and the same rules then hold with 1024 for 2048 and
@@ -160,7 +166,7 @@ def default_tile(n: int, nparts: int, exact: bool = False,
     solver, data already cyclic, is 1% slower too. Tile widths need not be
     multiples of 128: cuSOLVERMg takes any width (not measured: whether
     widths off multiples of 64 cost anything)."""
-    top = tile_max
+    top = _TILE_MAX if tile_max is None else tile_max
     good = _TILE_GOOD if top == _TILE_MAX else max(top // 2, 1)
     r = n // nparts
     if r <= top:

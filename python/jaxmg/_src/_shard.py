@@ -303,7 +303,7 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     (engine/engine.h, jmg_engine_check: every engine's limits live in its
     ``supports``). An explicit T_A that none takes is a ValueError naming
     each engine's reason; left out, the default (``default_tile``) with the
-    widest tiles an engine runs (``TILE_CAPS``)."""
+    widest tiles an engine runs (``_checks.tile_caps``)."""
     solver = op.removesuffix("_shardmap_ctx")  # the ctx forms run the same ops
 
     def check(g: Geometry) -> tuple[bool, str] | None:
@@ -320,7 +320,7 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
             )
         return g
     first = None
-    for cap in _checks.TILE_CAPS:
+    for cap in _checks.tile_caps():
         g = geometry(op, n, nparts, _checks.default_tile(n, nparts, exact, cap), pad)
         verdict = check(g)
         if verdict is None or verdict[0]:
