@@ -66,9 +66,9 @@ def _on(mesh: Mesh, a: np.ndarray) -> jax.Array:
 
 
 def _xp(n: int):
-    """NumPy on the host up to N = 4096; above, jax.numpy on the first GPU
-    (the host would take minutes over eigvalsh), both in float64."""
-    return np if n <= 4096 else jnp
+    """NumPy on the host below N = 2048; from there jax.numpy on the GPUs
+    (the host's eigvalsh would take most of the run's time), both in float64."""
+    return np if n < 2048 else jnp
 
 
 def _check_potrs_np(a, b, x, dtype):
