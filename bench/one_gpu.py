@@ -2,7 +2,7 @@
 both inside jax.jit, the median of several runs after a warm-up, every run's
 result checked (bench/measure.py).
 
-    python bench/one_gpu.py OUTDIR [--budget-s 420] [--sizes 1024,4096,...]
+    python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
 
 Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
@@ -53,7 +53,7 @@ SIZES = (1024, 4096, 8192, 16384, 32768)
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"))
 # Copies of A a case holds at once (A, its result, workspaces, the check's
 # probes and products), for the memory estimate.
-COPIES = {"potrs": 3, "potri": 5, "syevd": 5, "eigvals": 3}
+COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3}
 FIELDS = ("op", "dtype", "n", "impl", "status", "median_s", "min_s", "max_s", "runs",
           "residual", "compile_s", "speed_vs_jax")
 
@@ -259,8 +259,8 @@ def plot(rows: list[dict], path: pathlib.Path) -> bool:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("outdir", type=pathlib.Path)
-    p.add_argument("--budget-s", type=float, default=420.0,
-                   help="seconds for all measurements (default 420)")
+    p.add_argument("--budget-s", type=float, default=400.0,
+                   help="seconds for all measurements (default 400)")
     p.add_argument("--sizes", default=",".join(map(str, SIZES)))
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--max-case-s", type=float, default=30.0,
