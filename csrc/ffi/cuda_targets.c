@@ -162,10 +162,10 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   return rc;
 }
 
-/* In order of preference: cuSOLVERDn where the group is one GPU (it is
- * jaxlib's own solver there, and faster than cuSOLVERMg on one GPU: README,
- * "Engines"), cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
- * cuSOLVERMg on one GPU, for comparison. */
+/* In order of preference: cuSOLVERDn where the group is one GPU (jaxlib's
+ * own solver; cuSOLVERMg on one GPU ran at 0.14x to 0.88x JAX's speed,
+ * issue 18), cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
+ * cuSOLVERMg on one GPU, for comparison (README, "Engines"). */
 static const jmg_engine *const g_cuda_engines[] = {
     &jmg_cusolverdn_engine, &jmg_cusolvermg_engine, NULL};
 
