@@ -7,25 +7,18 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _native, _shard
-from jaxmg._src._compat import auto_axes_region, current_manual_axes
+from jaxmg._src._compat import current_manual_axes
 
 
-def _potri_shard(
-    a: jax.Array,
-    *,
-    g: _shard.Geometry,
-    axes: tuple[str, ...],
-    others: tuple[str, ...],
-    mesh_id: int,
-) -> tuple[jax.Array, jax.Array]:
+def _potri_shard(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """One shard's part: a is r x N. Returns this shard's rows of A^-1 and the
     status (int32 scalar, the same on every shard)."""
-    per_shard, same = _shard.result_types(axes, a)
-    pos = _shard.position(axes, others, g.nparts)
+    g = call.g
+    per_shard, same = _shard.result_types(call.axes, a)
+    pos = _shard.position(call.axes, call.others, g.nparts)
     a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
     # The solver inverts conj(A) column-major; read row-major, its full
     # (both triangles) inverse conj(A^-1)^T is A^-1 itself.
@@ -33,40 +26,18 @@ def _potri_shard(
         "potri",
         (a_p, pos),
         (jax.ShapeDtypeStruct(a_p.shape, a.dtype), jax.ShapeDtypeStruct((), jnp.int32)),
+        call=call,
         varying=(per_shard, same),
-        T_A=g.tile,
-        mesh_id=mesh_id,
     )
     return _shard.unpad_shard(inv, g), _shard.unpad_info(info, g)
 
 
 @functools.lru_cache(maxsize=256)
-def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
-    return _shard.Program(jax.jit(_shard.mapped(
-        _potri_shard, mesh, rows.axes, rows.others,
-        in_specs=(rows.spec,), out_specs=(rows.spec, P()), g=g,
-    )), mesh, rows)
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _invert(program: Any, a: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """A^-1 and the status, differentiable in A (see _invert_jvp)."""
-    return program(a)
-
-
-@_invert.defjvp
-def _invert_jvp(program: Any, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
-    """d(A^-1) = -A^-1 dA A^-1, with A the Hermitian matrix of a's upper
-    triangle (the one inverted). Linear in dA, so JAX transposes it for
-    reverse mode; the products are sharded matrix products."""
-    (a,), (da,) = primals, tangents
-    inv, status = _invert(program, a)
-
-    def tangent(inv: jax.Array, da: jax.Array) -> jax.Array:
-        return -(inv @ _shard.hermitian_from_upper(da) @ inv)
-
-    dinv = auto_axes_region(program.mesh, tangent, program.rows.spec)(inv, da)
-    return (inv, status), (dinv, np.zeros(status.shape, jax.dtypes.float0))
+def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+    """The local core (_ctx_invert, derivative rules included) over the mesh."""
+    call = _shard.mesh_call("potri", mesh, rows, g)
+    return jax.jit(_shard.mapped(functools.partial(_ctx_invert, call), mesh,
+                                 in_specs=(rows.spec,), out_specs=(rows.spec, P())))
 
 
 def potri(
@@ -98,7 +69,7 @@ def potri(
     """
     n, _ = _checks.check_matrix("potri", a)
     a, mesh, rows, g = _shard.prepare("potri", a, n, T_A, mesh, in_specs, 1, pad)
-    inv, status = _invert(_program(mesh, rows, g), a)
+    inv, status = _program(mesh, rows, g)(a)
     _shard.settle_on_cpu((inv, status), mesh)
     return (inv, status) if return_status else inv
 
@@ -107,7 +78,7 @@ def potri(
 def _ctx_invert(call: _manual.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """This device's rows of A^-1 and the status inside the user's
     shard_map, differentiable in this device's rows a (see _ctx_invert_jvp)."""
-    return _potri_shard(a, **call.kw)
+    return _potri_shard(call, a)
 
 
 @_ctx_invert.defjvp

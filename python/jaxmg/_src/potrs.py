@@ -10,22 +10,15 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _native, _shard
-from jaxmg._src._compat import auto_axes_region, current_manual_axes
+from jaxmg._src._compat import current_manual_axes
 
 
-def _potrs_shard(
-    a: jax.Array,
-    b: jax.Array,
-    *,
-    g: _shard.Geometry,
-    axes: tuple[str, ...],
-    others: tuple[str, ...],
-    mesh_id: int,
-) -> tuple[jax.Array, jax.Array]:
+def _potrs_shard(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """One shard's part: a is r x N, b is N x k (replicated). Returns x (N x k)
     and the status (int32 scalar), the same on every shard."""
-    per_shard, same = _shard.result_types(axes, a, b)
-    pos = _shard.position(axes, others, g.nparts)
+    g = call.g
+    per_shard, same = _shard.result_types(call.axes, a, b)
+    pos = _shard.position(call.axes, call.others, g.nparts)
     shard = pos % g.nparts
     a_p = _shard.pad_shard(a, g, shard, 1)
     # The solver sees conj(A) (see _shard): solve conj(A) y = conj(b), x = conj(y).
@@ -40,46 +33,19 @@ def _potrs_shard(
             jax.ShapeDtypeStruct(b_cm.shape, dtype),
             jax.ShapeDtypeStruct((), jnp.int32),
         ),
+        call=call,
         varying=(per_shard, same, same),
-        T_A=g.tile,
-        mesh_id=mesh_id,
     )
     x = _shard.unpad_rows(jnp.conj(y_cm).T, g)
     return x, _shard.unpad_info(info, g)
 
 
 @functools.lru_cache(maxsize=256)
-def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry):
-    return _shard.Program(jax.jit(_shard.mapped(
-        _potrs_shard, mesh, rows.axes, rows.others,
-        in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P()), g=g,
-    )), mesh, rows)
-
-
-def _solve(program: Any, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """x = A^-1 b and the status, differentiable in A and b.
-
-    jax.lax.custom_linear_solve carries the derivatives: the tangent is
-    A^-1 (db - dA x), the cotangent of b is A^-H x_bar, each one more jaxmg
-    solve, so derivatives scale like the solve itself. A is the Hermitian
-    matrix of a's upper triangle (the one solved); matvec is used only by the
-    derivative rules."""
-
-    def product(a: jax.Array, v: jax.Array) -> jax.Array:
-        return _shard.hermitian_from_upper(a) @ v
-
-    def matvec(v: jax.Array) -> jax.Array:
-        return auto_axes_region(program.mesh, product, P(None, None))(a, v)
-
-    def solve(_: Any, r: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return program(a, r)
-
-    def transpose_solve(_: Any, r: jax.Array) -> tuple[jax.Array, jax.Array]:
-        # A^T = conj(A) for Hermitian A.
-        x, status = program(a, jnp.conj(r))
-        return jnp.conj(x), status
-
-    return jax.lax.custom_linear_solve(matvec, b, solve, transpose_solve, has_aux=True)
+def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+    """The local core (_ctx_solve, derivative rules included) over the mesh."""
+    call = _shard.mesh_call("potrs", mesh, rows, g)
+    return jax.jit(_shard.mapped(functools.partial(_ctx_solve, call), mesh,
+                                 in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())))
 
 
 def potrs(
@@ -121,7 +87,7 @@ def potrs(
     a, mesh, rows, g = _shard.prepare("potrs", a, n, T_A, mesh, in_specs, 2, pad)
     b = _shard.onto(b, mesh, P())
     b2 = b if b.ndim == 2 else b[:, None]
-    x, status = _solve(_program(mesh, rows, g), a, b2)
+    x, status = _program(mesh, rows, g)(a, b2)
     x = x if b.ndim == 2 else x[:, 0]
     _shard.settle_on_cpu((x, status), mesh)
     return (x, status) if return_status else x
@@ -132,7 +98,7 @@ def _ctx_solve(call: _manual.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Arra
     """x = A^-1 b and the status inside the user's shard_map (b: the
     leader's), differentiable in this device's rows a and in b (see
     _ctx_solve_jvp)."""
-    return _potrs_shard(a, b, **call.kw)
+    return _potrs_shard(call, a, b)
 
 
 @_ctx_solve.defjvp
@@ -167,12 +133,12 @@ def _ctx_linear_solve(call: _manual.Call, a: jax.Array, r: jax.Array) -> jax.Arr
         return _compat.pvary(_manual.hermitian_matvec(call, a, v), like)
 
     def solve(_: Any, r: jax.Array) -> jax.Array:
-        return _compat.pvary(_potrs_shard(a, r, **call.kw)[0], like)
+        return _compat.pvary(_potrs_shard(call, a, r)[0], like)
 
     def transpose_solve(_: Any, c: jax.Array) -> jax.Array:
         # A^-T = conj(A^-1 conj(.)) for Hermitian A.
         summed = _manual.summed_axes(call, c)
-        x, _ = _potrs_shard(a, jnp.conj(_manual.psum(c, summed)), **call.kw)
+        x, _ = _potrs_shard(call, a, jnp.conj(_manual.psum(c, summed)))
         return _compat.pvary(_manual.leader_only(jnp.conj(x), summed), like)
 
     x = jax.lax.custom_linear_solve(matvec, r, solve, transpose_solve)

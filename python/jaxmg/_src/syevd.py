@@ -7,11 +7,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _native, _shard
-from jaxmg._src._compat import auto_axes_region, current_manual_axes
+from jaxmg._src._compat import current_manual_axes
 
 
 def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Array:
@@ -33,22 +32,16 @@ def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Arr
     return 1 + 2 * jax.lax.pmax(local, axis)
 
 
-def _syevd_shard(
-    a: jax.Array,
-    *,
-    g: _shard.Geometry,
-    axes: tuple[str, ...],
-    others: tuple[str, ...],
-    mesh_id: int,
-    want_vectors: bool,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _syevd_shard(call: _shard.Call, a: jax.Array,
+                 want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One shard's part: a is r x N. Returns the N' eigenvalues (padded size,
     ascending, padding's last), this shard's rp columns of the eigenvectors
     with padding rows removed (N x rp), and the status."""
-    per_shard, same = _shard.result_types(axes, a)
-    pos = _shard.position(axes, others, g.nparts)
+    g = call.g
+    per_shard, same = _shard.result_types(call.axes, a)
+    pos = _shard.position(call.axes, call.others, g.nparts)
     shard = pos % g.nparts
-    diag = _pad_value(a, shard, axes) if g.padded else 1
+    diag = _pad_value(a, shard, call.axes) if g.padded else 1
     a_p = _shard.pad_shard(a, g, shard, diag)
     real = jnp.finfo(a.dtype).dtype
     u, w, info = _shard.ffi_call(
@@ -59,9 +52,8 @@ def _syevd_shard(
             jax.ShapeDtypeStruct((g.n_padded,), real),
             jax.ShapeDtypeStruct((), jnp.int32),
         ),
+        call=call,
         varying=(per_shard, same, same),
-        T_A=g.tile,
-        mesh_id=mesh_id,
         want_vectors=int(want_vectors),
     )
     # The solver diagonalized conj(A) column-major: row i of u is its
@@ -74,63 +66,21 @@ def _syevd_shard(
 
 @functools.lru_cache(maxsize=256)
 def _program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
-             want_vectors: bool):
-    mapped = _shard.mapped(
-        _syevd_shard, mesh, rows.axes, rows.others,
-        in_specs=(rows.spec,), out_specs=(P(None), P(None, rows.spec[0]), P()),
-        g=g, want_vectors=want_vectors,
-    )
+             want_vectors: bool) -> Any:
+    """The local core (_ctx_eig or _ctx_eigvals, derivative rules included)
+    over the mesh; padding's eigenpairs, which come last, dropped."""
+    call = _shard.mesh_call("syevd", mesh, rows, g)
+    if not want_vectors:
+        return jax.jit(_shard.mapped(functools.partial(_ctx_eigvals, call), mesh,
+                                     in_specs=(rows.spec,), out_specs=(P(None), P())))
+    mapped = _shard.mapped(functools.partial(_ctx_eig, call), mesh, in_specs=(rows.spec,),
+                           out_specs=(P(None), P(None, rows.spec[0]), P()))
 
     def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        w, v, info = mapped(a)
-        # Padding's eigenpairs come last: keep the first N.
-        return w[: g.n], v[:, : g.n], info
+        w, v, status = mapped(a)
+        return w[: g.n], v[:, : g.n], status
 
-    return _shard.Program(jax.jit(run), mesh, rows)
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _eigh(program: Any, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(w, V, status), differentiable in A (see _eigh_jvp)."""
-    return program(a)
-
-
-@_eigh.defjvp
-def _eigh_jvp(program: Any, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
-    """The standard rule, as jnp.linalg.eigh's (degenerate eigenvalues give
-    what JAX's own rule gives): with G = V^H dA V, dw = real(diag(G)) and
-    dV = V (F * G), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it. A is the
-    Hermitian matrix of a's upper triangle (the one diagonalized)."""
-    (a,), (da,) = primals, tangents
-    w, v, status = _eigh(program, a)
-
-    def tangent(w: jax.Array, v: jax.Array, da: jax.Array) -> tuple[jax.Array, jax.Array]:
-        n = w.shape[0]
-        eye = jnp.eye(n, dtype=v.dtype)
-        wc = w.astype(v.dtype)
-        f = (eye + wc[None, :] - wc[:, None]) ** -1 - eye
-        g = jnp.conj(v).T @ _shard.hermitian_from_upper(da) @ v
-        return jnp.real(jnp.diagonal(g)), v @ (f * g)
-
-    out_specs = (P(None), P(None, program.rows.spec[0]))
-    dw, dv = auto_axes_region(program.mesh, tangent, out_specs)(w, v, da)
-    return (w, v, status), (dw, dv, np.zeros(status.shape, jax.dtypes.float0))
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _eigvals(program: Any, with_vectors: Any, a: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(w, status) without computing eigenvectors; its derivative needs them,
-    and computes them (with_vectors) only when differentiated."""
-    w, _, status = program(a)
-    return w, status
-
-
-@_eigvals.defjvp
-def _eigvals_jvp(program: Any, with_vectors: Any, primals: tuple[jax.Array],
-                 tangents: tuple[jax.Array]):
-    (w, v, status), (dw, _, dstatus) = jax.jvp(
-        functools.partial(_eigh, with_vectors), primals, tangents)
-    return (w, status), (dw, dstatus)
+    return jax.jit(run)
 
 
 def syevd(
@@ -167,11 +117,10 @@ def syevd(
     """
     n, _ = _checks.check_matrix("syevd", a)
     a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
-    with_vectors = _program(mesh, rows, g, True)
     if return_eigenvectors:
-        w, v, status = _eigh(with_vectors, a)
+        w, v, status = _program(mesh, rows, g, True)(a)
     else:
-        w, status = _eigvals(_program(mesh, rows, g, False), with_vectors, a)
+        w, status = _program(mesh, rows, g, False)(a)
     out: tuple[jax.Array, ...] = (w, v) if return_eigenvectors else (w,)
     if return_status:
         out = out + (status,)
@@ -185,7 +134,7 @@ def _ctx_eig(call: _manual.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, ja
     padding's last), this device's rp columns of the eigenvectors (N x rp,
     eigenvectors d*rp ... (d+1)*rp - 1), the status; differentiable in this
     device's rows a (see _ctx_eig_jvp)."""
-    return _syevd_shard(a, want_vectors=True, **call.kw)
+    return _syevd_shard(call, a, want_vectors=True)
 
 
 @_ctx_eig.defjvp
@@ -232,7 +181,7 @@ def _ctx_eigvals(call: _manual.Call, a: jax.Array) -> tuple[jax.Array, jax.Array
     """(w, status) inside the user's shard_map, without eigenvectors; its
     derivative needs them, and computes them (_ctx_eig) only when
     differentiated."""
-    w, _, status = _syevd_shard(a, want_vectors=False, **call.kw)
+    w, _, status = _syevd_shard(call, a, want_vectors=False)
     return w[: call.g.n], status
 
 
