@@ -13,6 +13,8 @@ int jmg_engine_has(const jmg_engine *e, const char *op) {
     return leader ? e->leader.potri != NULL : e->local.potri != NULL;
   if (strcmp(op, "syevd") == 0)
     return leader ? e->leader.syevd != NULL : e->local.syevd != NULL;
+  if (strcmp(op, "lu_solve") == 0)
+    return leader ? e->leader.lu_solve != NULL : e->local.lu_solve != NULL;
   return 0;
 }
 

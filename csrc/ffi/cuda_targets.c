@@ -177,3 +177,4 @@ static const jmg_ffi_platform g_cuda = {
 JMG_FFI_EXPORT(jaxmg_potrs_cuda, &jmg_potrs_op, &g_cuda)
 JMG_FFI_EXPORT(jaxmg_potri_cuda, &jmg_potri_op, &g_cuda)
 JMG_FFI_EXPORT(jaxmg_syevd_cuda, &jmg_syevd_op, &g_cuda)
+JMG_FFI_EXPORT(jaxmg_lu_solve_cuda, &jmg_lu_solve_op, &g_cuda)
