@@ -22,6 +22,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/syevd.c
   csrc/engine/cusolvermg/cuda_hermitian.c
   csrc/engine/cusolvermg/cuda_potrf.c
+  csrc/engine/cusolverdn/lu_solve.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
 target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver

@@ -141,7 +141,8 @@ typedef struct jmg_leader_routines {
    * overwritten by its factors and not returned; the pivots are the
    * engine's own. b: n x nrhs, column-major (lda n), in participant 0's
    * memory, overwritten by X. *info: getrf's (> 0: U(info, info) is exactly
-   * zero, and b is left as it was). */
+   * zero; b's content is then unspecified, and the ops layer fills X with
+   * NaN). */
   int (*lu_solve)(const struct jmg_engine *e, const jmg_dist_matrix *a,
                   void *b, int64_t nrhs, int transpose, int *info,
                   jmg_error *err);

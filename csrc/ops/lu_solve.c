@@ -92,11 +92,9 @@ static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
    * the user's b is never written. */
   if (rc == 0) rc = m->copy(&v->group, io0->x, 0, io0->b, 0, x_bytes, err);
   if (rc == 0)
-    rc = e->leader.lu_solve(e, &v->a, io0->x, io0->nrhs, transpose, &info,
-                            err);
+    rc = e->leader.lu_solve(e, &v->a, io0->x, io0->nrhs, transpose, &info, err);
   if (jmg_leader_retry_without_scratch(v, &rc, err))
-    rc = e->leader.lu_solve(e, &v->a, io0->x, io0->nrhs, transpose, &info,
-                            err);
+    rc = e->leader.lu_solve(e, &v->a, io0->x, io0->nrhs, transpose, &info, err);
   if (rc == 0 && info != 0)
     rc = m->fill_nan(&v->group, 0, io0->x, x_count, v->a.dtype, err);
   if (rc == 0)

@@ -1613,10 +1613,12 @@ static void ref_store(jmg_dtype t, void *p, size_t i, double complex v) {
   }
 }
 
-static double cabs1(double complex v) { return fabs(creal(v)) + fabs(cimag(v)); }
+static double cabs1(double complex v) {
+  return fabs(creal(v)) + fabs(cimag(v));
+}
 
-static void ref_getrf(jmg_dtype t, int *m, int *n, void *a, int *lda,
-                      int *ipiv, int *info) {
+static void ref_getrf(jmg_dtype t, int *m, int *n, void *a, int *lda, int *ipiv,
+                      int *info) {
   const int M = *m, N = *n, ld = *lda;
   *info = 0;
   if (M != N) {
@@ -1694,15 +1696,15 @@ static void ref_getrs(jmg_dtype t, char *trans, int *n, int *nrhs, void *a,
 #undef A_
 }
 
-#define REF_LU(p, T)                                                         \
-  static void ref_##p##getrf(int *m, int *n, void *a, int *lda, int *ipiv,   \
-                             int *info) {                                    \
-    ref_getrf(T, m, n, a, lda, ipiv, info);                                  \
-  }                                                                          \
-  static void ref_##p##getrs(char *trans, int *n, int *nrhs, void *a,        \
-                             int *lda, int *ipiv, void *b, int *ldb,         \
-                             int *info) {                                    \
-    ref_getrs(T, trans, n, nrhs, a, lda, ipiv, b, ldb, info);                \
+#define REF_LU(p, T)                                                       \
+  static void ref_##p##getrf(int *m, int *n, void *a, int *lda, int *ipiv, \
+                             int *info) {                                  \
+    ref_getrf(T, m, n, a, lda, ipiv, info);                                \
+  }                                                                        \
+  static void ref_##p##getrs(char *trans, int *n, int *nrhs, void *a,      \
+                             int *lda, int *ipiv, void *b, int *ldb,       \
+                             int *info) {                                  \
+    ref_getrs(T, trans, n, nrhs, a, lda, ipiv, b, ldb, info);              \
   }
 REF_LU(s, JMG_F32)
 REF_LU(d, JMG_F64)
@@ -1752,7 +1754,8 @@ static double complex *lu_matrix(jmg_dtype t, int64_t n, uint64_t seed,
         v[k] = (double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0;
       }
       double scale = j > i ? 4.0 : 1.0;
-      double complex e = scale * (v[0] + (jmg_dtype_is_complex(t) ? v[1] : 0.0) * I);
+      double complex e =
+          scale * (v[0] + (jmg_dtype_is_complex(t) ? v[1] : 0.0) * I);
       if (i == zero_row) e = 0.0;
       ref_store(t, tmp, 0, e);
       A[i * n + j] = ref_load(t, tmp, 0);
@@ -1853,7 +1856,8 @@ static void check_lu_solve(int nparts, jmg_dtype t, int64_t n, int64_t tile,
   lu_call *s = run_lu_calls(nparts, t, n, tile, trans, A, B, nrhs, mesh_id);
   void *b_stored = malloc((size_t)(nrhs * n + 1) * es);
   if (b_stored == NULL) abort();
-  for (int64_t i = 0; i < nrhs * n; ++i) ref_store(t, b_stored, (size_t)i, B[i]);
+  for (int64_t i = 0; i < nrhs * n; ++i)
+    ref_store(t, b_stored, (size_t)i, B[i]);
   char why[1200] = "";
   for (int d = 0; d < nparts && !why[0]; ++d) {
     const xla_result *r = &s[d].call.result;
@@ -1878,10 +1882,11 @@ static void check_lu_solve(int nparts, jmg_dtype t, int64_t n, int64_t tile,
   free(A);
   free(B);
   if (why[0])
-    TEST_FAIL_AT("lu_solve %s over %d shards, N=%lld T_A=%lld NRHS=%lld "
-                 "trans=%lld: %s",
-                 jmg_dtype_name(t), nparts, (long long)n, (long long)tile,
-                 (long long)nrhs, (long long)trans, why);
+    TEST_FAIL_AT(
+        "lu_solve %s over %d shards, N=%lld T_A=%lld NRHS=%lld "
+        "trans=%lld: %s",
+        jmg_dtype_name(t), nparts, (long long)n, (long long)tile,
+        (long long)nrhs, (long long)trans, why);
 }
 
 TEST(ffi_lu_solve_end_to_end_every_dtype_and_transpose) {
@@ -1893,15 +1898,15 @@ TEST(ffi_lu_solve_end_to_end_every_dtype_and_transpose) {
   } cases[] = {
       {1, 6, 2, 2},  {4, 12, 1, 3}, /* unit 1, several cycles */
       {4, 12, 3, 1},                /* T_A = shard size: nothing moves */
-      {4, 16, 2, 2}, {3, 18, 2, 1}, {2, 20, 5, 4},
-      {4, 8, 1, 0}, /* no right-hand sides */
+      {4, 16, 2, 2}, {3, 18, 2, 1},
+      {2, 20, 5, 4}, {4, 8, 1, 0}, /* no right-hand sides */
   };
   int64_t mesh = 610;
   for (int t = 0; t < JMG_NUM_DTYPES; ++t)
     for (int64_t trans = 0; trans < 2; ++trans)
       for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
-        check_lu_solve(cases[c].nparts, (jmg_dtype)t, cases[c].n,
-                       cases[c].tile, cases[c].nrhs, trans, mesh++);
+        check_lu_solve(cases[c].nparts, (jmg_dtype)t, cases[c].n, cases[c].tile,
+                       cases[c].nrhs, trans, mesh++);
         if (jmg_test_failed) return;
       }
 }
@@ -1929,8 +1934,8 @@ TEST(ffi_lu_solve_singular_gives_first_zero_pivot_and_nan) {
         for (int i = 0; i < NRHS * N && !what[0]; ++i) {
           double complex v = ref_load((jmg_dtype)t, s[d].x, (size_t)i);
           if (!isnan(creal(v)))
-            snprintf(what, sizeof what, "shard %d: x[%d] = %g is not NaN", d,
-                     i, creal(v));
+            snprintf(what, sizeof what, "shard %d: x[%d] = %g is not NaN", d, i,
+                     creal(v));
         }
       }
       free_lu_calls(s, P);

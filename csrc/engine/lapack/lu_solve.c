@@ -11,8 +11,8 @@ int jmg_lapack_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   (void)e;
   const char *op = "lu_solve";
   const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
-  int rc = jmg_lapack_require((const void *)r->getrf, a->dtype, "getrf", op,
-                              err);
+  int rc =
+      jmg_lapack_require((const void *)r->getrf, a->dtype, "getrf", op, err);
   if (rc == 0)
     rc = jmg_lapack_require((const void *)r->getrs, a->dtype, "getrs", op, err);
   if (rc != 0) return rc;
