@@ -15,6 +15,7 @@ add_library(jaxmg_cuda SHARED
   csrc/cuda/check.c
   csrc/cuda/handles.c
   csrc/cuda/mem.c
+  csrc/cuda/blas.c
   csrc/engine/cusolvermg/context.c
   csrc/engine/cusolvermg/cholesky.c
   csrc/engine/cusolvermg/potrs.c
@@ -22,6 +23,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/syevd.c
   csrc/engine/cusolvermg/cuda_hermitian.c
   csrc/engine/cusolvermg/cuda_potrf.c
+  csrc/engine/cusolvermg/cuda_lu.c
+  csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
