@@ -159,3 +159,58 @@ def test_ctx_grads_match_jnp_on_gpus(auto_mesh, check_vma):
     ref = jax.grad(reference, argnums=(0, 1, 2))(a, h, b)
     for g, r in zip(ours, ref):
         assert float(jnp.linalg.norm(g - r) / jnp.linalg.norm(r)) < 1e-10
+
+
+# --- every kind of mesh (tests/python/test_mesh_derivatives.py, smaller) ------------
+
+
+def _laid_out(mesh, x, spec):
+    sharding = NamedSharding(mesh, spec)
+    if AxisType.Explicit in mesh.axis_types:
+        return jax.sharding.reshard(x, sharding)
+    return jax.lax.with_sharding_constraint(x, sharding)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("set_mesh", [False, True], ids=["no_set_mesh", "set_mesh"])
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+def test_check_grads_on_every_kind_of_mesh_on_gpus(kind, set_mesh, jit):
+    """potrs, potri, eigenvalues and V sin(w) V^H, plain forms (and the ctx
+    forms under jit) on meshes of Explicit and Auto axes, without and inside
+    jax.set_mesh (issue 15)."""
+    import contextlib
+
+    types = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
+    mesh = jax.make_mesh((len(GPUS),), ("x",), devices=GPUS, axis_types=(types[kind],))
+    dtype = np.complex128 if set_mesh != jit else np.float64
+    n, tile, tol = 16 * len(GPUS), 8, 2e-5
+    a, h = _hpd(n, dtype), _separated(n, dtype)
+    b = np.random.default_rng(1).standard_normal((n, 2)).astype(dtype)
+    rows = P("x", None)
+
+    def vectors(h):
+        w, v = jaxmg.syevd(h, tile, mesh, SPEC)
+        v = _laid_out(mesh, v, P())
+        return (v * jnp.sin(w)) @ jnp.conj(v).T
+
+    cases = [(lambda a, b: jaxmg.potrs(a, b, tile, mesh, SPEC), (a, b)),
+             (lambda a: jaxmg.potri(a, tile, mesh, SPEC), (a,)),
+             (lambda h: jaxmg.syevd(h, tile, mesh, SPEC, return_eigenvectors=False), (h,)),
+             (vectors, (h,))]
+    if jit:
+        def ctx(body, in_specs, out_specs):
+            f = jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+            return lambda *xs: _laid_out(mesh, f(*(_laid_out(mesh, x, s)
+                                                 for x, s in zip(xs, in_specs))), out_specs)
+
+        cases += [
+            (ctx(lambda a, b: jaxmg.potrs_shardmap_ctx(a, b, T_A=tile)[0],
+                 (rows, P(None, None)), P(None, None)), (a, b)),
+            (ctx(lambda a: jaxmg.potri_shardmap_ctx(a, T_A=tile)[0], (rows,), rows), (a,)),
+            (ctx(lambda h: jaxmg.syevd_shardmap_ctx(h, T_A=tile, return_eigenvectors=False)[0],
+                 (rows,), P(None)), (h,)),
+        ]
+    for f, args in cases:
+        with jax.set_mesh(mesh) if set_mesh else contextlib.nullcontext():
+            check_grads(jax.jit(f) if jit else f, args, order=1, modes=("fwd", "rev"),
+                        atol=tol, rtol=tol)

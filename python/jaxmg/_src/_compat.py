@@ -120,23 +120,6 @@ def place(x: Any, mesh: Any, spec: Any) -> Any:
     return jax.lax.with_sharding_constraint(x, sharding)
 
 
-def auto_axes_region(mesh: Any, f: Callable[..., Any], out_specs: Any) -> Callable[..., Any]:
-    """f (derivative arithmetic on whole arrays) run with ``mesh``'s axes
-    Auto when they are Explicit, its outputs laid out as ``out_specs``.
-
-    Under Explicit axes JAX types every array by its sharding and checks, in
-    reverse mode, that each cotangent has its primal's type; products of
-    row- and column-sharded matrices in our derivative rules would fail that
-    check. Inside the region XLA chooses the layouts, as it does on Auto
-    meshes."""
-    if not _is_explicit(mesh):
-        return f
-    shardings = jax.tree_util.tree_map(
-        lambda spec: jax.sharding.NamedSharding(mesh, spec), out_specs,
-        is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec))
-    return jax.sharding.auto_axes(f, out_sharding=shardings)
-
-
 def sharding_of(x: Any) -> Any:
     """x's NamedSharding if it is a concrete array placed on a mesh, else None
     (under jit, arrays carry no concrete mesh)."""

@@ -35,7 +35,6 @@ out_specs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
@@ -44,25 +43,9 @@ import jax.numpy as jnp
 from jaxmg._src import _checks, _compat, _shard
 
 
-@dataclass(frozen=True)
-class Call:
-    """The static part of one ctx call: its geometry and axes (hashable, so
-    that it can be a custom_jvp's non-differentiable argument)."""
-
-    g: _shard.Geometry
-    axes: tuple[str, ...]    # the axes A's rows are sharded over
-    others: tuple[str, ...]  # the shard_map's other axes (one group each)
-    mesh_id: int
-
-    @property
-    def axis(self) -> Any:
-        """The rows' axes as collectives take them."""
-        return self.axes if len(self.axes) > 1 else self.axes[0]
-
-    @property
-    def kw(self) -> dict[str, Any]:
-        """The keyword arguments of the ops' per-shard functions."""
-        return dict(g=self.g, axes=self.axes, others=self.others, mesh_id=self.mesh_id)
+# The static part of one call: shared with the plain forms, which run the
+# same local cores inside their own shard_map.
+Call = _shard.Call
 
 
 def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,

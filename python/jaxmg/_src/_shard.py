@@ -15,7 +15,6 @@ permutation of diag(A, c*I), so the answer for A is read off exactly.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import itertools
 import zlib
@@ -63,6 +62,29 @@ def geometry(op: str, n: int, nparts: int, tile: int, pad: bool) -> Geometry:
             f"T_A={tile}; pass pad=True or choose a T_A that divides {r}"
         )
     return Geometry(n=n, nparts=nparts, tile=tile, r=r, rp=rp)
+
+
+@dataclass(frozen=True)
+class Call:
+    """The static part of one call on one shard: its geometry, the axes A's
+    rows are sharded over and the others (one group each), the id of its
+    device set, and, when the mesh is known, whether it spans processes
+    (``job``: 0 SPMD, else the job's identity; None inside the user's own
+    shard_map, where the mesh is not known: see _mode.ambient_job_id) and
+    every shard's process (``pids``, MPMD only). Hashable, so that it can be
+    a custom_jvp's non-differentiable argument."""
+
+    g: Geometry
+    axes: tuple[str, ...]
+    others: tuple[str, ...]
+    mesh_id: int
+    job: int | None = None
+    pids: tuple[int, ...] | None = None
+
+    @property
+    def axis(self) -> Any:
+        """The rows' axes as collectives take them."""
+        return self.axes if len(self.axes) > 1 else self.axes[0]
 
 
 def mesh_id(device_ids: Sequence[int], axes: Sequence[str]) -> int:
@@ -153,13 +175,6 @@ _call_ids = itertools.count(1)
 # make, which would shift a process-wide count.
 _mpmd_call_ids: dict[int, Any] = {}
 
-# The job id of the call being traced (0: SPMD) and, for MPMD, the pid of
-# every shard's process (_mode.group_pids), set by `mapped`; None in the
-# user's own shard_map, where the mesh is unknown (see _mode.ambient_job_id).
-_call_job: contextvars.ContextVar[tuple[int, np.ndarray | None] | None] = (
-    contextvars.ContextVar("jaxmg_call_job", default=None))
-
-
 def onto(x: Any, mesh: Mesh, spec: Any) -> Any:
     """A concrete array committed to other devices than mesh's, moved onto
     mesh as spec says (jit refuses arguments on other devices); host arrays
@@ -188,16 +203,6 @@ def settle_on_cpu(outputs: Any, mesh: Mesh) -> Any:
     if next(iter(mesh.devices.flat)).platform == "cpu":
         jax.block_until_ready(outputs)
     return outputs
-
-
-def hermitian_from_upper(a: jax.Array) -> jax.Array:
-    """The Hermitian matrix the ops solve with, and so the one their
-    derivatives are taken with respect to: a's strict upper triangle, its
-    conjugate transpose below, and the real part of a's diagonal (LAPACK and
-    cuSOLVER read only that)."""
-    strict = jnp.triu(a, 1)
-    diagonal = jnp.diag(jnp.real(jnp.diagonal(a))).astype(a.dtype)
-    return strict + jnp.conj(strict).T + diagonal
 
 
 # The leader permutes A into cuSOLVERMg's layout fastest out of place, into
@@ -230,6 +235,7 @@ def ffi_call(
     operands: Sequence[jax.Array],
     results: Sequence[jax.ShapeDtypeStruct],
     *,
+    call: Call,
     varying: Sequence[frozenset[str]] | None = None,
     **attrs: int,
 ) -> Sequence[jax.Array]:
@@ -237,6 +243,7 @@ def ffi_call(
     that XLA hands A's buffer to the solver when nothing else needs it and
     copies A first when it is still live: the user's array is never modified.
 
+    ``call`` gives the tile, the device set and the job (see Call).
     ``varying``: inside a shard_map that checks vma, the mesh axes each result
     varies over (see result_types). JAX wants an FFI call's operands typed
     alike, and cannot know its results' types: they are typed here."""
@@ -245,15 +252,16 @@ def ffi_call(
         operands = [_compat.pvary(x, union) for x in operands]
         results = [_compat.typed_result(r.shape, r.dtype, v)
                    for r, v in zip(results, varying)]
-    call = jax.ffi.ffi_call(
+    target = jax.ffi.ffi_call(
         f"jaxmg_{op}",
         tuple(results),
         input_output_aliases={0: 0},
         # A batch is solved one matrix after the other.
         vmap_method="sequential",
     )
-    attrs = dict(attrs, scratch=int(scratch_fits(operands[0])))
-    job, pids = _call_job.get() or (None, None)
+    attrs = dict(attrs, T_A=call.g.tile, mesh_id=call.mesh_id,
+                 scratch=int(scratch_fits(operands[0])))
+    job, pids = call.job, call.pids
     if job is None:  # A's operand is one shard, r x N: there are N / r shards
         rows, cols = operands[0].shape[-2:]
         job = _mode.ambient_job_id(op, max(cols // max(rows, 1), 1))
@@ -264,21 +272,8 @@ def ffi_call(
         attrs = dict(attrs, call_id=next(_call_ids))
     attrs = {k: np.int64(v) for k, v in attrs.items()}
     if job and pids is not None:
-        attrs["pids"] = pids
-    return call(*operands, **attrs)
-
-
-@dataclass(frozen=True)
-class Program:
-    """An op's compiled program over one mesh, with what its derivative rules
-    need to lay their results out like its outputs."""
-
-    fn: Callable[..., Any]
-    mesh: Mesh
-    rows: Any  # _checks.RowSharding
-
-    def __call__(self, *args: jax.Array) -> Any:
-        return self.fn(*args)
+        attrs["pids"] = np.asarray(pids, dtype=np.int64)
+    return target(*operands, **attrs)
 
 
 def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
@@ -298,35 +293,35 @@ def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
     return a, mesh, rows, g
 
 
+def mesh_call(op: str, mesh: Mesh, rows: Any, g: Geometry) -> Call:
+    """The Call of an op over a whole mesh: its device set's id, and whether
+    its groups span processes (MPMD: the job and every shard's pid)."""
+    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
+    job = _mode.call_job_id(op, mesh, rows.axes, rows.others)
+    pids = tuple(int(p) for p in _mode.group_pids(mesh, rows.axes, rows.others)) if job else None
+    return Call(g, rows.axes, rows.others, mesh_id(ids, mesh.axis_names), job, pids)
+
+
 def mapped(
-    shard_fn: Callable[..., Any],
+    local_fn: Callable[..., Any],
     mesh: Mesh,
-    axes: tuple[str, ...],
-    others: tuple[str, ...],
     in_specs: tuple[Any, ...],
     out_specs: Any,
-    **static: Any,
 ) -> Callable[..., Any]:
-    """``shard_fn`` (an op's per-shard part) mapped over ``mesh``: its inputs
-    laid out as ``in_specs`` say first, the mesh's id and the sharded axes
-    passed in, ``static`` bound as keyword arguments."""
-    ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
-    op = shard_fn.__name__.strip("_").removesuffix("_shard")
-    job = _mode.call_job_id(op, mesh, axes, others)
-    pids = _mode.group_pids(mesh, axes, others) if job else None
-    inner = functools.partial(shard_fn, axes=axes, others=others,
-                              mesh_id=mesh_id(ids, mesh.axis_names), **static)
+    """``local_fn`` (an op's local core: this device's rows in, this
+    device's part of the results out, derivative rules included) mapped
+    over ``mesh``, its inputs laid out as ``in_specs`` say first.
 
-    def body(*args: jax.Array) -> Any:
-        # Tells ffi_call, while the shard's part is traced, whether this
-        # call's groups span processes.
-        token = _call_job.set((job, pids))
-        try:
-            return inner(*args)
-        finally:
-            _call_job.reset(token)
-
-    mapped_fn = shard_map_unchecked(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    Why the derivatives live inside the shard_map. Differentiated there,
+    every value is one device's part and JAX's own rules for shard_map
+    type the cotangents at its boundary from in_specs and out_specs, for
+    Auto and Explicit axes alike. Derivative arithmetic on the whole
+    arrays outside it would be typed by the mesh's axis types instead:
+    under Explicit axes every intermediate carries a sharding that each
+    cotangent must match, which products of row- and column-sharded
+    matrices do not (issue 15)."""
+    mapped_fn = shard_map_unchecked(local_fn, mesh=mesh, in_specs=in_specs,
+                                    out_specs=out_specs)
 
     def run(*args: jax.Array) -> Any:
         return mapped_fn(*(place(x, mesh, spec) for x, spec in zip(args, in_specs)))

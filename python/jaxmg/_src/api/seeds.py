@@ -1,0 +1,271 @@
+"""The seeds' API (JAXMg 0.x): potrs, potri and syevd with
+``(a, [b,] T_A, mesh, in_specs, ..., return_status, pad)``, and the
+``*_shardmap_ctx`` forms called on the local shard from inside the caller's
+own ``jax.shard_map``, returning ``(outputs..., status)`` with the status of
+shape (1,).
+
+This module is only conventions: argument names and order, in_specs and
+their inference, the checks that refuse misuse before anything is traced
+(_checks), 1-D right-hand sides, which outputs are returned and in what
+order. The work, derivative rules included, is the ops' cores'
+(jaxmg._src.core), which know nothing of any API's conventions; JAXMg 1.x's
+forms (matrix_specs, donate=, return_logdet, a_work first, ...) are meant to
+be a second adapter like this one over the same cores.
+
+One adapter module for the whole family rather than one per op: the three
+ops share every convention (argument order, in_specs, return_status, pad,
+the ctx forms' status of shape (1,)), and one module shows them side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _manual, _native, _shard
+from jaxmg._src._compat import current_manual_axes
+from jaxmg._src.core import potri as potri_core
+from jaxmg._src.core import potrs as potrs_core
+from jaxmg._src.core import syevd as syevd_core
+
+
+def potrs(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """Solves ``a @ x = b`` for Hermitian positive definite ``a`` on all devices.
+
+    Args:
+      a: the N x N matrix, rows sharded over the mesh axis named in
+        ``in_specs[0]`` (e.g. ``P("x", None)``). Only its upper triangle is read
+        (the lower triangle of its transpose). It is not modified.
+      b: right-hand sides, (N, NRHS) or (N,), replicated (``P(None, None)``).
+      T_A: tile size (columns per block of the 1D block-cyclic layout). A T_A
+        above the shard size N/devices is reduced to it. Omitted: the whole
+        shard up to 2048 rows, else its largest divisor in 1024..2048, else
+        even tiles of at most 2048 (padding fewer rows than tiles), as
+        measured on 4 H200s (see ``jaxmg._src._checks.default_tile``).
+      mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
+        NamedSharding (they are read from it), or when ``a`` is a host or
+        single-device array (it is then placed on a 1-D mesh "x" over all
+        devices).
+      in_specs: ``(P(axis, None), P(None, None))``, or just ``(P(axis, None),)``.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      x with b's shape, replicated on every device; with ``return_status``,
+      ``(x, status)`` where status is an int32 scalar: 0 on success, k > 0 when
+      the leading minor of order k is not positive definite (x is then NaN).
+    """
+    n, dtype = _checks.check_matrix("potrs", a)
+    _checks.check_rhs("potrs", b, n, dtype)
+    a, mesh, rows, g = _shard.prepare("potrs", a, n, T_A, mesh, in_specs, 2, pad)
+    b = _shard.onto(b, mesh, P())
+    b2 = b if b.ndim == 2 else b[:, None]
+    x, status = potrs_core.over_mesh(mesh, rows, g)(a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    _shard.settle_on_cpu((x, status), mesh)
+    return (x, status) if return_status else x
+
+
+def potrs_shardmap_ctx(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """``potrs`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      b: the right-hand sides, (N, NRHS) or (N,), the same on every device
+        (the first device's b is used).
+      T_A: tile size, as in ``potrs``.
+      pad: as in ``potrs``.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(x, status)``: x with b's shape (the same on every device) and the
+      status as an int32 array of shape (1,). Declare ``out_specs`` like
+      ``(P(None, None), P(None))``. Works with either ``check_vma`` setting
+      of shard_map; with ``check_vma=True`` (its default) x and status are
+      typed as the same along the rows' axes. Differentiable in a and b
+      (``jax.grad``, ``jax.jvp``, ``jax.vjp``, to any order), whatever the
+      out_specs.
+    """
+    rows, n, dtype = _checks.check_local_shard(
+        "potrs_shardmap_ctx", a, current_manual_axes(), axis_name
+    )
+    _checks.check_rhs("potrs_shardmap_ctx", b, n, dtype)
+    call = _manual.make_call("potrs_shardmap_ctx", rows, n, a, T_A, pad)
+    _native.load()
+    b2 = b if b.ndim == 2 else b[:, None]
+    x, status = potrs_core.local(call, a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    return x, status.reshape(1)
+
+
+def potri(
+    a: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """The inverse of a Hermitian positive definite ``a``, computed on all devices.
+
+    Args:
+      a: the N x N matrix, rows sharded as ``in_specs[0]`` says (e.g.
+        ``P("x", None)``). Only its upper triangle is read. It is not modified.
+      T_A: tile size of the 1D block-cyclic layout (see ``potrs``).
+      mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
+        NamedSharding (they are read from it), or when ``a`` is a host or
+        single-device array (it is then placed on a 1-D mesh "x" over all
+        devices).
+      in_specs: ``(P(axis, None),)``.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      A^-1, both triangles, sharded like ``a``; with ``return_status``,
+      ``(inverse, status)``: status 0 on success, k > 0 when the leading minor
+      of order k is not positive definite (the inverse is then NaN).
+    """
+    n, _ = _checks.check_matrix("potri", a)
+    a, mesh, rows, g = _shard.prepare("potri", a, n, T_A, mesh, in_specs, 1, pad)
+    inv, status = potri_core.over_mesh(mesh, rows, g)(a)
+    _shard.settle_on_cpu((inv, status), mesh)
+    return (inv, status) if return_status else inv
+
+
+def potri_shardmap_ctx(
+    a: jax.Array,
+    T_A: int | None = None,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """``potri`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      T_A, pad: as in ``potri``.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(inverse_rows, status)``: this device's rows of A^-1 and the status as
+      an int32 array of shape (1,). Declare ``out_specs`` like
+      ``(P("x", None), P(None))``. Works with either ``check_vma`` setting of
+      shard_map; with ``check_vma=True`` (its default) the status is typed as
+      the same along the rows' axes. Differentiable in a (``jax.grad``,
+      ``jax.jvp``, ``jax.vjp``, to any order).
+    """
+    rows, n, _ = _checks.check_local_shard("potri_shardmap_ctx", a,
+                                           current_manual_axes(), axis_name)
+    call = _manual.make_call("potri_shardmap_ctx", rows, n, a, T_A, pad)
+    _native.load()
+    inv, status = potri_core.local(call, a)
+    return inv, status.reshape(1)
+
+
+def syevd(
+    a: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_eigenvectors: bool = True,
+    return_status: bool = False,
+    pad: bool = True,
+) -> Any:
+    """Eigenvalues and eigenvectors of a Hermitian ``a``, computed on all devices.
+
+    Args:
+      a: the N x N matrix, rows sharded as ``in_specs[0]`` says (e.g.
+        ``P("x", None)``). Only its upper triangle is read. It is not modified.
+      T_A: tile size of the 1D block-cyclic layout (see ``potrs``).
+      mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
+        NamedSharding (they are read from it), or when ``a`` is a host or
+        single-device array (it is then placed on a 1-D mesh "x" over all
+        devices).
+      in_specs: ``(P(axis, None),)``.
+      return_eigenvectors: also return the eigenvectors.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      ``w``, ``(w, V)``, ``(w, status)`` or ``(w, V, status)``. ``w``: the N
+      eigenvalues in ascending order, real, replicated. ``V``: the eigenvectors
+      as columns (``a @ V = V * w``, as in ``jnp.linalg.eigh``; JAXMg returns
+      them as rows), sharded by columns (``P(None, axis)``), the layout the
+      solver leaves them in. ``status``: 0 on success, > 0 if the solver did not
+      converge (outputs are then NaN).
+    """
+    n, _ = _checks.check_matrix("syevd", a)
+    a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
+    if return_eigenvectors:
+        w, v, status = syevd_core.over_mesh(mesh, rows, g, True)(a)
+    else:
+        w, status = syevd_core.over_mesh(mesh, rows, g, False)(a)
+    out: tuple[jax.Array, ...] = (w, v) if return_eigenvectors else (w,)
+    if return_status:
+        out = out + (status,)
+    _shard.settle_on_cpu(out, mesh)
+    return out[0] if len(out) == 1 else out
+
+
+def syevd_shardmap_ctx(
+    a: jax.Array,
+    T_A: int | None = None,
+    return_eigenvectors: bool = True,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> Any:
+    """``syevd`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      T_A, return_eigenvectors: as in ``syevd``.
+      pad: as in ``syevd``; padding is not possible here when eigenvectors are
+        wanted (they would not be evenly split), so the shard size must then be
+        a multiple of T_A.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(w, status)`` or ``(w, V_local, status)``: all N eigenvalues (the same
+      on every device), this device's N/devices columns of V (eigenvectors
+      ``d*N/devices ...``; out_specs ``P(None, "x")``), and the status as an
+      int32 array of shape (1,). Works with either ``check_vma`` setting of
+      shard_map; with ``check_vma=True`` (its default) w and status are typed
+      as the same along the rows' axes. Differentiable in a (``jax.grad``,
+      ``jax.jvp``, ``jax.vjp``, to any order; eigenvectors through functions
+      that do not depend on their phases, as for ``jnp.linalg.eigh``).
+    """
+    rows, n, _ = _checks.check_local_shard("syevd_shardmap_ctx", a,
+                                           current_manual_axes(), axis_name)
+    # Eigenvectors cannot be padded here: a T_A left out then divides the shard.
+    call = _manual.make_call("syevd_shardmap_ctx", rows, n, a, T_A, pad,
+                             exact=bool(return_eigenvectors))
+    if call.g.padded and return_eigenvectors:
+        raise ValueError(
+            f"jaxmg.syevd_shardmap_ctx: the shard size {call.g.r} is not a multiple of "
+            f"T_A={call.g.tile}, and padded eigenvectors cannot be split evenly inside "
+            "shard_map; choose a T_A that divides the shard size, or use jaxmg.syevd"
+        )
+    _native.load()
+    if return_eigenvectors:
+        w, v, status = syevd_core.local(call, a)
+        return w, v, status.reshape(1)
+    w, status = syevd_core.local_values(call, a)
+    return w, status.reshape(1)

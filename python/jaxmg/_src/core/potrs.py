@@ -1,0 +1,111 @@
+"""potrs's core: solve A x = b for Hermitian positive definite A, A's rows
+sharded over devices, b and x the same on every device.
+
+``shard`` is one shard's FFI program, ``local`` the differentiable local core
+(x and the status; its rules: dx = A^-1 (db - dA x), the solve a linear map
+whose transpose is one more solve), ``over_mesh`` ``local`` over a mesh. No
+API conventions here (see jaxmg._src.core).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _compat, _manual, _shard
+
+
+def shard(call: _shard.Call, a: jax.Array,
+          b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One shard's part: a is r x N, b is N x k (replicated). Returns A's
+    work buffer (this shard's r x N rows of what the solver left in A: an
+    API that hands it back, as JAXMg 1.x's ctx forms do, can; unused, XLA
+    drops it), x (N x k) and the status (int32 scalar), the same on every
+    shard."""
+    g = call.g
+    per_shard, same = _shard.result_types(call.axes, a, b)
+    pos = _shard.position(call.axes, call.others, g.nparts)
+    a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
+    # The solver sees conj(A) (see _shard): solve conj(A) y = conj(b), x = conj(y).
+    # It wants B column-major, which is B^T row-major.
+    b_cm = jnp.conj(_shard.pad_rows(b, g)).T
+    dtype = a.dtype
+    work, y_cm, info = _shard.ffi_call(
+        "potrs",
+        (a_p, b_cm, pos),
+        (
+            jax.ShapeDtypeStruct(a_p.shape, dtype),
+            jax.ShapeDtypeStruct(b_cm.shape, dtype),
+            jax.ShapeDtypeStruct((), jnp.int32),
+        ),
+        call=call,
+        varying=(per_shard, same, same),
+    )
+    x = _shard.unpad_rows(jnp.conj(y_cm).T, g)
+    return _shard.unpad_shard(work, g), x, _shard.unpad_info(info, g)
+
+
+@functools.lru_cache(maxsize=256)
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+    """``local``, derivative rules included, over the whole mesh, jitted."""
+    call = _shard.mesh_call("potrs", mesh, rows, g)
+    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
+                                 in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """x = A^-1 b and the status inside any shard_map (b: the
+    leader's), differentiable in this device's rows a and in b (see
+    _local_jvp)."""
+    return shard(call, a, b)[1:]
+
+
+@local.defjvp
+def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+               tangents: tuple[jax.Array, jax.Array]):
+    """dx = A^-1 (db - dA x), dA the Hermitian matrix of da's upper triangle:
+    dA x through one psum, A^-1 by one more jaxmg solve (_linear_solve),
+    whose transpose JAX takes for reverse mode."""
+    (a, b), (da, db) = primals, tangents
+    x, status = local(call, a, b)
+    dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
+    return (x, status), (dx, _compat.zero_tangent(status))
+
+
+def _linear_solve(call: _shard.Call, a: jax.Array, r: jax.Array) -> jax.Array:
+    """A^-1 r (r: the leader's) as a linear map JAX can differentiate and
+    transpose: jax.lax.custom_linear_solve, with matvec A v (one psum), solve
+    the FFI solve and transpose_solve its transpose (see _manual): the
+    cotangent's parts summed, A^-H of the sum to the leader.
+
+    Under vma typing, custom_linear_solve types its result as varying over
+    every axis its operands vary over, a's rows' axes included, although
+    every device holds the same x; r is typed so from the start, and the
+    result is retyped as the same on every device by one psum of x on the
+    leader and zeros elsewhere (exact)."""
+    checked = _compat.vma_checked()
+    if checked:
+        r = _compat.pvary(r, _compat.varying_axes(a) | set(call.axes))
+    like = _compat.varying_axes(r)
+
+    def matvec(v: jax.Array) -> jax.Array:
+        return _compat.pvary(_manual.hermitian_matvec(call, a, v), like)
+
+    def solve(_: Any, r: jax.Array) -> jax.Array:
+        return _compat.pvary(shard(call, a, r)[1], like)
+
+    def transpose_solve(_: Any, c: jax.Array) -> jax.Array:
+        # A^-T = conj(A^-1 conj(.)) for Hermitian A.
+        summed = _manual.summed_axes(call, c)
+        _, x, _ = shard(call, a, jnp.conj(_manual.psum(c, summed)))
+        return _compat.pvary(_manual.leader_only(jnp.conj(x), summed), like)
+
+    x = jax.lax.custom_linear_solve(matvec, r, solve, transpose_solve)
+    if checked:
+        x = _manual.psum(_manual.leader_only(x, call.axes), call.axes)
+    return x

@@ -1,0 +1,156 @@
+"""syevd's core: eigenvalues and eigenvectors of a Hermitian A, A's rows
+sharded over devices, the eigenvalues the same on every device and the
+eigenvectors' columns sharded.
+
+``shard`` is one shard's FFI program, ``local`` and ``local_values`` the
+differentiable local cores (with and without eigenvectors; padding's
+eigenpairs kept, last), ``over_mesh`` either over a mesh with the padding's
+eigenpairs dropped. No API conventions here (see jaxmg._src.core).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _compat, _manual, _shard
+
+
+def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Array:
+    """A diagonal value for padding that lies above every eigenvalue of A, so
+    that the padding's eigenpairs sort last and are dropped: 1 + 2 * the
+    largest absolute row sum (a Gershgorin bound on the spectral radius) of
+    the Hermitian matrix that A's upper triangle defines, the one solved.
+
+    Row g of that matrix is a[g, g:] and, left of the diagonal, the conjugate
+    of column g above it; the column parts come from every shard (a psum)."""
+    axis = axes if len(axes) > 1 else axes[0]
+    r, n = a.shape
+    rows = shard * r + jnp.arange(r)[:, None]
+    cols = jnp.arange(n)[None, :]
+    mag = jnp.abs(a)
+    upper_rows = jnp.sum(jnp.where(cols >= rows, mag, 0), axis=1)
+    above_diag = jax.lax.psum(jnp.sum(jnp.where(cols > rows, mag, 0), axis=0), axis)
+    local = jnp.max(upper_rows + jax.lax.dynamic_slice_in_dim(above_diag, shard * r, r))
+    return 1 + 2 * jax.lax.pmax(local, axis)
+
+
+def shard(call: _shard.Call, a: jax.Array,
+                 want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One shard's part: a is r x N. Returns the N' eigenvalues (padded size,
+    ascending, padding's last), this shard's rp columns of the eigenvectors
+    with padding rows removed (N x rp), and the status."""
+    g = call.g
+    per_shard, same = _shard.result_types(call.axes, a)
+    pos = _shard.position(call.axes, call.others, g.nparts)
+    index = pos % g.nparts
+    diag = _pad_value(a, index, call.axes) if g.padded else 1
+    a_p = _shard.pad_shard(a, g, index, diag)
+    real = jnp.finfo(a.dtype).dtype
+    u, w, info = _shard.ffi_call(
+        "syevd",
+        (a_p, pos),
+        (
+            jax.ShapeDtypeStruct(a_p.shape, a.dtype),
+            jax.ShapeDtypeStruct((g.n_padded,), real),
+            jax.ShapeDtypeStruct((), jnp.int32),
+        ),
+        call=call,
+        varying=(per_shard, same, same),
+        want_vectors=int(want_vectors),
+    )
+    # The solver diagonalized conj(A) column-major: row i of u is its
+    # eigenvector j (this shard's j-th), so A's eigenvector is conj(u[i]).
+    v = jnp.conj(u).T  # N' x rp, columns are eigenvectors
+    if g.padded:
+        v = v.reshape(g.nparts, g.rp, g.rp)[:, : g.r, :].reshape(g.n, g.rp)
+    return w, v, info
+
+
+@functools.lru_cache(maxsize=256)
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+             want_vectors: bool) -> Any:
+    """``local`` or ``local_values``, derivative rules included, over the
+    whole mesh, jitted; padding's eigenpairs, which come last, dropped."""
+    call = _shard.mesh_call("syevd", mesh, rows, g)
+    if not want_vectors:
+        return jax.jit(_shard.mapped(functools.partial(local_values, call), mesh,
+                                     in_specs=(rows.spec,), out_specs=(P(None), P())))
+    mapped = _shard.mapped(functools.partial(local, call), mesh, in_specs=(rows.spec,),
+                           out_specs=(P(None), P(None, rows.spec[0]), P()))
+
+    def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        w, v, status = mapped(a)
+        return w[: g.n], v[:, : g.n], status
+
+    return jax.jit(run)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Inside any shard_map, padding kept: all N' eigenvalues (the
+    padding's last), this device's rp columns of the eigenvectors (N x rp,
+    eigenvectors d*rp ... (d+1)*rp - 1), the status; differentiable in this
+    device's rows a (see _local_jvp)."""
+    return shard(call, a, want_vectors=True)
+
+
+@local.defjvp
+def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    """The standard rule, as jnp.linalg.eigh's (degenerate eigenvalues give
+    what JAX's own rule gives), on this device's columns V_d of V: with
+    G = V^H dA V, F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it,
+    dw = real(diag(G)) and dV_d = V (F * G)[:, C_d], C_d this
+    device's eigenvector indices. dA V_d comes from a ring of dA's Hermitian
+    rows, diag(G) over C_d is local, and (F * G)[C_j, C_d] = F * (V_j^H dA V_d)
+    from a ring of V's column blocks V_j.
+
+    The padding's eigenpairs (indices >= N) are held constant: F and dw are
+    zero wherever one is involved. That is exact for A's eigenpairs: their
+    eigenvectors are zero on the padding's coordinates, where dA is zero too
+    (the padding value is treated as a constant), so G couples them with no
+    padding eigenpair."""
+    (a,), (da,) = primals, tangents
+    w, v, status = local(call, a)
+    g = call.g
+    c = v.shape[1]  # rp
+    d = _manual.shard_index(call)
+    mine = d * c + jnp.arange(c)  # the global indices of this device's eigenpairs
+    valid = mine < g.n
+    dav = _manual.hermitian_times_columns(call, da, v)  # dA V_d, N x c
+    dw_mine = jnp.where(valid, jnp.real(jnp.sum(jnp.conj(v) * dav, axis=0)), 0)
+    dw = _manual.psum(jax.lax.dynamic_update_slice_in_dim(
+        jnp.zeros_like(w), dw_mine.astype(w.dtype), d * c, axis=0), call.axes)
+    w_mine = jax.lax.dynamic_slice_in_dim(w, d * c, c)
+
+    def term(j: jax.Array, v_j: jax.Array) -> jax.Array:
+        theirs = j * c + jnp.arange(c)
+        w_theirs = jax.lax.dynamic_slice_in_dim(w, j * c, c)
+        coupled = ((theirs[:, None] < g.n) & valid[None, :]
+                   & (theirs[:, None] != mine[None, :]))
+        gap = jnp.where(coupled, w_mine[None, :] - w_theirs[:, None], 1)
+        f = jnp.where(coupled, 1 / gap, 0).astype(v.dtype)  # F[C_j, C_d]
+        return v_j @ (f * (jnp.conj(v_j).T @ dav))
+
+    dv = _manual.ring_sum(call, v, term)
+    return (w, v, status), (dw, dv, _compat.zero_tangent(status))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local_values(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(w, status) inside any shard_map, without eigenvectors; its
+    derivative needs them, and computes them (local) only when
+    differentiated."""
+    w, _, status = shard(call, a, want_vectors=False)
+    return w[: call.g.n], status
+
+
+@local_values.defjvp
+def _local_values_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    (w, _, status), (dw, _, _) = jax.jvp(functools.partial(local, call), primals, tangents)
+    n = call.g.n
+    return (w[:n], status), (dw[:n], _compat.zero_tangent(status))
