@@ -1,12 +1,14 @@
 """jaxmg: multi-GPU dense linear algebra for JAX.
 
-Cholesky solves (``potrs``), SPD inverses (``potri``) and symmetric
-eigendecompositions (``syevd``) of a row-sharded matrix, computed across all
-devices of a node by cuSOLVERMg on GPUs (LAPACK on CPU devices), from inside
-jitted JAX programs.
+Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
+eigendecompositions (``syevd``) and general solves by LU (``lu_solve``) of
+a row-sharded matrix, computed across all devices of a node by cuSOLVERMg
+on GPUs (LAPACK on CPU devices), from inside jitted JAX programs.
 """
 
 from jaxmg._src.api.seeds import (
+    lu_solve,
+    lu_solve_shardmap_ctx,
     potri,
     potri_shardmap_ctx,
     potrs,
@@ -24,4 +26,6 @@ __all__ = [
     "potri_shardmap_ctx",
     "syevd",
     "syevd_shardmap_ctx",
+    "lu_solve",
+    "lu_solve_shardmap_ctx",
 ]
