@@ -15,7 +15,7 @@ from jaxmg._src.api.seeds import (
     syevd_shardmap_ctx,
 )
 
-__version__ = "0.1.0"
+__version__ = "2.0.0"
 
 __all__ = [
     "potrs",
