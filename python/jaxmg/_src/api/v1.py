@@ -117,13 +117,19 @@ def _donating(fn: Any, nargs: int) -> Any:
 def _run(fn: Any, arrays: tuple[Any, ...], donate: bool) -> Any:
     """fn(*arrays), the arrays donated to XLA when asked and called eagerly
     (under a trace donation is the outer jit's business: its donate_argnums).
-    XLA reuses what it can of a donated buffer and the caller's array is
-    deleted; that some cannot be reused is no news to the caller."""
+    XLA reuses what it can of a donated buffer (that some cannot be reused
+    is no news to the caller); every donated jax.Array is deleted after the
+    call, as JAXMg 1.x's donation promises, whether XLA could reuse it or not."""
     if not donate or any(_compat.is_tracer(x) for x in arrays):
         return fn(*arrays)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*donated buffers were not usable.*")
-        return _donating(fn, len(arrays))(*arrays)
+        out = _donating(fn, len(arrays))(*arrays)
+    jax.block_until_ready(out)
+    for x in arrays:
+        if isinstance(x, jax.Array) and not x.is_deleted():
+            x.delete()
+    return out
 
 
 def _resolved(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
