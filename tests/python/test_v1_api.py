@@ -189,3 +189,33 @@ def test_other_misuse_is_refused(mesh):
         jaxmg.syevd(A, 4, donate="yes")
     with pytest.raises(ValueError, match="names no mesh"):
         jax.jit(lambda A: jaxmg.potrs_shardmap_ctx(A, jnp.ones(N), 4)).trace(np.eye(N))
+
+
+def test_ctx_forms_at_the_global_level_differentiate_and_vmap(s_mesh, rng):
+    """grad through x and w (against jnp's, on the Hermitian matrix of a's
+    upper triangle), and vmap over a batch of matrices, under jit on the
+    context mesh."""
+    n = 8
+    a = jt.make_hpd(rng, n, np.float64)
+    b = jt.make_rhs(rng, n, None, np.float64)
+    A = jax.device_put(a, NamedSharding(s_mesh, P("S", None)))
+
+    def solve_norm(A, b):
+        return jnp.sum(jaxmg.potrs_shardmap_ctx(A, b, T_A=2)[1] ** 2)
+
+    def eig_cubes(A):
+        return jnp.sum(jaxmg.syevd_shardmap_ctx(A, T_A=2)[1] ** 3)
+
+    with jax.sharding.set_mesh(s_mesh):
+        ga, gb = jax.jit(jax.grad(solve_norm, argnums=(0, 1)))(A, b)
+        gw = jax.jit(jax.grad(eig_cubes))(A)
+        xs = jax.jit(jax.vmap(lambda A: jaxmg.potrs_shardmap_ctx(A, b, T_A=2)[1]))(
+            jnp.stack([A, 2 * A]))
+    ra, rb = jax.grad(lambda a, b: jnp.sum(jnp.linalg.solve(jt.herm(a), b) ** 2),
+                      argnums=(0, 1))(a, b)
+    rw = jax.grad(lambda a: jnp.sum(jnp.linalg.eigvalsh(jt.herm(a)) ** 3))(a)
+    np.testing.assert_allclose(np.asarray(ga), ra, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(gb), rb, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(gw), rw, atol=1e-11)
+    np.testing.assert_allclose(np.asarray(xs), [np.linalg.solve(a, b), np.linalg.solve(2 * a, b)],
+                               atol=1e-12)
