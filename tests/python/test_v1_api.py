@@ -219,3 +219,17 @@ def test_ctx_forms_at_the_global_level_differentiate_and_vmap(s_mesh, rng):
     np.testing.assert_allclose(np.asarray(gw), rw, atol=1e-11)
     np.testing.assert_allclose(np.asarray(xs), [np.linalg.solve(a, b), np.linalg.solve(2 * a, b)],
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["potrs", "syevd"])
+def test_ctx_forms_outside_shard_map_are_the_1x_forms(op):
+    """What the seeds refused ("must be called inside jax.shard_map") is
+    1.x's global-level form now: a host matrix on all devices."""
+    a = np.eye(8) * 2
+    if op == "potrs":
+        work, x, status = jaxmg.potrs_shardmap_ctx(a, np.ones((8, 1)), T_A=2)
+        np.testing.assert_allclose(np.asarray(x), 0.5)
+    else:
+        work, w, v, status = jaxmg.syevd_shardmap_ctx(a, T_A=2)
+        np.testing.assert_allclose(np.asarray(w), 2.0)
+    assert work.shape == (8, 8) and int(status) == 0
