@@ -10,6 +10,10 @@ import pytest
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 nk = pytest.importorskip("netket")
+# Importing NetKet sets its own mesh (one axis "S" over all devices) as jax's
+# global mesh (its NETKET_SHARDING default); the other tests expect none, and
+# these set NetKet's mesh themselves.
+jax.sharding.set_mesh(None)
 
 jax.config.update("jax_enable_x64", True)
 

@@ -13,6 +13,10 @@ import jaxmg_testing as jt
 from mpmd_launch import assert_all_passed, run_job
 
 nk = pytest.importorskip("netket")
+# Importing NetKet sets its own mesh (one axis "S" over all devices) as jax's
+# global mesh (its NETKET_SHARDING default); the other tests expect none, and
+# these set NetKet's mesh themselves.
+jax.sharding.set_mesh(None)
 
 pytestmark = pytest.mark.skipif(
     jax.default_backend() != "cpu",
