@@ -22,12 +22,16 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/potrs.c
   csrc/engine/cusolverdn/potri.c
   csrc/engine/cusolverdn/syevd.c
+  csrc/cuda/blas.c
   csrc/engine/cusolvermg/context.c
   csrc/engine/cusolvermg/cholesky.c
   csrc/engine/cusolvermg/potrs.c
   csrc/engine/cusolvermg/potri.c
   csrc/engine/cusolvermg/syevd.c
   csrc/engine/cusolvermg/cuda_potrf.c
+  csrc/engine/cusolvermg/cuda_lu.c
+  csrc/engine/cusolvermg/lu_solve.c
+  csrc/engine/cusolverdn/lu_solve.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
 target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver

@@ -2,7 +2,8 @@
 # Creates (or reuses) the project's virtual environment in .venv with what the
 # examples and tests need on a machine without a GPU: JAX for CPU, SciPy (its
 # LAPACK serves jaxmg's CPU engine), pytest, matplotlib (the benchmark's
-# plots, tested on CPU) and the build tools; then builds
+# plots, tested on CPU), NetKet (its distributed solvers are tested on jaxmg:
+# tests/python/test_netket.py) and the build tools; then builds
 # and installs jaxmg itself. Sourced by run-example.sh and test.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,7 @@ if ! command -v cc >/dev/null 2>&1; then
 fi
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q "jax>=0.6.2" numpy scipy pytest pytest-timeout matplotlib \
-  "scikit-build-core>=0.10" cmake ninja
+  "netket>=3.23" "scikit-build-core>=0.10" cmake ninja
 # Build and install jaxmg into the venv (no build isolation: the venv already
 # holds jax, whose XLA FFI headers the build needs).
 "$venv/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps "$root"

@@ -107,7 +107,7 @@ typedef struct jmg_local_matrix {
 
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
-  const char *op; /* "potrs", "potri", "syevd" */
+  const char *op; /* "potrs", "potri", "syevd", "lu_solve" */
   int nparts;     /* participants (devices) in the call's group */
   jmg_dtype dtype;
   int64_t n;
@@ -136,6 +136,17 @@ typedef struct jmg_leader_routines {
    * ops layer permutes them back). */
   int (*syevd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *w,
                int want_vectors, int *info, jmg_error *err);
+  /* Solves op(A) X = B for a general A by LU with partial pivoting, where A
+   * is the distributed matrix as the engine holds it and op(A) is A
+   * (transpose 0) or its transpose Aᵀ, not conjugated (transpose 1). A is
+   * overwritten by its factors and not returned; the pivots are the
+   * engine's own. b: n x nrhs, column-major (lda n), in participant 0's
+   * memory, overwritten by X. *info: getrf's (> 0: U(info, info) is exactly
+   * zero; b's content is then unspecified, and the ops layer fills X with
+   * NaN). */
+  int (*lu_solve)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+                  void *b, int64_t nrhs, int transpose, int *info,
+                  jmg_error *err);
 } jmg_leader_routines;
 
 /* The routines of JMG_MODEL_LOCAL, called by every rank at once, with the
@@ -149,6 +160,9 @@ typedef struct jmg_local_routines {
                jmg_error *err);
   int (*syevd)(const struct jmg_engine *e, const jmg_local_matrix *a, void *w,
                int want_vectors, int *info, jmg_error *err);
+  int (*lu_solve)(const struct jmg_engine *e, const jmg_local_matrix *a,
+                  void *b, int64_t nrhs, int transpose, int *info,
+                  jmg_error *err);
 } jmg_local_routines;
 
 typedef struct jmg_engine {

@@ -1,4 +1,4 @@
-/* The ops: potrs, potri, syevd, one file each. Each file holds the op's
+/* The ops: potrs, potri, syevd, lu_solve, one file each. Each file holds the op's
  * description (exec/op_desc.h: its own buffers and scalars beside the common
  * ones, where they sit in the FFI frame) and its steps in the leader model
  * (exec/leader.h), in the same order for every op: the leader permutes the
@@ -9,20 +9,23 @@
  *
  * Buffers, per participant, in the engine's memory (host on CPU, the device
  * on GPU), all column-major with leading dimension n:
- *   a       in/out  n x local_cols: this shard's columns of A. A is Hermitian,
- *                   so the rows of a row-sharded JAX array, read column-major,
- *                   are the columns of conj(A); the Python layer accounts for
- *                   the conjugation.
+ *   a       in/out  n x local_cols: this shard's columns of A. The rows of a
+ *                   row-sharded JAX array, read column-major, are the
+ *                   columns of Aᵀ: conj(A) for a Hermitian A (potrs, potri,
+ *                   syevd; the Python layer accounts for the conjugation),
+ *                   the plain transpose for a general one (lu_solve solves
+ *                   with the transpose of what the engine factors).
  *   status  out     int32: the solver's info, on every shard.
- *   and each op's own (potrs: B in, X out; syevd: W out), described in its
- *   file.
+ *   and each op's own (potrs, lu_solve: B in, X out; syevd: W out),
+ *   described in its file.
  * On numerical failure (info != 0) the outputs are NaN.
  *
- * Adding an op (say lu_solve: A and B in, X out, status; its pivots internal
- * to the engine) touches:
+ * Adding an op (as lu_solve was: A and B in, X out, status; its pivots
+ * internal to the engine) touches:
  *   1. csrc/ops/<op>.c: its io struct, its description, its leader steps
  *      (and one line for it below and in CMakeLists.txt's jaxmg_core);
- *   2. csrc/engine/: one routine per engine that has it;
+ *   2. csrc/engine/: its routine in engine.h's routine sets and in
+ *      jmg_engine_has (select.c), and one routine per engine that has it;
  *   3. csrc/ffi/cpu_targets.c and cuda_targets.c: one JMG_FFI_EXPORT line
  *      each (its handler symbol, e.g. jaxmg_lu_solve_cpu);
  *   4. python/jaxmg/: one module that builds the call (and registers the
@@ -38,5 +41,6 @@
 extern const jmg_op_desc jmg_potrs_op;
 extern const jmg_op_desc jmg_potri_op;
 extern const jmg_op_desc jmg_syevd_op;
+extern const jmg_op_desc jmg_lu_solve_op;
 
 #endif

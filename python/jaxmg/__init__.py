@@ -1,21 +1,31 @@
 """jaxmg: multi-GPU dense linear algebra for JAX.
 
-Cholesky solves (``potrs``), SPD inverses (``potri``) and symmetric
-eigendecompositions (``syevd``) of a row-sharded matrix, computed across all
-devices of a node by cuSOLVERMg on GPUs (LAPACK on CPU devices), from inside
-jitted JAX programs.
+Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
+eigendecompositions (``syevd``) and general solves by LU (``lu_solve``) of a
+row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
+GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
+devices), from inside jitted JAX programs.
+
+One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
+1.x's call forms (``matrix_specs``, ``donate=``, the ``*_shardmap_ctx`` forms
+called at the global level on the whole matrix, as NetKet does); see
+``jaxmg._src.api.v1`` for how a call is read. ``lu_solve`` has the seeds'
+forms only so far.
 """
 
-from jaxmg._src.api.seeds import (
+from jaxmg._src.api.seeds import lu_solve, lu_solve_shardmap_ctx, potri_shardmap_ctx
+
+# The seeds' forms (0.x) and JAXMg 1.x's under the same names: jaxmg._src.api.v1
+# says which a call means.
+from jaxmg._src.api.v1 import (
     potri,
-    potri_shardmap_ctx,
     potrs,
     potrs_shardmap_ctx,
     syevd,
     syevd_shardmap_ctx,
 )
 
-__version__ = "0.1.0"
+__version__ = "2.0.0"
 
 __all__ = [
     "potrs",
@@ -24,4 +34,6 @@ __all__ = [
     "potri_shardmap_ctx",
     "syevd",
     "syevd_shardmap_ctx",
+    "lu_solve",
+    "lu_solve_shardmap_ctx",
 ]

@@ -186,6 +186,32 @@ def shardmap_ctx(mesh: Mesh, checks: Checks) -> None:
     checks.run("shardmap-ctx", run)
 
 
+def netket_solvers(checks: Checks) -> None:
+    """NetKet's distributed solvers, unchanged, on its mesh (one axis "S"
+    over every process's devices, Auto, set with jax.sharding.set_mesh),
+    eagerly and under jit, against NumPy (every process checks its blocks
+    of x: NetKet leaves x's layout to XLA under Auto axes)."""
+    import netket as nk
+    from jax.sharding import AxisType
+
+    mesh = Mesh(np.array(jax.devices()), ("S",), axis_types=(AxisType.Auto,))
+    n = 4 * len(jax.devices())
+    rng = np.random.default_rng(7)
+    a = jt.make_hpd(rng, n, np.float64)
+    b = jt.make_rhs(rng, n, None, np.float64)
+    ref = np.linalg.solve(a, b)
+    with jax.sharding.set_mesh(mesh):
+        A, B = global_array(a, mesh, P("S", None)), global_array(b, mesh, P())
+        for name in ("cholesky_distributed", "pinv_smooth_distributed"):
+            solver = getattr(nk.optimizer.solver, name)
+            for how, fn in (("eager", solver), ("jit", jax.jit(solver))):
+                def run(fn=fn) -> None:
+                    x, _ = fn(A, B)
+                    for idx, blk in local_blocks(x):
+                        np.testing.assert_allclose(blk, ref[idx], atol=1e-11)
+                checks.run(f"{name}-{how}", run)
+
+
 def scenario(name: str, checks: Checks, me: int) -> None:
     devices = np.array(jax.devices())
     if name == "all":
@@ -270,6 +296,8 @@ def scenario(name: str, checks: Checks, me: int) -> None:
         rng = np.random.default_rng(21)
         for i in range(FRESH_CALLS):
             checks.run(f"fresh-{i}", lambda: check_fresh_potrs(mesh, 4 * len(devices), rng))
+    elif name == "netket":
+        netket_solvers(checks)
     elif name == "loop":
         mesh = Mesh(devices, ("x",))
         for i in range(4):

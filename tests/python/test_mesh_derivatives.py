@@ -1,6 +1,7 @@
 """Derivatives on every kind of mesh (issue 15): check_grads (finite
 differences against forward and reverse mode) for potrs, potri, syevd's
-eigenvalues and a gauge-invariant function of its eigenvectors, in the plain
+eigenvalues and a gauge-invariant function of its eigenvectors, lu_solve (on
+a non-symmetric matrix), in the plain
 and the shard_map (ctx) forms, on meshes with Explicit axes (jax.make_mesh's
 default, as the seeds build them) and Auto axes (as NetKet builds them),
 without and inside jax.set_mesh, eagerly and under jax.jit, real and complex.
@@ -81,6 +82,12 @@ def in_shard_map(mesh, body, in_specs, out_specs):
     return run
 
 
+def general(a):
+    """A non-symmetric, well-conditioned matrix from the HPD a (for
+    lu_solve)."""
+    return (a + 0.5 * np.triu(np.ones_like(a), 1)).astype(a.dtype)
+
+
 def plain_cases(mesh, a, b, h):
     def vectors(h):
         w, v = jaxmg.syevd(h, TILE, mesh, SPEC)
@@ -92,6 +99,7 @@ def plain_cases(mesh, a, b, h):
         ("eigenvalues", lambda h: jaxmg.syevd(h, TILE, mesh, SPEC, return_eigenvectors=False),
          (h,), 2),
         ("eigenvectors", vectors, (h,), 1),
+        ("lu_solve", lambda a, b: jaxmg.lu_solve(a, b, TILE, mesh, SPEC), (general(a), b), 2),
     ]
 
 
@@ -105,6 +113,9 @@ def ctx_cases(mesh, a, b, h):
     pairs = in_shard_map(mesh, lambda h: jaxmg.syevd_shardmap_ctx(h, T_A=TILE)[:2],
                          (ROWS,), (P(None), P(None, "x")))
 
+    lu = in_shard_map(mesh, lambda a, b: jaxmg.lu_solve_shardmap_ctx(a, b, T_A=TILE)[0],
+                      (ROWS, P(None, None)), P(None, None))
+
     def vectors(h):
         w, v = pairs(h)
         return eigh_function(w, laid_out(mesh, v, P()))
@@ -114,6 +125,7 @@ def ctx_cases(mesh, a, b, h):
         ("potri", potri, (a,), 2),
         ("eigenvalues", values, (h,), 2),
         ("eigenvectors", vectors, (h,), 1),
+        ("lu_solve", lu, (general(a), b), 2),
     ]
 
 

@@ -195,7 +195,10 @@ def _in_shard_map(mesh, fn, spec=P("x", None), a=A):
     return jax.shard_map(fn, mesh=mesh, in_specs=(spec,), out_specs=P(), check_vma=False)(a)
 
 
-@pytest.mark.parametrize("op", OPS)
+# potrs_shardmap_ctx and syevd_shardmap_ctx at the global level are JAXMg 1.x's
+# forms since issue 16 (NetKet calls them so): test_v1_api.py. potri has no
+# 1.x form.
+@pytest.mark.parametrize("op", ["potri"])
 def test_ctx_outside_shard_map(no_trace, op):
     with pytest.raises(ValueError, match=rf"{op}_shardmap_ctx must be called inside jax.shard_map"):
         CTX[op](np.eye(8), T_A=2)

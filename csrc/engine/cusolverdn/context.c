@@ -7,6 +7,7 @@
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cusolverdn/dn.h"
+#include "engine/cusolverdn/lu_solve.h"
 
 /* The info words sit after the workspace, aligned as XLA aligns blocks. */
 #define DN_ALIGN 256
@@ -140,5 +141,6 @@ const jmg_engine jmg_cusolverdn_engine = {
             .potrs = jmg_dn_potrs,
             .potri = jmg_dn_potri,
             .syevd = jmg_dn_syevd,
+            .lu_solve = jmg_dn_lu_solve,
         },
 };

@@ -242,5 +242,6 @@ const jmg_engine jmg_cusolvermg_engine = {
             .potrs = jmg_mg_potrs,
             .potri = jmg_mg_potri,
             .syevd = jmg_mg_syevd,
+            .lu_solve = jmg_mg_lu_solve,
         },
 };

@@ -15,8 +15,10 @@
  * The Cholesky factorization behind potrs and potri is not cuSOLVERMg's but
  * the tiled one of cuda_potrf.h (cuSOLVERMg's is wrong on GPUs that other
  * processes use, and slower; docs/gpu-notes.md); the solves and syevd are
- * cuSOLVERMg's. One file per routine: potrs.c, potri.c, syevd.c; the
- * factorization and the chunked solve they share in cholesky.c. */
+ * cuSOLVERMg's. lu_solve is jaxmg's own tiled LU and solves (cuda_lu.h);
+ * cusolverMgGetrf is not used until shown right on shared GPUs. One file
+ * per routine: potrs.c, potri.c, syevd.c, lu_solve.c; the factorization
+ * and the chunked solve potrs and potri share in cholesky.c. */
 #ifndef JMG_ENGINE_CUSOLVERMG_MG_H
 #define JMG_ENGINE_CUSOLVERMG_MG_H
 
@@ -110,5 +112,7 @@ int jmg_mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                  jmg_error *err);
 int jmg_mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err);
+int jmg_mg_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                    int64_t nrhs, int transpose, int *info, jmg_error *err);
 
 #endif

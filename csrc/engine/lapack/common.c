@@ -73,5 +73,6 @@ const jmg_engine jmg_lapack_engine = {
             .potrs = jmg_lapack_potrs,
             .potri = jmg_lapack_potri,
             .syevd = jmg_lapack_syevd,
+            .lu_solve = jmg_lapack_lu_solve,
         },
 };

@@ -1,6 +1,6 @@
 /* The LAPACK engine's parts (internal to engine/lapack/): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
- * one routine per op (potrs.c, potri.c, syevd.c).
+ * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c).
  *
  * CPU devices share host memory, so the engine gathers the distributed
  * columns into one matrix, runs LAPACK (routines handed over from SciPy at
@@ -33,5 +33,8 @@ int jmg_lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                      jmg_error *err);
 int jmg_lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                      int want_vectors, int *info, jmg_error *err);
+int jmg_lapack_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                        int64_t nrhs, int transpose, int *info,
+                        jmg_error *err);
 
 #endif

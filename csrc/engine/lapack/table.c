@@ -26,6 +26,8 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, "potrf") == 0) slot = (void **)&r->potrf;
     if (strcmp(rest, "potrs") == 0) slot = (void **)&r->potrs;
     if (strcmp(rest, "potri") == 0) slot = (void **)&r->potri;
+    if (strcmp(rest, "getrf") == 0) slot = (void **)&r->getrf;
+    if (strcmp(rest, "getrs") == 0) slot = (void **)&r->getrs;
     if (strcmp(rest, family_name((jmg_dtype)t, "syevd")) == 0) slot = &r->syevd;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;

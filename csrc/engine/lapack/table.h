@@ -17,6 +17,10 @@ typedef void (*jmg_potrf_fn)(char *uplo, int *n, void *a, int *lda, int *info);
 typedef void (*jmg_potrs_fn)(char *uplo, int *n, int *nrhs, void *a, int *lda,
                              void *b, int *ldb, int *info);
 typedef void (*jmg_potri_fn)(char *uplo, int *n, void *a, int *lda, int *info);
+typedef void (*jmg_getrf_fn)(int *m, int *n, void *a, int *lda, int *ipiv,
+                             int *info);
+typedef void (*jmg_getrs_fn)(char *trans, int *n, int *nrhs, void *a, int *lda,
+                             int *ipiv, void *b, int *ldb, int *info);
 /* ssyevd / dsyevd */
 typedef void (*jmg_syevd_fn)(char *jobz, char *uplo, int *n, void *a, int *lda,
                              void *w, void *work, int *lwork, int *iwork,
@@ -31,6 +35,8 @@ typedef struct jmg_lapack_routines {
   jmg_potrs_fn potrs;
   jmg_potri_fn potri;
   void *syevd; /* jmg_syevd_fn for real dtypes, jmg_heevd_fn for complex */
+  jmg_getrf_fn getrf;
+  jmg_getrs_fn getrs;
 } jmg_lapack_routines;
 
 /* Registers one routine by its LAPACK name. Returns 0, or -JMG_EINVAL for a

@@ -159,3 +159,15 @@ def kv_get(key: str, timeout_s: float) -> str:
     """The value under ``key`` in the job's key-value store, waiting up to
     ``timeout_s`` for another process to store it."""
     return distributed_client().blocking_key_value_get(key, int(timeout_s * 1000))
+
+
+def concrete_context_mesh() -> Any:
+    """The concrete mesh set by ``jax.sharding.set_mesh`` (also under
+    jax.jit, where jax.sharding.get_mesh refuses to answer), or None."""
+    try:
+        from jax._src import mesh as mesh_lib
+
+        mesh = mesh_lib.get_concrete_mesh()
+    except (ImportError, AttributeError):  # pragma: no cover - older jax
+        return None
+    return None if mesh is None or getattr(mesh, "empty", True) else mesh

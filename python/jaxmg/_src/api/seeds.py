@@ -1,4 +1,4 @@
-"""The seeds' API (JAXMg 0.x): potrs, potri and syevd with
+"""The seeds' API (JAXMg 0.x): potrs, potri, syevd and lu_solve with
 ``(a, [b,] T_A, mesh, in_specs, ..., return_status, pad)``, and the
 ``*_shardmap_ctx`` forms called on the local shard from inside the caller's
 own ``jax.shard_map``, returning ``(outputs..., status)`` with the status of
@@ -12,8 +12,8 @@ order. The work, derivative rules included, is the ops' cores'
 forms (matrix_specs, donate=, return_logdet, a_work first, ...) are meant to
 be a second adapter like this one over the same cores.
 
-One adapter module for the whole family rather than one per op: the three
-ops share every convention (argument order, in_specs, return_status, pad,
+One adapter module for the whole family rather than one per op: the ops
+share every convention (argument order, in_specs, return_status, pad,
 the ctx forms' status of shape (1,)), and one module shows them side by side.
 """
 
@@ -26,6 +26,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _manual, _native, _shard
 from jaxmg._src._compat import current_manual_axes
+from jaxmg._src.core import lu_solve as lu_solve_core
 from jaxmg._src.core import potri as potri_core
 from jaxmg._src.core import potrs as potrs_core
 from jaxmg._src.core import syevd as syevd_core
@@ -273,3 +274,78 @@ def syevd_shardmap_ctx(
         return w, v, status.reshape(1)
     w, status = syevd_core.local_values(call, a)
     return w, status.reshape(1)
+
+
+def lu_solve(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """Solves ``a @ x = b`` for a general nonsingular ``a`` on all devices, by
+    LU with partial pivoting.
+
+    Args:
+      a: the N x N matrix, rows sharded over the mesh axis named in
+        ``in_specs[0]`` (e.g. ``P("x", None)``). It is not modified.
+      b: right-hand sides, (N, NRHS) or (N,), replicated (``P(None, None)``).
+      T_A: tile size, as in ``potrs``.
+      mesh: the device mesh, as in ``potrs``.
+      in_specs: ``(P(axis, None), P(None, None))``, or just ``(P(axis, None),)``.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+
+    Returns:
+      x with b's shape, replicated on every device; with ``return_status``,
+      ``(x, status)`` where status is an int32 scalar: 0 on success, k > 0
+      when U(k, k) of the LU factorization is exactly zero (A is singular; x
+      is then NaN). A nearly singular A gives status 0 and an x as accurate
+      as its condition number allows, as LAPACK's getrf/getrs. Differentiable
+      in a and b, and batched by ``jax.vmap`` (one matrix after the other).
+    """
+    n, dtype = _checks.check_matrix("lu_solve", a)
+    _checks.check_rhs("lu_solve", b, n, dtype)
+    a, mesh, rows, g = _shard.prepare("lu_solve", a, n, T_A, mesh, in_specs, 2, pad)
+    b = _shard.onto(b, mesh, P())
+    b2 = b if b.ndim == 2 else b[:, None]
+    x, status = lu_solve_core.over_mesh(mesh, rows, g)(a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    _shard.settle_on_cpu((x, status), mesh)
+    return (x, status) if return_status else x
+
+
+def lu_solve_shardmap_ctx(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    pad: bool = True,
+    axis_name: str | tuple[str, ...] | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """``lu_solve`` on the local shard, from inside your own ``jax.shard_map``.
+
+    Args:
+      a: this device's rows of A, (N / devices, N).
+      b: the right-hand sides, (N, NRHS) or (N,), the same on every device
+        (the first device's b is used).
+      T_A: tile size, as in ``lu_solve``.
+      pad: as in ``lu_solve``.
+      axis_name: the mesh axis (or axes) A's rows are sharded over; may be
+        omitted when the shard_map has one axis.
+
+    Returns:
+      ``(x, status)`` as ``potrs_shardmap_ctx``: x with b's shape (the same
+      on every device), the status of shape (1,). Differentiable in a and b.
+    """
+    rows, n, dtype = _checks.check_local_shard(
+        "lu_solve_shardmap_ctx", a, current_manual_axes(), axis_name
+    )
+    _checks.check_rhs("lu_solve_shardmap_ctx", b, n, dtype)
+    call = _manual.make_call("lu_solve_shardmap_ctx", rows, n, a, T_A, pad)
+    _native.load()
+    b2 = b if b.ndim == 2 else b[:, None]
+    x, status = lu_solve_core.local(call, a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    return x, status.reshape(1)

@@ -6,7 +6,7 @@ its derivative rules included, for one device's rows inside any shard_map; a
 ``jaxmg._src._shard.Call`` says its geometry, axes and job) and
 ``over_mesh`` (``local`` mapped over a whole mesh, jitted, for a matrix whose
 rows are sharded as a ``RowSharding`` says). They take and return plain
-values: ``(x, status)``, ``(inverse_rows, status)``, ``(w, V, status)`` with
+values: ``(x, status)`` (potrs, lu_solve), ``(inverse_rows, status)``, ``(w, V, status)`` with
 the status an int32 scalar; how an API names, checks, orders and packs them
 is its adapter's business (jaxmg._src.api).
 """

@@ -109,3 +109,22 @@ def _linear_solve(call: _shard.Call, a: jax.Array, r: jax.Array) -> jax.Array:
     if checked:
         x = _manual.psum(_manual.leader_only(x, call.axes), call.axes)
     return x
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local_work(call: _shard.Call, a: jax.Array,
+               b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``local`` with A's work buffer in front, for APIs that hand it back
+    (JAXMg 1.x's ctx forms): (work rows, x, status). The work buffer is the
+    solver's scratch, whose contents no API promises: it is held constant
+    (its tangent is zero); x's rule is ``local``'s."""
+    return shard(call, a, b)
+
+
+@local_work.defjvp
+def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+                    tangents: tuple[jax.Array, jax.Array]):
+    (a, b), (da, db) = primals, tangents
+    work, x, status = local_work(call, a, b)
+    dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
+    return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))

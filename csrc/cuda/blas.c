@@ -1,0 +1,44 @@
+#include "cuda/blas.h"
+
+#include "cuda/dtype.h"
+
+cublasStatus_t jmg_cublas_gemm(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op_a, cublasOperation_t op_b,
+                               int m, int n, int k, double alpha, const void *A,
+                               int lda, const void *B, int ldb, double beta,
+                               void *C, int ldc) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                        be = jmg_cuda_scalar_of(t, beta);
+  switch (t) {
+    case JMG_F32:
+      return cublasSgemm(h, op_a, op_b, m, n, k, &al.s, A, lda, B, ldb, &be.s,
+                         C, ldc);
+    case JMG_F64:
+      return cublasDgemm(h, op_a, op_b, m, n, k, &al.d, A, lda, B, ldb, &be.d,
+                         C, ldc);
+    case JMG_C64:
+      return cublasCgemm(h, op_a, op_b, m, n, k, &al.c, A, lda, B, ldb, &be.c,
+                         C, ldc);
+    default:
+      return cublasZgemm(h, op_a, op_b, m, n, k, &al.z, A, lda, B, ldb, &be.z,
+                         C, ldc);
+  }
+}
+
+cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
+                               cublasSideMode_t side, cublasFillMode_t uplo,
+                               cublasOperation_t op, cublasDiagType_t diag,
+                               int m, int n, const void *A, int lda, void *B,
+                               int ldb) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
+  switch (t) {
+    case JMG_F32:
+      return cublasStrsm(h, side, uplo, op, diag, m, n, &one.s, A, lda, B, ldb);
+    case JMG_F64:
+      return cublasDtrsm(h, side, uplo, op, diag, m, n, &one.d, A, lda, B, ldb);
+    case JMG_C64:
+      return cublasCtrsm(h, side, uplo, op, diag, m, n, &one.c, A, lda, B, ldb);
+    default:
+      return cublasZtrsm(h, side, uplo, op, diag, m, n, &one.z, A, lda, B, ldb);
+  }
+}

@@ -1,0 +1,25 @@
+/* cuBLAS's typed routines behind one call each, the type picked from
+ * jaxmg's dtype (alpha and beta given as real numbers, made into the
+ * matrix's type), for the CUDA engines' tiled algorithms. */
+#ifndef JMG_CUDA_BLAS_H
+#define JMG_CUDA_BLAS_H
+
+#include <cublas_v2.h>
+
+#include "common/dtype.h"
+
+/* C = alpha op(A) op(B) + beta C (m x n, inner dimension k). */
+cublasStatus_t jmg_cublas_gemm(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op_a, cublasOperation_t op_b,
+                               int m, int n, int k, double alpha, const void *A,
+                               int lda, const void *B, int ldb, double beta,
+                               void *C, int ldc);
+
+/* B = op(A)^-1 B (side left) or B op(A)^-1 (side right), A triangular. */
+cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
+                               cublasSideMode_t side, cublasFillMode_t uplo,
+                               cublasOperation_t op, cublasDiagType_t diag,
+                               int m, int n, const void *A, int lda, void *B,
+                               int ldb);
+
+#endif

@@ -1,0 +1,104 @@
+/* lu_solve: solve A X = B (or Aᵀ X = B) for a general nonsingular A, by LU
+ * with partial pivoting. X is written on every shard; A is consumed (it
+ * holds the factors, in the block-cyclic layout, and is never returned to
+ * the user); the pivots are internal to the engine.
+ *
+ * The transpose. A row-sharded A, read column-major as every engine reads
+ * its shards (ops.h), is Aᵀ, the plain transpose, not conj(A): for a general
+ * A that is a different matrix. The engine therefore factors M = Aᵀ as it
+ * holds it (M = P L U) and the op asks it for the solve with Mᵀ, which is A
+ * itself, also for complex dtypes (getrs's 'T', not 'C': Mᵀ = (Aᵀ)ᵀ = A,
+ * while Mᴴ would be conj(A)). No data moves for the transpose. With the
+ * attribute trans set, the op solves Aᵀ X = B, which is M X = B: the plain
+ * solve. The Python layer needs that for the reverse derivative (Aᴴ y = x̄
+ * is conj(Aᵀ conj(y)) = x̄, so a transposed solve with conjugated right-hand
+ * side and solution, elementwise and local, instead of a distributed
+ * transpose of A).
+ *
+ * Frame: args A (local_cols x n), B (nrhs x n: B column-major), shard;
+ *        rets A (aliased), X (nrhs x n), status; attrs T_A, mesh_id, trans.
+ * A singular A (getrf's info > 0: the first exactly zero pivot) gives that
+ * info as status and NaN in X, no error. */
+#include <stddef.h>
+
+#include "exec/leader.h"
+#include "ops/ops.h"
+
+typedef struct lu_solve_io {
+  jmg_shard_io io;
+  int64_t nrhs;  /* B's columns */
+  int64_t trans; /* 0: A X = B; 1: Aᵀ X = B */
+  void *b;       /* n x nrhs right-hand sides, in: every shard has a copy */
+  void *x;       /* n x nrhs solution, out: written on every shard */
+} lu_solve_io;
+JMG_OP_IO_FITS(lu_solve_io);
+
+enum { LU_SOLVE_B, LU_SOLVE_X };        /* its buffers */
+enum { LU_SOLVE_NRHS, LU_SOLVE_TRANS }; /* its scalars */
+
+static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+
+const jmg_op_desc jmg_lu_solve_op = {
+    .name = "lu_solve",
+    .io_size = sizeof(lu_solve_io),
+    .nbufs = 2,
+    .bufs =
+        {
+            [LU_SOLVE_B] = {.name = "B",
+                            .dir = JMG_IN,
+                            .elem = JMG_ELEM_OF_A,
+                            .rank = 2,
+                            .dims = {LU_SOLVE_NRHS, JMG_DIM_N},
+                            .arg = 1,
+                            .ret = JMG_FFI_NONE,
+                            .offset = offsetof(lu_solve_io, b)},
+            [LU_SOLVE_X] = {.name = "X",
+                            .dir = JMG_OUT,
+                            .elem = JMG_ELEM_OF_A,
+                            .rank = 2,
+                            .dims = {LU_SOLVE_NRHS, JMG_DIM_N},
+                            .arg = JMG_FFI_NONE,
+                            .ret = 1,
+                            .offset = offsetof(lu_solve_io, x)},
+        },
+    .nscalars = 2,
+    .scalars =
+        {
+            [LU_SOLVE_NRHS] = {.name = "nrhs",
+                               .from = JMG_FROM_DIM,
+                               .buf = LU_SOLVE_B,
+                               .dim = 0,
+                               .offset = offsetof(lu_solve_io, nrhs)},
+            [LU_SOLVE_TRANS] = {.name = "trans",
+                                .from = JMG_FROM_ATTR,
+                                .boolean = 1,
+                                .offset = offsetof(lu_solve_io, trans)},
+        },
+    .leader = lu_solve_leader,
+};
+
+static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const jmg_mem *m = v->mem;
+  const lu_solve_io *io0 = (const lu_solve_io *)v->io[0];
+  const size_t x_count = (size_t)v->a.n * (size_t)io0->nrhs;
+  const size_t x_bytes = x_count * jmg_dtype_size(v->a.dtype);
+  /* The engine holds Aᵀ (see above): A X = B is its transposed solve. */
+  const int transpose = io0->trans ? 0 : 1;
+  int info = 0;
+
+  int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
+  /* The solver overwrites its right-hand side: solve in shard 0's x, so that
+   * the user's b is never written. */
+  if (rc == 0) rc = m->copy(&v->group, io0->x, 0, io0->b, 0, x_bytes, err);
+  if (rc == 0)
+    rc = e->leader.lu_solve(e, &v->a, io0->x, io0->nrhs, transpose, &info, err);
+  if (jmg_leader_retry_without_scratch(v, &rc, err))
+    rc = e->leader.lu_solve(e, &v->a, io0->x, io0->nrhs, transpose, &info, err);
+  if (rc == 0 && info != 0)
+    rc = m->fill_nan(&v->group, 0, io0->x, x_count, v->a.dtype, err);
+  if (rc == 0)
+    rc = jmg_leader_broadcast(v, &jmg_lu_solve_op.bufs[LU_SOLVE_X], err);
+  *info_out = info;
+  return rc;
+}

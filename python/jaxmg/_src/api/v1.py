@@ -1,0 +1,568 @@
+"""JAXMg 1.x's call forms beside the seeds' (0.x), under the same names.
+
+The plain forms (``potrs``, ``syevd``, ``potri``) take a superset of both
+generations' arguments: the seeds' positional order ``(a, [b,] T_A, mesh,
+in_specs, ...)`` is also 1.x's up to its fifth argument, whose 1.x name
+``matrix_specs`` means the seeds' ``in_specs``; 1.x's keyword-only
+``donate=`` and ``return_logdet=`` are accepted too. Every seeds' call
+means what it meant.
+
+The ``*_shardmap_ctx`` forms mean two things, and which one a call means is
+read off a fact JAX knows, never off the arguments' values:
+
+- Inside a ``jax.shard_map`` body (the context mesh has manual axes): the
+  seeds' form. ``a`` is this device's rows of A; it returns
+  ``(x, status)`` / ``(w, [V_local,] status)``; positional arguments after
+  ``T_A`` are ``pad, axis_name``.
+- At the global level, eagerly or inside ``jax.jit`` (no manual axes):
+  1.x's form. ``a`` is the whole matrix, its sharding read from ``a``
+  (a concrete array, or a traced one on an Explicit mesh) or from the
+  context mesh (``jax.sharding.set_mesh``, ``use_abstract_mesh``); it returns
+  ``(a_work, x, status)`` / ``(a_work, w, [V,] status)``; positional
+  arguments after ``T_A`` are ``mesh, matrix_specs``.
+
+A call that fits neither (1.x's ``mesh``, ``matrix_specs`` or ``in_specs``
+inside a shard_map, the seeds' ``axis_name`` outside one, a bool where 1.x
+has its mesh) is refused before anything is traced.
+
+The work is the ops' cores' (jaxmg._src.core); this module is conventions
+only, like jaxmg._src.api.seeds, whose functions it calls for the seeds'
+meanings.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxmg._src import _checks, _compat, _native, _shard
+from jaxmg._src._compat import current_manual_axes
+from jaxmg._src.api import seeds
+from jaxmg._src.core import potrs as potrs_core
+from jaxmg._src.core import syevd as syevd_core
+
+# "Not given": tells a keyword left out from one given its default value.
+_UNSET: Any = object()
+
+
+# --- arguments ----------------------------------------------------------------------------
+
+
+def _specs(op: str, in_specs: Any, matrix_specs: Any) -> Any:
+    """in_specs and its 1.x name matrix_specs (one of them), A's spec
+    normalized: ``P(r, c)`` over two different mesh axes (a 2D process grid,
+    as NetKet's ``process_grid`` makes) is read as A's rows over both axes,
+    ``P((r, c), None)``, the layout the engines take: the op's program
+    reshards A to it."""
+    if in_specs is not None and matrix_specs is not None:
+        raise TypeError(f"jaxmg.{op}: pass in_specs or matrix_specs (its JAXMg 1.x name), "
+                        "not both")
+    specs = matrix_specs if matrix_specs is not None else in_specs
+    if specs is None:
+        return None
+    single = isinstance(specs, P)
+    seq = (specs,) if single else specs
+    if isinstance(seq, (tuple, list)) and seq and isinstance(seq[0], P):
+        first = _two_axes_as_rows(seq[0])
+        if first is not seq[0]:
+            seq = (first,) + tuple(seq[1:])
+            return first if single else seq
+    return specs
+
+
+def _two_axes_as_rows(spec: P) -> P:
+    """``P(r, c)`` with both entries naming different mesh axes -> ``P((r, c), None)``;
+    any other spec as it is (the checks judge it)."""
+    entries = tuple(spec)
+    if len(entries) != 2 or entries[0] is None or entries[1] is None:
+        return spec
+
+    def names(e: Any) -> tuple[Any, ...]:
+        return tuple(e) if isinstance(e, (tuple, list)) else (e,)
+
+    rows, cols = names(entries[0]), names(entries[1])
+    if set(rows) & set(cols) or len(set(rows)) != len(rows) or len(set(cols)) != len(cols):
+        return spec
+    return P(rows + cols, None)
+
+
+def _check_flag(op: str, name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"jaxmg.{op}: {name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _no_logdet(op: str, return_logdet: Any) -> None:
+    if _check_flag(op, "return_logdet", return_logdet):
+        raise NotImplementedError(
+            f"jaxmg.{op}: return_logdet=True is not implemented in this version of jaxmg"
+        )
+
+
+# --- donation -----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _donating(fn: Any, nargs: int) -> Any:
+    """``fn`` (positional array arguments only) jitted with its arrays donated."""
+    return jax.jit(fn, donate_argnums=tuple(range(nargs)))
+
+
+def _run(fn: Any, arrays: tuple[Any, ...], donate: bool) -> Any:
+    """fn(*arrays), the arrays donated to XLA when asked and called eagerly
+    (under a trace donation is the outer jit's business: its donate_argnums).
+    XLA reuses what it can of a donated buffer (that some cannot be reused
+    is no news to the caller); every donated jax.Array is deleted after the
+    call, as JAXMg 1.x's donation promises, whether XLA could reuse it or not."""
+    if not donate or any(_compat.is_tracer(x) for x in arrays):
+        return fn(*arrays)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*donated buffers were not usable.*")
+        out = _donating(fn, len(arrays))(*arrays)
+    jax.block_until_ready(out)
+    for x in arrays:
+        if isinstance(x, jax.Array) and not x.is_deleted():
+            x.delete()
+    return out
+
+
+def _resolved(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
+    """mesh and specs, inferred where left out, so that a donating jit can
+    take them as constants (a traced A names no mesh)."""
+    if _compat.is_tracer(a):
+        return mesh, specs
+    return _checks.resolve_layout(op, a, mesh, specs)
+
+
+# --- plain forms --------------------------------------------------------------------------
+
+
+def potrs(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+    *,
+    matrix_specs: Any = None,
+    return_logdet: bool = False,
+    donate: bool = False,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """Solves ``a @ x = b`` for Hermitian positive definite ``a`` on all devices.
+
+    The seeds' form (``potrs(a, b, T_A, mesh, in_specs, return_status, pad)``)
+    and JAXMg 1.x's (``potrs(a, b, T_A, mesh=None, matrix_specs=None, *,
+    in_specs=None, return_status=False, pad=True, donate=True)``) in one.
+
+    Args:
+      a: the N x N matrix, rows sharded (``P(axis, None)``), or sharded over
+        two mesh axes ``P(r, c)`` (then resharded to rows over both). Only
+        its upper triangle is read.
+      b: right-hand sides, (N, NRHS) or (N,), replicated.
+      T_A: tile size; chosen when left out (see ``jaxmg._src._checks.default_tile``).
+      mesh: the device mesh; inferred from ``a``'s sharding when left out.
+      in_specs: ``(P(axis, None), P(None, None))`` or A's spec alone.
+      return_status: also return the solver's status.
+      pad: pad each shard to a multiple of T_A when needed (else raise).
+      matrix_specs: JAXMg 1.x's name of ``in_specs`` (give one of them).
+      return_logdet: not implemented in this version (raises if True).
+      donate: donate ``a`` and ``b`` to the solve when called eagerly (they
+        are then deleted); by default they are kept (1.x's default was True).
+        Under ``jax.jit``, donate through the jit's ``donate_argnums``.
+
+    Returns:
+      x with b's shape, replicated; with ``return_status``, ``(x, status)``,
+      status an int32 scalar: 0 on success, k > 0 when the leading minor of
+      order k is not positive definite (x is then NaN).
+    """
+    specs = _specs("potrs", in_specs, matrix_specs)
+    _no_logdet("potrs", return_logdet)
+    donate = _check_flag("potrs", "donate", donate)
+    if not donate:
+        return seeds.potrs(a, b, T_A, mesh, specs, return_status, pad)
+    _checks.check_matrix("potrs", a)
+    mesh, specs = _resolved("potrs", a, mesh, specs)
+    fn = functools.partial(seeds.potrs, T_A=T_A, mesh=mesh, in_specs=specs,
+                           return_status=return_status, pad=pad)
+    return _run(_Hashable(fn), (a, b), donate)
+
+
+def potri(
+    a: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+    *,
+    matrix_specs: Any = None,
+    donate: bool = False,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """The inverse of a Hermitian positive definite ``a`` (the seeds' form;
+    JAXMg 1.x has no potri). ``matrix_specs`` and ``donate`` as in ``potrs``;
+    ``a`` may be sharded over two mesh axes ``P(r, c)``. See
+    ``jaxmg._src.api.seeds.potri`` for the rest."""
+    specs = _specs("potri", in_specs, matrix_specs)
+    donate = _check_flag("potri", "donate", donate)
+    if not donate:
+        return seeds.potri(a, T_A, mesh, specs, return_status, pad)
+    _checks.check_matrix("potri", a)
+    mesh, specs = _resolved("potri", a, mesh, specs)
+    fn = functools.partial(seeds.potri, T_A=T_A, mesh=mesh, in_specs=specs,
+                           return_status=return_status, pad=pad)
+    return _run(_Hashable(fn), (a,), donate)
+
+
+def syevd(
+    a: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_eigenvectors: bool = True,
+    return_status: bool = False,
+    pad: bool = True,
+    *,
+    matrix_specs: Any = None,
+    donate: bool = False,
+) -> Any:
+    """Eigenvalues and eigenvectors of a Hermitian ``a`` on all devices.
+
+    The seeds' form (``syevd(a, T_A, mesh, in_specs, return_eigenvectors,
+    return_status, pad)``) and JAXMg 1.x's (``syevd(a, T_A, mesh=None,
+    matrix_specs=None, *, in_specs=None, return_eigenvectors=True,
+    return_status=False, pad=True, donate=True)``) in one. ``matrix_specs``
+    and ``donate`` as in ``potrs``; ``a`` may be sharded over two mesh axes.
+
+    Returns:
+      ``w``, ``(w, V)``, ``(w, status)`` or ``(w, V, status)``: w ascending,
+      real, replicated; V's columns the eigenvectors, sharded by columns;
+      status 0 on success, > 0 if the solver did not converge (outputs NaN).
+    """
+    specs = _specs("syevd", in_specs, matrix_specs)
+    donate = _check_flag("syevd", "donate", donate)
+    if not donate:
+        return seeds.syevd(a, T_A, mesh, specs, return_eigenvectors, return_status, pad)
+    _checks.check_matrix("syevd", a)
+    mesh, specs = _resolved("syevd", a, mesh, specs)
+    fn = functools.partial(seeds.syevd, T_A=T_A, mesh=mesh, in_specs=specs,
+                           return_eigenvectors=return_eigenvectors,
+                           return_status=return_status, pad=pad)
+    return _run(_Hashable(fn), (a,), donate)
+
+
+class _Hashable:
+    """A functools.partial compared by its function and arguments, so that
+    the donating jit of equal calls is built once (_donating's cache)."""
+
+    def __init__(self, fn: functools.partial) -> None:
+        self.fn = fn
+        self.key = (fn.func, tuple(sorted((k, _key(v)) for k, v in fn.keywords.items())))
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Hashable) and self.key == other.key
+
+
+def _key(v: Any) -> Any:
+    return tuple(map(_key, v)) if isinstance(v, list) else v
+
+
+# --- the ctx forms: which generation ------------------------------------------------------
+
+
+def _inside_shard_map(op: str, positional: tuple[Any, ...], *, pad: Any, axis_name: Any,
+                      mesh: Any, matrix_specs: Any, in_specs: Any,
+                      extra: dict[str, Any]) -> tuple[bool, Any, Any]:
+    """The seeds' reading of a ctx call inside a shard_map body: (pad,
+    axis_name), refusing what only 1.x's global form takes."""
+    given = [k for k, v in (("mesh", mesh), ("matrix_specs", matrix_specs),
+                            ("in_specs", in_specs)) if v is not None]
+    given += [k for k, v in extra.items() if v]
+    if given:
+        raise ValueError(
+            f"jaxmg.{op} is called inside a shard_map body, where it takes this device's "
+            f"rows of A (the seeds' form: {op}(a, ..., T_A, pad, axis_name)); "
+            f"{', '.join(given)} belong to JAXMg 1.x's form, which takes the whole "
+            "matrix and is called at the global level (eagerly or under jax.jit, outside "
+            "shard_map)")
+    if len(positional) > 2:
+        raise TypeError(f"jaxmg.{op}: too many positional arguments")
+    if positional:
+        if pad is not _UNSET:
+            raise TypeError(f"jaxmg.{op}: pad given twice")
+        pad = positional[0]
+        if not isinstance(pad, (bool, np.bool_)):
+            raise TypeError(
+                f"jaxmg.{op}: inside a shard_map body the argument after T_A is pad (a "
+                f"bool; the seeds' form), got {pad!r}; JAXMg 1.x's form, whose "
+                "argument there is the mesh, is called at the global level")
+    if len(positional) > 1:
+        if axis_name is not _UNSET:
+            raise TypeError(f"jaxmg.{op}: axis_name given twice")
+        axis_name = positional[1]
+    pad = True if pad is _UNSET else _check_flag(op, "pad", pad)
+    return pad, (None if axis_name is _UNSET else axis_name), None
+
+
+def _at_global_level(op: str, positional: tuple[Any, ...], *, pad: Any, axis_name: Any,
+                     mesh: Any, matrix_specs: Any, in_specs: Any) -> tuple[bool, Any, Any]:
+    """1.x's reading of a ctx call at the global level: (pad, mesh, specs),
+    refusing the seeds' shard_map-only arguments."""
+    if axis_name is not _UNSET:
+        raise ValueError(
+            f"jaxmg.{op}: axis_name is the seeds' form's, for calls inside a shard_map "
+            "body; this call is at the global level (no shard_map), where jaxmg takes the "
+            "whole matrix and reads its sharding from it or from the context mesh "
+            "(JAXMg 1.x's form)")
+    if len(positional) > 2:
+        raise TypeError(f"jaxmg.{op}: too many positional arguments")
+    if positional:
+        if mesh is not None:
+            raise TypeError(f"jaxmg.{op}: mesh given twice")
+        mesh = positional[0]
+        if isinstance(mesh, (bool, np.bool_)):
+            raise TypeError(
+                f"jaxmg.{op}: at the global level (outside shard_map) the argument after "
+                f"T_A is the mesh (JAXMg 1.x's form), got {mesh!r}; pad= is a keyword "
+                "there. The seeds' form, whose argument there is pad, is called inside "
+                "a shard_map body on this device's rows")
+    if len(positional) > 1:
+        if matrix_specs is not None:
+            raise TypeError(f"jaxmg.{op}: matrix_specs given twice")
+        matrix_specs = positional[1]
+    if mesh is not None:
+        _checks.check_mesh(op, mesh)
+    specs = _specs(op, in_specs, matrix_specs)
+    pad = True if pad is _UNSET else _check_flag(op, "pad", pad)
+    return pad, mesh, specs
+
+
+# --- the ctx forms at the global level: the mesh and A's layout ---------------------------
+
+
+def _context_mesh(op: str) -> Mesh:
+    """The concrete mesh of the context (jax.sharding.set_mesh, or
+    use_abstract_mesh over a mesh of the process's devices): the
+    abstract mesh's names, sizes and axis types over concrete devices.
+
+    Devices: the concrete context mesh's (set_mesh sets one) when it has the
+    abstract mesh's shape; else, with as many devices, its devices in order
+    laid out in the abstract mesh's shape (a mesh that jax.make_mesh built
+    on the same devices, as NetKet does for its process grids); else all
+    devices, in order, when the abstract mesh has as many."""
+    abstract = jax.sharding.get_abstract_mesh()
+    if abstract is None or abstract.empty:
+        raise ValueError(
+            f"jaxmg.{op}: a traced A names no mesh: pass mesh= and matrix_specs=, or set "
+            "a context mesh (jax.sharding.set_mesh)")
+    names = tuple(abstract.axis_names)
+    sizes = tuple(int(abstract.shape[n]) for n in names)
+    types = tuple(abstract.axis_types)
+    concrete = _compat.concrete_context_mesh()
+    if concrete is not None:
+        if tuple(concrete.axis_names) == names and tuple(
+                int(concrete.shape[n]) for n in names) == sizes:
+            return concrete
+        devices = np.asarray(concrete.devices).reshape(-1)
+    else:
+        devices = np.asarray(jax.devices())
+    if devices.size != int(np.prod(sizes)):
+        raise ValueError(
+            f"jaxmg.{op}: the context mesh {dict(zip(names, sizes))} has "
+            f"{int(np.prod(sizes))} devices, but no concrete mesh of as many devices is "
+            "known; pass mesh=")
+    return Mesh(devices.reshape(sizes), names, axis_types=types)
+
+
+def _global_layout(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
+    """The mesh and specs of a global-level ctx call: given, else read from a
+    concrete ``a``'s sharding, else from a traced ``a``'s type (Explicit
+    axes) over the context mesh, else A's rows over all the mesh's axes."""
+    if not _compat.is_tracer(a):
+        return _checks.resolve_layout(op, a, mesh, specs)
+    if mesh is None:
+        mesh = _context_mesh(op)
+    if specs is None:
+        sharding = getattr(jax.typeof(a), "sharding", None)
+        spec = getattr(sharding, "spec", None)
+        entries = tuple(spec) if spec is not None else ()
+        if entries and entries[0] is not None:
+            first = _two_axes_as_rows(P(*entries))
+            specs = (P(entries[0], None) if len(entries) < 2 or entries[1] is None
+                     else first,)
+        else:
+            axes = tuple(mesh.axis_names)
+            specs = (P(axes[0] if len(axes) == 1 else axes, None),)
+    return mesh, specs
+
+
+def _prepare_global(op: str, a: Any, T_A: Any, mesh: Any, specs: Any, n_specs: int,
+                    pad: bool) -> tuple[Any, Mesh, Any, Any]:
+    n, _ = _checks.check_matrix(op, a)
+    mesh, specs = _global_layout(op, a, mesh, specs)
+    return _shard.prepare(op, a, n, T_A, mesh, specs, n_specs, pad)
+
+
+@functools.lru_cache(maxsize=256)
+def _potrs_program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+    call = _shard.mesh_call("potrs", mesh, rows, g)
+    return jax.jit(_shard.mapped(functools.partial(potrs_core.local_work, call), mesh,
+                                 in_specs=(rows.spec, P(None, None)),
+                                 out_specs=(rows.spec, P(None, None), P())))
+
+
+@functools.lru_cache(maxsize=256)
+def _syevd_program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+                   want_vectors: bool) -> Any:
+    values = syevd_core.over_mesh(mesh, rows, g, want_vectors)
+    if not want_vectors:
+        return values
+
+    def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        w, v, status = values(a)
+        # 1.x hands V back sharded like A; what the solver leaves in A's place is V^H.
+        v = _compat.place(v, mesh, rows.spec)
+        return _compat.place(jnp.conj(v).T, mesh, rows.spec), w, v, status
+
+    return jax.jit(run)
+
+
+# --- the ctx forms ------------------------------------------------------------------------
+
+
+def potrs_shardmap_ctx(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    *positional: Any,
+    mesh: Mesh | None = None,
+    matrix_specs: Any = None,
+    in_specs: Any = None,
+    return_logdet: bool = False,
+    pad: bool = _UNSET,
+    axis_name: str | tuple[str, ...] | None = _UNSET,
+) -> tuple[jax.Array, ...]:
+    """``potrs`` for a caller's own program: the seeds' form inside a
+    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see this
+    module's docstring for the rule).
+
+    Inside a shard_map body, ``potrs_shardmap_ctx(a, b, T_A=None, pad=True,
+    axis_name=None)``: ``a`` this device's rows, returns ``(x, status)``,
+    status of shape (1,) (see ``jaxmg._src.api.seeds.potrs_shardmap_ctx``).
+
+    At the global level, ``potrs_shardmap_ctx(a, b, T_A=None, mesh=None,
+    matrix_specs=None, *, in_specs=None, pad=True)``:
+
+    Args:
+      a: the whole N x N matrix, rows sharded (or over two mesh axes). Its
+        mesh and sharding are read from it, or inside jax.jit from its type
+        (Explicit axes) and the context mesh (``jax.sharding.set_mesh``);
+        left unsaid, the rows are sharded over all the mesh's axes.
+      b: (N,) or (N, NRHS), replicated.
+      T_A, pad: as in ``potrs``.
+      mesh, matrix_specs (or in_specs): as in ``potrs``.
+      return_logdet: not implemented in this version (raises if True).
+
+    Returns:
+      ``(a_work, x, status)``: a_work the solver's work buffer in A's shape
+      and sharding (its contents are unspecified; ``a`` itself is never
+      modified), x with b's shape, replicated (NaN when A is not positive
+      definite), status an int32 scalar (0, or the order of the failing
+      leading minor). Differentiable in a and b through x (a_work is held
+      constant).
+    """
+    op = "potrs_shardmap_ctx"
+    if current_manual_axes():
+        pad, axis_name, _ = _inside_shard_map(
+            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs,
+            extra={"return_logdet": bool(return_logdet)})
+        return seeds.potrs_shardmap_ctx(a, b, T_A, pad, axis_name)
+    pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
+                                        mesh=mesh, matrix_specs=matrix_specs,
+                                        in_specs=in_specs)
+    _no_logdet(op, return_logdet)
+    n, dtype = _checks.check_matrix(op, a)
+    _checks.check_rhs(op, b, n, dtype)
+    a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 2, pad)
+    b = _shard.onto(b, mesh, P())
+    b2 = b if b.ndim == 2 else b[:, None]
+    work, x, status = _potrs_program(mesh, rows, g)(a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    _shard.settle_on_cpu((work, x, status), mesh)
+    return work, x, status
+
+
+def syevd_shardmap_ctx(
+    a: jax.Array,
+    T_A: int | None = None,
+    *positional: Any,
+    mesh: Mesh | None = None,
+    matrix_specs: Any = None,
+    in_specs: Any = None,
+    return_eigenvectors: bool = True,
+    pad: bool = _UNSET,
+    axis_name: str | tuple[str, ...] | None = _UNSET,
+) -> tuple[jax.Array, ...]:
+    """``syevd`` for a caller's own program: the seeds' form inside a
+    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see this
+    module's docstring for the rule).
+
+    Inside a shard_map body, ``syevd_shardmap_ctx(a, T_A=None,
+    return_eigenvectors=True, pad=True, axis_name=None)`` (``a`` this
+    device's rows; see ``jaxmg._src.api.seeds.syevd_shardmap_ctx``).
+    There the argument after T_A is ``return_eigenvectors``, then ``pad``,
+    then ``axis_name``, as in the seeds.
+
+    At the global level, ``syevd_shardmap_ctx(a, T_A=None, mesh=None,
+    matrix_specs=None, *, in_specs=None, return_eigenvectors=True,
+    pad=True)``: ``a`` the whole matrix, read as in ``potrs_shardmap_ctx``.
+
+    Returns (global level):
+      ``(a_work, w, V, status)`` or ``(a_work, w, status)``: w the N
+      eigenvalues ascending, real, replicated; V the eigenvectors as
+      columns, sharded like A (rows); a_work what the solver leaves in A's
+      place (V^H with eigenvectors; else A; ``a`` itself is never
+      modified); status an int32 scalar, 0 on success (outputs NaN else).
+    """
+    op = "syevd_shardmap_ctx"
+    if current_manual_axes():
+        seeds_pos = positional
+        if positional:
+            # The seeds' order: return_eigenvectors, pad, axis_name.
+            if not isinstance(positional[0], (bool, np.bool_)):
+                raise TypeError(
+                    f"jaxmg.{op}: inside a shard_map body the argument after T_A is "
+                    f"return_eigenvectors (a bool; the seeds' form), got {positional[0]!r}; "
+                    "JAXMg 1.x's form, whose argument there is the mesh, is called at the "
+                    "global level")
+            return_eigenvectors = positional[0]
+            seeds_pos = positional[1:]
+        pad, axis_name, _ = _inside_shard_map(
+            op, seeds_pos, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs, extra={})
+        want = _check_flag(op, "return_eigenvectors", return_eigenvectors)
+        return seeds.syevd_shardmap_ctx(a, T_A, want, pad, axis_name)
+    pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
+                                        mesh=mesh, matrix_specs=matrix_specs,
+                                        in_specs=in_specs)
+    want = _check_flag(op, "return_eigenvectors", return_eigenvectors)
+    a_in = a
+    a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 1, pad)
+    out = _syevd_program(mesh, rows, g, want)(a)
+    out = out if want else (a_in,) + tuple(out)
+    _shard.settle_on_cpu(out, mesh)
+    return tuple(out)
