@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/blas.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/dtype.h"
@@ -30,49 +31,6 @@
 #define ALIGN 256
 
 static size_t round_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
-
-/* C = C - A B^H (m x n, inner dimension k). */
-static cublasStatus_t gemm_minus(cublasHandle_t h, jmg_dtype t, int m, int n,
-                                 int k, const void *A, int lda, const void *B,
-                                 int ldb, void *C, int ldc) {
-  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, -1.0),
-                        be = jmg_cuda_scalar_of(t, 1.0);
-  const cublasOperation_t N = CUBLAS_OP_N, H = CUBLAS_OP_C;
-  switch (t) {
-    case JMG_F32:
-      return cublasSgemm(h, N, H, m, n, k, &al.s, A, lda, B, ldb, &be.s, C,
-                         ldc);
-    case JMG_F64:
-      return cublasDgemm(h, N, H, m, n, k, &al.d, A, lda, B, ldb, &be.d, C,
-                         ldc);
-    case JMG_C64:
-      return cublasCgemm(h, N, H, m, n, k, &al.c, A, lda, B, ldb, &be.c, C,
-                         ldc);
-    default:
-      return cublasZgemm(h, N, H, m, n, k, &al.z, A, lda, B, ldb, &be.z, C,
-                         ldc);
-  }
-}
-
-/* B = B L^-H, L the lower triangle of the n x n A (B is m x n). */
-static cublasStatus_t trsm_right_lh(cublasHandle_t h, jmg_dtype t, int m, int n,
-                                    const void *A, int lda, void *B, int ldb) {
-  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
-  const cublasSideMode_t R = CUBLAS_SIDE_RIGHT;
-  const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
-  const cublasOperation_t H = CUBLAS_OP_C;
-  const cublasDiagType_t nu = CUBLAS_DIAG_NON_UNIT;
-  switch (t) {
-    case JMG_F32:
-      return cublasStrsm(h, R, lo, H, nu, m, n, &one.s, A, lda, B, ldb);
-    case JMG_F64:
-      return cublasDtrsm(h, R, lo, H, nu, m, n, &one.d, A, lda, B, ldb);
-    case JMG_C64:
-      return cublasCtrsm(h, R, lo, H, nu, m, n, &one.c, A, lda, B, ldb);
-    default:
-      return cublasZtrsm(h, R, lo, H, nu, m, n, &one.z, A, lda, B, ldb);
-  }
-}
 
 /* Sizes of the per-device workspace: [panel | potrf workspace | info]. */
 typedef struct layout {
@@ -166,8 +124,10 @@ static int factor_tile(run *r, int64_t k, jmg_error *err) {
   const int64_t below = r->n - (k + 1) * r->t;
   if (rc == 0 && below > 0)
     rc = JMG_CUBLAS_TRY(
-        trsm_right_lh(r->h->blas[d], dt, (int)below, r->t, akk, (int)r->n,
-                      akk + (size_t)r->t * r->es, (int)r->n),
+        jmg_cublas_trsm(r->h->blas[d], dt, CUBLAS_SIDE_RIGHT,
+                        CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                        CUBLAS_DIAG_NON_UNIT, (int)below, r->t, akk, (int)r->n,
+                        akk + (size_t)r->t * r->es, (int)r->n),
         r->op, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaEventRecord(r->panel_ready[d], r->stream[d]), r->op,
@@ -202,9 +162,9 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   for (int64_t j = first; rc == 0 && j < r->nt; j += r->G) {
     const char *pj = p + (size_t)(j * r->t - top) * r->es;
     rc = JMG_CUBLAS_TRY(
-        gemm_minus(r->h->blas[d], r->a->dtype, (int)(r->n - j * r->t), r->t,
-                   r->t, pj, (int)ldp, pj, (int)ldp, at(r, j, j * r->t),
-                   (int)r->n),
+        jmg_cublas_gemm(r->h->blas[d], r->a->dtype, CUBLAS_OP_N, CUBLAS_OP_C,
+                        (int)(r->n - j * r->t), r->t, r->t, -1.0, pj, (int)ldp,
+                        pj, (int)ldp, 1.0, at(r, j, j * r->t), (int)r->n),
         r->op, err);
     if (rc == 0 && j == k + 1) rc = factor_tile(r, j, err);
   }
