@@ -7,7 +7,6 @@
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cusolverdn/dn.h"
-#include "engine/cusolverdn/lu_solve.h"
 
 /* The info words sit after the workspace, aligned as XLA aligns blocks. */
 #define DN_ALIGN 256
