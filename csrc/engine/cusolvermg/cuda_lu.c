@@ -29,7 +29,6 @@
  * one). */
 #include "engine/cusolvermg/cuda_lu.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,10 +36,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/dtype.h"
-
-#define ALIGN 256
-
-static size_t round_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+#include "engine/cusolvermg/tiles.h"
 
 /* Interchanges rows i and piv[i - 1] (1-based, relative to A) of the n
  * columns of A for i = k1 .. k2 (incx 1) or k2 .. k1 (incx -1). */
@@ -66,24 +62,14 @@ typedef struct layout {
   size_t panel, dn, piv, info, piv32, host;
 } layout;
 
-static int device_of_ctx(const jmg_dist_matrix *a, int d) {
-  return ((const jmg_cuda_device *)a->device_ctx[d])->device;
-}
-
 static int sizes(const jmg_dist_matrix *a, const jmg_cuda_handles *h, layout *l,
                  const char *op, jmg_error *err) {
-  if (a->ndev < 1 || a->ndev > JMG_CUDA_MAX_DEVICES)
-    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "getrf",
-                         "%d GPUs; between 1 and %d are supported", a->ndev,
-                         JMG_CUDA_MAX_DEVICES);
-  if (a->tile < 1 || a->n % (a->tile * a->ndev) != 0 || a->n > INT32_MAX)
-    return jmg_error_set(err, JMG_EINVAL, op, "getrf",
-                         "N=%lld is not a multiple of T_A=%lld times %d GPUs "
-                         "(or exceeds cuBLAS's 32-bit sizes)",
-                         (long long)a->n, (long long)a->tile, a->ndev);
+  int rc = jmg_tiles_check(a, "getrf", op, err);
+  if (rc != 0) return rc;
+  const jmg_cuda_device *d0 = a->device_ctx[0];
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
   size_t dn = 0, host = 0;
-  int rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(a, 0)), op, err);
+  rc = JMG_CUDA_TRY(cudaSetDevice(d0->device), op, err);
   /* The panels run from n rows down to t: ask for both ends. */
   const int64_t rows[2] = {a->n, a->tile};
   for (int i = 0; rc == 0 && i < 2; ++i) {
@@ -96,12 +82,12 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_handles *h, layout *l,
     if (host_i > host) host = host_i;
   }
   if (rc != 0) return rc;
-  l->panel =
-      round_up((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
-  l->dn = round_up(dn > 0 ? dn : 1);
-  l->piv = round_up((size_t)a->tile * sizeof(int64_t));
-  l->info = round_up(sizeof(int));
-  l->piv32 = round_up((size_t)a->n * sizeof(int));
+  l->panel = jmg_tiles_round_up((size_t)a->n * (size_t)a->tile *
+                                jmg_dtype_size(a->dtype));
+  l->dn = jmg_tiles_round_up(dn > 0 ? dn : 1);
+  l->piv = jmg_tiles_round_up((size_t)a->tile * sizeof(int64_t));
+  l->info = jmg_tiles_round_up(sizeof(int));
+  l->piv32 = jmg_tiles_round_up((size_t)a->n * sizeof(int));
   l->host = host;
   return 0;
 }
@@ -118,15 +104,11 @@ int jmg_cuda_getrf_workspace(const jmg_dist_matrix *a,
 
 /* One call's state. */
 typedef struct run {
-  const jmg_dist_matrix *a;
+  jmg_tiles g;
   const jmg_cuda_handles *h;
-  const char *op;
-  int G, t;
-  int64_t n, nt, slots;
-  size_t es;
+  int64_t slots;
   cudaDataType type;
   layout l;
-  cudaStream_t stream[JMG_CUDA_MAX_DEVICES];
   cudaEvent_t copied[JMG_CUDA_MAX_DEVICES]; /* d's copy of the last panel */
   char *panel[JMG_CUDA_MAX_DEVICES];
   void *dn_work[JMG_CUDA_MAX_DEVICES];
@@ -139,17 +121,6 @@ typedef struct run {
    * its own part, so none is overwritten while a copy may read it. */
   int *h_piv32;
 } run;
-
-/* Row `row` of local column `col` of device d. */
-static char *elem(const run *r, int d, int64_t col, int64_t row) {
-  return (char *)r->a->data[d] +
-         ((size_t)col * (size_t)r->n + (size_t)row) * r->es;
-}
-
-/* Row `row` of tile k's first column, on device k % G. */
-static char *at(const run *r, int64_t k, int64_t row) {
-  return elem(r, (int)(k % r->G), (k / r->G) * r->t, row);
-}
 
 static void workspace_of(run *r, int d, void *work) {
   char *w = work;
@@ -165,52 +136,53 @@ static void workspace_of(run *r, int d, void *work) {
 static int swap_rows(run *r, int d, int64_t k, int64_t c0, int64_t c1,
                      jmg_error *err) {
   if (c1 <= c0) return 0;
-  const int64_t top = k * r->t;
-  return JMG_CUSOLVER_TRY(
-      laswp(r->h->dn[d], r->a->dtype, (int)(c1 - c0), elem(r, d, c0, top),
-            (int)r->n, 1, r->t, r->d_piv32[d] + top, 1),
-      r->op, err);
+  const int64_t top = k * r->g.t;
+  return JMG_CUSOLVER_TRY(laswp(r->h->dn[d], r->g.a->dtype, (int)(c1 - c0),
+                                jmg_tiles_elem(&r->g, d, c0, top), (int)r->g.n,
+                                1, r->g.t, r->d_piv32[d] + top, 1),
+                          r->g.op, err);
 }
 
 /* Step k's panel on its owner: factor; the host reads its pivots and info
  * and copies the pivots to every device. */
 static int factor_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
-  const int o = (int)(k % r->G);
-  const int64_t top = k * r->t, m = r->n - top;
+  const int o = (int)(k % r->g.G);
+  const int64_t top = k * r->g.t, m = r->g.n - top;
   int h_info = 0;
-  int rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(r->a, o)), r->op, err);
+  int rc =
+      JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, o)), r->g.op, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgetrf(r->h->dn[o], r->h->dn_params, m, r->t, r->type,
-                         at(r, k, top), r->n, r->d_piv[o], r->type,
-                         r->dn_work[o], r->l.dn, r->host_work[o], r->l.host,
-                         r->d_info[o]),
-        r->op, err);
+        cusolverDnXgetrf(r->h->dn[o], r->h->dn_params, m, r->g.t, r->type,
+                         jmg_tiles_at(&r->g, k, top), r->g.n, r->d_piv[o],
+                         r->type, r->dn_work[o], r->l.dn, r->host_work[o],
+                         r->l.host, r->d_info[o]),
+        r->g.op, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(
-        cudaMemcpyAsync(r->h_piv, r->d_piv[o], (size_t)r->t * sizeof(int64_t),
-                        cudaMemcpyDeviceToHost, r->stream[o]),
-        r->op, err);
+        cudaMemcpyAsync(r->h_piv, r->d_piv[o], (size_t)r->g.t * sizeof(int64_t),
+                        cudaMemcpyDeviceToHost, r->g.stream[o]),
+        r->g.op, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaMemcpyAsync(&h_info, r->d_info[o], sizeof h_info,
-                                      cudaMemcpyDeviceToHost, r->stream[o]),
-                      r->op, err);
+                                      cudaMemcpyDeviceToHost, r->g.stream[o]),
+                      r->g.op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaStreamSynchronize(r->stream[o]), r->op, err);
+    rc = JMG_CUDA_TRY(cudaStreamSynchronize(r->g.stream[o]), r->g.op, err);
   if (rc == 0 && h_info < 0)
-    rc = jmg_error_set(err, JMG_ECUSOLVER, r->op, "cusolverDnXgetrf",
+    rc = jmg_error_set(err, JMG_ECUSOLVER, r->g.op, "cusolverDnXgetrf",
                        "argument %d was rejected", -h_info);
   if (rc == 0 && h_info > 0) *info = top + h_info;
   if (rc != 0 || *info != 0) return rc;
   /* Relative to the panel's first row, as laswp takes them there. */
-  for (int64_t i = 0; i < r->t; ++i) r->h_piv32[top + i] = (int)r->h_piv[i];
-  for (int d = 0; rc == 0 && d < r->G; ++d) {
-    rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(r->a, d)), r->op, err);
+  for (int64_t i = 0; i < r->g.t; ++i) r->h_piv32[top + i] = (int)r->h_piv[i];
+  for (int d = 0; rc == 0 && d < r->g.G; ++d) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
     if (rc == 0)
       rc = JMG_CUDA_TRY(cudaMemcpyAsync(r->d_piv32[d] + top, r->h_piv32 + top,
-                                        (size_t)r->t * sizeof(int),
-                                        cudaMemcpyHostToDevice, r->stream[d]),
-                        r->op, err);
+                                        (size_t)r->g.t * sizeof(int),
+                                        cudaMemcpyHostToDevice, r->g.stream[d]),
+                        r->g.op, err);
   }
   return rc;
 }
@@ -218,51 +190,48 @@ static int factor_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
 /* Step k on device d (made current here): swaps, the panel's copy, the U row
  * block and the trailing update of d's tiles right of k. */
 static int update_device(run *r, int64_t k, int d, jmg_error *err) {
-  const int o = (int)(k % r->G);
-  const int64_t top = k * r->t, m = r->n - top;
-  const int64_t slot_k = k / r->G;
-  const int64_t lc = r->slots * r->t;
+  const int o = (int)(k % r->g.G);
+  const int64_t top = k * r->g.t, m = r->g.n - top;
+  const int64_t slot_k = k / r->g.G;
+  const int64_t lc = r->slots * r->g.t;
   /* d's first tile right of k. */
-  const int64_t s0 = k < d ? 0 : (k - d) / r->G + 1;
-  const int64_t ncols = (r->slots - s0) * r->t;
-  int rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(r->a, d)), r->op, err);
+  const int64_t s0 = k < d ? 0 : (k - d) / r->g.G + 1;
+  const int64_t ncols = (r->slots - s0) * r->g.t;
+  int rc =
+      JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
   if (rc != 0) return rc;
   if (d == o) {
     /* The panel's own rows were interchanged by getrf. */
-    rc = swap_rows(r, d, k, 0, slot_k * r->t, err);
-    if (rc == 0) rc = swap_rows(r, d, k, (slot_k + 1) * r->t, lc, err);
+    rc = swap_rows(r, d, k, 0, slot_k * r->g.t, err);
+    if (rc == 0) rc = swap_rows(r, d, k, (slot_k + 1) * r->g.t, lc, err);
   } else {
     rc = swap_rows(r, d, k, 0, lc, err);
   }
   if (rc != 0 || ncols == 0) return rc;
-  const char *l = at(r, k, top);
-  int64_t ldl = r->n;
+  const char *l = jmg_tiles_at(&r->g, k, top);
+  int64_t ldl = r->g.n;
   if (d != o) {
-    rc = JMG_CUDA_TRY(
-        cudaMemcpy2DAsync(r->panel[d], (size_t)m * r->es, l,
-                          (size_t)r->n * r->es, (size_t)m * r->es, (size_t)r->t,
-                          cudaMemcpyDefault, r->stream[d]),
-        r->op, err);
+    rc = jmg_tiles_copy_panel(&r->g, d, r->panel[d], l, m, err);
     if (rc == 0)
-      rc =
-          JMG_CUDA_TRY(cudaEventRecord(r->copied[d], r->stream[d]), r->op, err);
+      rc = JMG_CUDA_TRY(cudaEventRecord(r->copied[d], r->g.stream[d]), r->g.op,
+                        err);
     l = r->panel[d];
     ldl = m;
   }
-  char *u = elem(r, d, s0 * r->t, top);
+  char *u = jmg_tiles_elem(&r->g, d, s0 * r->g.t, top);
   if (rc == 0)
     rc = JMG_CUBLAS_TRY(
-        jmg_cublas_trsm(r->h->blas[d], r->a->dtype, CUBLAS_SIDE_LEFT,
+        jmg_cublas_trsm(r->h->blas[d], r->g.a->dtype, CUBLAS_SIDE_LEFT,
                         CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
-                        r->t, (int)ncols, l, (int)ldl, u, (int)r->n),
-        r->op, err);
-  if (rc == 0 && m > r->t)
+                        r->g.t, (int)ncols, l, (int)ldl, u, (int)r->g.n),
+        r->g.op, err);
+  if (rc == 0 && m > r->g.t)
     rc = JMG_CUBLAS_TRY(
-        jmg_cublas_gemm(r->h->blas[d], r->a->dtype, CUBLAS_OP_N, CUBLAS_OP_N,
-                        (int)(m - r->t), (int)ncols, r->t, -1.0,
-                        l + (size_t)r->t * r->es, (int)ldl, u, (int)r->n, 1.0,
-                        u + (size_t)r->t * r->es, (int)r->n),
-        r->op, err);
+        jmg_cublas_gemm(r->h->blas[d], r->g.a->dtype, CUBLAS_OP_N, CUBLAS_OP_N,
+                        (int)(m - r->g.t), (int)ncols, r->g.t, -1.0,
+                        l + (size_t)r->g.t * r->g.es, (int)ldl, u, (int)r->g.n,
+                        1.0, u + (size_t)r->g.t * r->g.es, (int)r->g.n),
+        r->g.op, err);
   return rc;
 }
 
@@ -271,45 +240,31 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
  * never recorded counts as done). */
 static int wait_for_copies(run *r, int64_t k, jmg_error *err) {
   if (k == 0) return 0;
-  const int p = (int)((k - 1) % r->G);
-  int rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(r->a, p)), r->op, err);
-  for (int d = 0; rc == 0 && d < r->G; ++d)
+  const int p = (int)((k - 1) % r->g.G);
+  int rc =
+      JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, p)), r->g.op, err);
+  for (int d = 0; rc == 0 && d < r->g.G; ++d)
     if (d != p)
-      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->stream[p], r->copied[d], 0),
-                        r->op, err);
+      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->g.stream[p], r->copied[d], 0),
+                        r->g.op, err);
   return rc;
 }
 
 /* Streams, events, handles and workspace pointers for every device. */
 static int setup(run *r, void *const *work, jmg_error *err) {
   int rc = 0;
-  r->h_piv = malloc((size_t)r->t * sizeof *r->h_piv);
-  r->h_piv32 = malloc((size_t)r->n * sizeof *r->h_piv32);
+  r->h_piv = malloc((size_t)r->g.t * sizeof *r->h_piv);
+  r->h_piv32 = malloc((size_t)r->g.n * sizeof *r->h_piv32);
   if (r->h_piv == NULL || r->h_piv32 == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, r->op, "malloc",
-                       "cannot allocate %lld pivots", (long long)r->n);
-  for (int d = 0; rc == 0 && d < r->G; ++d) {
-    r->stream[d] =
-        (cudaStream_t)((const jmg_cuda_device *)r->a->device_ctx[d])->stream;
+    rc = jmg_error_set(err, JMG_ENOMEM, r->g.op, "malloc",
+                       "cannot allocate %lld pivots", (long long)r->g.n);
+  for (int d = 0; rc == 0 && d < r->g.G; ++d) {
     workspace_of(r, d, work[d]);
-    rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(r->a, d)), r->op, err);
+    rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
+                                &r->copied[d], err);
     if (rc == 0)
-      rc = JMG_CUDA_TRY(
-          cudaEventCreateWithFlags(&r->copied[d], cudaEventDisableTiming),
-          r->op, err);
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(cublasSetStream(r->h->blas[d], r->stream[d]), r->op,
-                          err);
-    if (rc == 0)
-      rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(r->h->dn[d], r->stream[d]),
-                            r->op, err);
-    if (rc == 0 && r->l.host > 0) {
-      r->host_work[d] = malloc(r->l.host);
-      if (r->host_work[d] == NULL)
-        rc = jmg_error_set(err, JMG_ENOMEM, r->op, "malloc",
-                           "cannot allocate %zu bytes of getrf host workspace",
-                           r->l.host);
-    }
+      rc =
+          jmg_tiles_host_work(&r->g, r->l.host, "getrf", &r->host_work[d], err);
   }
   return rc;
 }
@@ -317,11 +272,10 @@ static int setup(run *r, void *const *work, jmg_error *err) {
 /* Waits for every device (also after a failure: the caller frees the
  * workspace next) and frees what setup made. */
 static int finish(run *r, int rc, jmg_error *err) {
-  for (int d = 0; d < r->G; ++d) {
+  for (int d = 0; d < r->g.G; ++d) {
     jmg_error ignored;
     jmg_error *e = rc == 0 ? err : &ignored;
-    int s = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(r->a, d)), r->op, e);
-    if (s == 0) s = JMG_CUDA_TRY(cudaStreamSynchronize(r->stream[d]), r->op, e);
+    int s = jmg_tiles_sync_device(&r->g, d, e);
     if (rc == 0) rc = s;
     if (r->copied[d] != NULL) cudaEventDestroy(r->copied[d]);
     free(r->host_work[d]);
@@ -331,19 +285,17 @@ static int finish(run *r, int rc, jmg_error *err) {
   return rc;
 }
 
-static void run_init(run *r, const jmg_dist_matrix *a,
-                     const jmg_cuda_handles *h, const char *op) {
+/* The call's state, once a's shape has passed sizes' check. */
+static int run_init(run *r, const jmg_dist_matrix *a, const jmg_cuda_handles *h,
+                    const char *op, jmg_error *err) {
   memset(r, 0, sizeof *r);
-  r->a = a;
   r->h = h;
-  r->op = op;
-  r->G = a->ndev;
-  r->t = (int)a->tile;
-  r->n = a->n;
-  r->nt = a->n / a->tile;
-  r->slots = r->nt / a->ndev;
-  r->es = jmg_dtype_size(a->dtype);
+  int rc = sizes(a, h, &r->l, op, err);
+  if (rc != 0) return rc;
+  jmg_tiles_init(&r->g, a, op);
+  r->slots = r->g.nt / a->ndev;
   r->type = jmg_cuda_data_type(a->dtype);
+  return 0;
 }
 
 int jmg_cuda_getrf(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
@@ -351,14 +303,13 @@ int jmg_cuda_getrf(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
                    jmg_error *err) {
   run r;
   *info = 0;
-  run_init(&r, a, h, op);
-  int rc = sizes(a, h, &r.l, op, err);
+  int rc = run_init(&r, a, h, op, err);
   if (rc != 0) return rc;
   rc = setup(&r, work, err);
-  for (int64_t k = 0; rc == 0 && *info == 0 && k < r.nt; ++k) {
+  for (int64_t k = 0; rc == 0 && *info == 0 && k < r.g.nt; ++k) {
     rc = factor_panel(&r, k, info, err);
     if (rc == 0 && *info == 0) rc = wait_for_copies(&r, k, err);
-    for (int d = 0; rc == 0 && *info == 0 && d < r.G; ++d)
+    for (int d = 0; rc == 0 && *info == 0 && d < r.g.G; ++d)
       rc = update_device(&r, k, d, err);
   }
   return finish(&r, rc, err);
@@ -373,16 +324,16 @@ int jmg_cuda_getrf(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
 static int swap_b(const run *r, int forward, void *b, int nrhs,
                   jmg_error *err) {
   int rc = 0;
-  const int64_t steps = forward ? r->nt : r->n;
+  const int64_t steps = forward ? r->g.nt : r->g.n;
   for (int64_t s = 0; rc == 0 && s < steps; ++s) {
     /* Row i's pivot is relative to its tile's first row, top. */
-    const int64_t i = forward ? s * r->t : r->n - 1 - s;
-    const int64_t top = i / r->t * r->t;
-    const int k1 = (int)(i - top) + 1, k2 = forward ? r->t : k1;
-    rc = JMG_CUSOLVER_TRY(
-        laswp(r->h->dn[0], r->a->dtype, nrhs, (char *)b + (size_t)top * r->es,
-              (int)r->n, k1, k2, r->d_piv32[0] + top, 1),
-        r->op, err);
+    const int64_t i = forward ? s * r->g.t : r->g.n - 1 - s;
+    const int64_t top = i / r->g.t * r->g.t;
+    const int k1 = (int)(i - top) + 1, k2 = forward ? r->g.t : k1;
+    rc = JMG_CUSOLVER_TRY(laswp(r->h->dn[0], r->g.a->dtype, nrhs,
+                                (char *)b + (size_t)top * r->g.es, (int)r->g.n,
+                                k1, k2, r->d_piv32[0] + top, 1),
+                          r->g.op, err);
   }
   return rc;
 }
@@ -394,11 +345,11 @@ static int sub(const run *r, cublasOperation_t op, int m, int nrhs, int k,
                jmg_error *err) {
   if (m == 0 || k == 0) return 0;
   return JMG_CUBLAS_TRY(
-      jmg_cublas_gemm(r->h->blas[0], r->a->dtype, op, CUBLAS_OP_N, m, nrhs, k,
-                      -1.0, blk, (int)r->n, (char *)b + (size_t)src * r->es,
-                      (int)r->n, 1.0, (char *)b + (size_t)dst * r->es,
-                      (int)r->n),
-      r->op, err);
+      jmg_cublas_gemm(r->h->blas[0], r->g.a->dtype, op, CUBLAS_OP_N, m, nrhs, k,
+                      -1.0, blk, (int)r->g.n, (char *)b + (size_t)src * r->g.es,
+                      (int)r->g.n, 1.0, (char *)b + (size_t)dst * r->g.es,
+                      (int)r->g.n),
+      r->g.op, err);
 }
 
 /* Rows j*t .. (j+1)*t of b = op(T)^-1 times them, T tile j's diagonal
@@ -406,20 +357,20 @@ static int sub(const run *r, cublasOperation_t op, int m, int nrhs, int k,
 static int tri(const run *r, int64_t j, cublasFillMode_t uplo,
                cublasOperation_t op, cublasDiagType_t diag, void *b, int nrhs,
                jmg_error *err) {
-  const int64_t row = j * r->t;
+  const int64_t row = j * r->g.t;
   return JMG_CUBLAS_TRY(
-      jmg_cublas_trsm(r->h->blas[0], r->a->dtype, CUBLAS_SIDE_LEFT, uplo, op,
-                      diag, r->t, nrhs, at(r, j, row), (int)r->n,
-                      (char *)b + (size_t)row * r->es, (int)r->n),
-      r->op, err);
+      jmg_cublas_trsm(r->h->blas[0], r->g.a->dtype, CUBLAS_SIDE_LEFT, uplo, op,
+                      diag, r->g.t, nrhs, jmg_tiles_at(&r->g, j, row),
+                      (int)r->g.n, (char *)b + (size_t)row * r->g.es,
+                      (int)r->g.n),
+      r->g.op, err);
 }
 
 int jmg_cuda_getrs(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
                    void *const *work, int transpose, void *b, int64_t nrhs,
                    const char *op, jmg_error *err) {
   run r;
-  run_init(&r, a, h, op);
-  int rc = sizes(a, h, &r.l, op, err);
+  int rc = run_init(&r, a, h, op, err);
   if (rc != 0) return rc;
   if (nrhs > INT32_MAX)
     return jmg_error_set(err, JMG_EINVAL, op, "getrs",
@@ -431,47 +382,50 @@ int jmg_cuda_getrs(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
   const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
   const cublasDiagType_t UNIT = CUBLAS_DIAG_UNIT,
                          NONUNIT = CUBLAS_DIAG_NON_UNIT;
-  const int k = (int)nrhs, t = r.t;
-  r.stream[0] =
+  const int k = (int)nrhs, t = r.g.t;
+  r.g.stream[0] =
       (cudaStream_t)((const jmg_cuda_device *)a->device_ctx[0])->stream;
-  rc = JMG_CUDA_TRY(cudaSetDevice(device_of_ctx(a, 0)), op, err);
+  rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r.g, 0)), op, err);
   if (rc == 0)
-    rc = JMG_CUBLAS_TRY(cublasSetStream(h->blas[0], r.stream[0]), op, err);
+    rc = JMG_CUBLAS_TRY(cublasSetStream(h->blas[0], r.g.stream[0]), op, err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(h->dn[0], r.stream[0]), op, err);
+    rc =
+        JMG_CUSOLVER_TRY(cusolverDnSetStream(h->dn[0], r.g.stream[0]), op, err);
   if (rc == 0 && !transpose) {
     /* L U X = Pᵀ B: the interchanges, L forward, U backward. */
     rc = swap_b(&r, 1, b, k, err);
-    for (int64_t j = 0; rc == 0 && j < r.nt; ++j) {
-      const int64_t below = r.n - (j + 1) * t;
+    for (int64_t j = 0; rc == 0 && j < r.g.nt; ++j) {
+      const int64_t below = r.g.n - (j + 1) * t;
       rc = tri(&r, j, LO, N, UNIT, b, k, err);
       if (rc == 0)
-        rc = sub(&r, N, (int)below, k, t, at(&r, j, (j + 1) * t), b, j * t,
-                 (j + 1) * t, err);
+        rc = sub(&r, N, (int)below, k, t, jmg_tiles_at(&r.g, j, (j + 1) * t), b,
+                 j * t, (j + 1) * t, err);
     }
-    for (int64_t j = r.nt - 1; rc == 0 && j >= 0; --j) {
+    for (int64_t j = r.g.nt - 1; rc == 0 && j >= 0; --j) {
       rc = tri(&r, j, UP, N, NONUNIT, b, k, err);
       if (rc == 0)
-        rc = sub(&r, N, (int)(j * t), k, t, at(&r, j, 0), b, j * t, 0, err);
+        rc = sub(&r, N, (int)(j * t), k, t, jmg_tiles_at(&r.g, j, 0), b, j * t,
+                 0, err);
     }
   } else if (rc == 0) {
     /* Uᵀ Lᵀ (Pᵀ X) = B: Uᵀ forward and Lᵀ backward, each tile's block
      * column (contiguous in its tile) against the rows already solved; then
      * the interchanges undone. */
-    for (int64_t j = 0; rc == 0 && j < r.nt; ++j) {
-      rc = sub(&r, T, t, k, (int)(j * t), at(&r, j, 0), b, 0, j * t, err);
+    for (int64_t j = 0; rc == 0 && j < r.g.nt; ++j) {
+      rc = sub(&r, T, t, k, (int)(j * t), jmg_tiles_at(&r.g, j, 0), b, 0, j * t,
+               err);
       if (rc == 0) rc = tri(&r, j, UP, T, NONUNIT, b, k, err);
     }
-    for (int64_t j = r.nt - 1; rc == 0 && j >= 0; --j) {
-      const int64_t below = r.n - (j + 1) * t;
-      rc = sub(&r, T, t, k, (int)below, at(&r, j, (j + 1) * t), b, (j + 1) * t,
-               j * t, err);
+    for (int64_t j = r.g.nt - 1; rc == 0 && j >= 0; --j) {
+      const int64_t below = r.g.n - (j + 1) * t;
+      rc = sub(&r, T, t, k, (int)below, jmg_tiles_at(&r.g, j, (j + 1) * t), b,
+               (j + 1) * t, j * t, err);
       if (rc == 0) rc = tri(&r, j, LO, T, UNIT, b, k, err);
     }
     if (rc == 0) rc = swap_b(&r, 0, b, k, err);
   }
   jmg_error ignored;
-  int s = JMG_CUDA_TRY(cudaStreamSynchronize(r.stream[0]), op,
+  int s = JMG_CUDA_TRY(cudaStreamSynchronize(r.g.stream[0]), op,
                        rc == 0 ? err : &ignored);
   return rc == 0 ? s : rc;
 }

@@ -18,8 +18,6 @@
  * one buffer per device suffices. */
 #include "engine/cusolvermg/cuda_potrf.h"
 
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,34 +25,16 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/dtype.h"
-
-#define ALIGN 256
-
-static size_t round_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+#include "engine/cusolvermg/tiles.h"
 
 /* Sizes of the per-device workspace: [panel | potrf workspace | info]. */
 typedef struct layout {
   size_t panel, dn, info, host;
 } layout;
 
-static int check_shape(const jmg_dist_matrix *a, const char *op,
-                       jmg_error *err) {
-  if (a->ndev < 1 || a->ndev > JMG_CUDA_MAX_DEVICES)
-    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "potrf",
-                         "%d GPUs; between 1 and %d are supported", a->ndev,
-                         JMG_CUDA_MAX_DEVICES);
-  if (a->tile < 1 || a->n % (a->tile * a->ndev) != 0 || a->tile > INT32_MAX ||
-      a->n > INT32_MAX)
-    return jmg_error_set(err, JMG_EINVAL, op, "potrf",
-                         "N=%lld is not a multiple of T_A=%lld times %d GPUs "
-                         "(or exceeds cuBLAS's 32-bit sizes)",
-                         (long long)a->n, (long long)a->tile, a->ndev);
-  return 0;
-}
-
 static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                  layout *l, const char *op, jmg_error *err) {
-  int rc = check_shape(a, op, err);
+  int rc = jmg_tiles_check(a, "potrf", op, err);
   const jmg_cuda_device *d0 = a->device_ctx[0];
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
   size_t dn = 0, host = 0;
@@ -65,10 +45,11 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                               a->tile, t, a->data[0], a->n, t, &dn, &host),
                           op, err);
   if (rc != 0) return rc;
-  l->panel =
-      round_up((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
-  l->dn = round_up(dn > 0 ? dn : 1);
-  l->info = round_up((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
+  l->panel = jmg_tiles_round_up((size_t)a->n * (size_t)a->tile *
+                                jmg_dtype_size(a->dtype));
+  l->dn = jmg_tiles_round_up(dn > 0 ? dn : 1);
+  l->info =
+      jmg_tiles_round_up((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
   l->host = host;
   return 0;
 }
@@ -84,14 +65,9 @@ int jmg_cuda_potrf_workspace(const jmg_dist_matrix *a,
 
 /* One call's state. */
 typedef struct run {
-  const jmg_dist_matrix *a;
+  jmg_tiles g;
   const jmg_cuda_potrf_handles *h;
-  const char *op;
-  int G, t;
-  int64_t n, nt;
-  size_t es;
   layout l;
-  cudaStream_t stream[JMG_CUDA_MAX_DEVICES];
   cudaEvent_t panel_ready[JMG_CUDA_MAX_DEVICES];
   char *panel[JMG_CUDA_MAX_DEVICES];
   void *dn_work[JMG_CUDA_MAX_DEVICES];
@@ -99,73 +75,59 @@ typedef struct run {
   void *host_work[JMG_CUDA_MAX_DEVICES];
 } run;
 
-static int device_of(const run *r, int d) {
-  return ((const jmg_cuda_device *)r->a->device_ctx[d])->device;
-}
-
-/* Row `row` of tile k's first column, on device k % G. */
-static char *at(const run *r, int64_t k, int64_t row) {
-  const int64_t slot = k / r->G;
-  return (char *)r->a->data[k % r->G] +
-         ((size_t)slot * (size_t)r->t * (size_t)r->n + (size_t)row) * r->es;
-}
-
 /* Step k's factor, on tile k's device (current). */
 static int factor_tile(run *r, int64_t k, jmg_error *err) {
-  const int d = (int)(k % r->G);
-  const jmg_dtype dt = r->a->dtype;
+  const int d = (int)(k % r->g.G);
+  const jmg_dtype dt = r->g.a->dtype;
   const cudaDataType t = jmg_cuda_data_type(dt);
-  char *akk = at(r, k, k * r->t);
+  char *akk = jmg_tiles_at(&r->g, k, k * r->g.t);
   int rc = JMG_CUSOLVER_TRY(
-      cusolverDnXpotrf(r->h->dn[d], r->h->params, CUBLAS_FILL_MODE_LOWER, r->t,
-                       t, akk, r->n, t, r->dn_work[d], r->l.dn, r->host_work[d],
-                       r->l.host, r->info[d] + k / r->G),
-      r->op, err);
-  const int64_t below = r->n - (k + 1) * r->t;
+      cusolverDnXpotrf(r->h->dn[d], r->h->params, CUBLAS_FILL_MODE_LOWER,
+                       r->g.t, t, akk, r->g.n, t, r->dn_work[d], r->l.dn,
+                       r->host_work[d], r->l.host, r->info[d] + k / r->g.G),
+      r->g.op, err);
+  const int64_t below = r->g.n - (k + 1) * r->g.t;
   if (rc == 0 && below > 0)
     rc = JMG_CUBLAS_TRY(
-        jmg_cublas_trsm(r->h->blas[d], dt, CUBLAS_SIDE_RIGHT,
-                        CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
-                        CUBLAS_DIAG_NON_UNIT, (int)below, r->t, akk, (int)r->n,
-                        akk + (size_t)r->t * r->es, (int)r->n),
-        r->op, err);
+        jmg_cublas_trsm(
+            r->h->blas[d], dt, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+            CUBLAS_OP_C, CUBLAS_DIAG_NON_UNIT, (int)below, r->g.t, akk,
+            (int)r->g.n, akk + (size_t)r->g.t * r->g.es, (int)r->g.n),
+        r->g.op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaEventRecord(r->panel_ready[d], r->stream[d]), r->op,
-                      err);
+    rc = JMG_CUDA_TRY(cudaEventRecord(r->panel_ready[d], r->g.stream[d]),
+                      r->g.op, err);
   return rc;
 }
 
 /* Step k's update on device d (made current here), with the lookahead
  * factor of tile k + 1 when d holds it. */
 static int update_device(run *r, int64_t k, int d, jmg_error *err) {
-  const int64_t first = k + 1 + ((d - (k + 1) % r->G) + r->G) % r->G;
-  if (first >= r->nt) return 0;
-  const int owner = (int)(k % r->G);
-  const int64_t top = (k + 1) * r->t; /* the panel's first row */
-  const int64_t m = r->n - top;
-  int rc = JMG_CUDA_TRY(cudaSetDevice(device_of(r, d)), r->op, err);
-  const char *p = at(r, k, top);
-  int64_t ldp = r->n;
+  const int64_t first = k + 1 + ((d - (k + 1) % r->g.G) + r->g.G) % r->g.G;
+  if (first >= r->g.nt) return 0;
+  const int owner = (int)(k % r->g.G);
+  const int64_t top = (k + 1) * r->g.t; /* the panel's first row */
+  const int64_t m = r->g.n - top;
+  int rc =
+      JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
+  const char *p = jmg_tiles_at(&r->g, k, top);
+  int64_t ldp = r->g.n;
   if (rc == 0 && d != owner) {
     rc = JMG_CUDA_TRY(
-        cudaStreamWaitEvent(r->stream[d], r->panel_ready[owner], 0), r->op,
+        cudaStreamWaitEvent(r->g.stream[d], r->panel_ready[owner], 0), r->g.op,
         err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(
-          cudaMemcpy2DAsync(r->panel[d], (size_t)m * r->es, p,
-                            (size_t)r->n * r->es, (size_t)m * r->es,
-                            (size_t)r->t, cudaMemcpyDefault, r->stream[d]),
-          r->op, err);
+    if (rc == 0) rc = jmg_tiles_copy_panel(&r->g, d, r->panel[d], p, m, err);
     p = r->panel[d];
     ldp = m;
   }
-  for (int64_t j = first; rc == 0 && j < r->nt; j += r->G) {
-    const char *pj = p + (size_t)(j * r->t - top) * r->es;
+  for (int64_t j = first; rc == 0 && j < r->g.nt; j += r->g.G) {
+    const char *pj = p + (size_t)(j * r->g.t - top) * r->g.es;
     rc = JMG_CUBLAS_TRY(
-        jmg_cublas_gemm(r->h->blas[d], r->a->dtype, CUBLAS_OP_N, CUBLAS_OP_C,
-                        (int)(r->n - j * r->t), r->t, r->t, -1.0, pj, (int)ldp,
-                        pj, (int)ldp, 1.0, at(r, j, j * r->t), (int)r->n),
-        r->op, err);
+        jmg_cublas_gemm(r->h->blas[d], r->g.a->dtype, CUBLAS_OP_N, CUBLAS_OP_C,
+                        (int)(r->g.n - j * r->g.t), r->g.t, r->g.t, -1.0, pj,
+                        (int)ldp, pj, (int)ldp, 1.0,
+                        jmg_tiles_at(&r->g, j, j * r->g.t), (int)r->g.n),
+        r->g.op, err);
     if (rc == 0 && j == k + 1) rc = factor_tile(r, j, err);
   }
   return rc;
@@ -174,33 +136,19 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
 /* Streams, events and workspace pointers for every device. */
 static int setup(run *r, void *const *work, jmg_error *err) {
   int rc = 0;
-  for (int d = 0; rc == 0 && d < r->G; ++d) {
-    r->stream[d] =
-        (cudaStream_t)((const jmg_cuda_device *)r->a->device_ctx[d])->stream;
+  for (int d = 0; rc == 0 && d < r->g.G; ++d) {
     r->panel[d] = work[d];
     r->dn_work[d] = (char *)work[d] + r->l.panel;
     r->info[d] = (int *)((char *)work[d] + r->l.panel + r->l.dn);
-    rc = JMG_CUDA_TRY(cudaSetDevice(device_of(r, d)), r->op, err);
+    rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
+                                &r->panel_ready[d], err);
     if (rc == 0)
       rc = JMG_CUDA_TRY(
-          cudaEventCreateWithFlags(&r->panel_ready[d], cudaEventDisableTiming),
-          r->op, err);
+          cudaMemsetAsync(r->info[d], 0, r->l.info, r->g.stream[d]), r->g.op,
+          err);
     if (rc == 0)
-      rc = JMG_CUBLAS_TRY(cublasSetStream(r->h->blas[d], r->stream[d]), r->op,
-                          err);
-    if (rc == 0)
-      rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(r->h->dn[d], r->stream[d]),
-                            r->op, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaMemsetAsync(r->info[d], 0, r->l.info, r->stream[d]),
-                        r->op, err);
-    if (rc == 0 && r->l.host > 0) {
-      r->host_work[d] = malloc(r->l.host);
-      if (r->host_work[d] == NULL)
-        rc = jmg_error_set(err, JMG_ENOMEM, r->op, "malloc",
-                           "cannot allocate %zu bytes of potrf host workspace",
-                           r->l.host);
-    }
+      rc =
+          jmg_tiles_host_work(&r->g, r->l.host, "potrf", &r->host_work[d], err);
   }
   return rc;
 }
@@ -209,29 +157,28 @@ static int setup(run *r, void *const *work, jmg_error *err) {
  * workspace next), frees what setup made, and reads the first failing minor
  * when all went well. */
 static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
-  const int64_t per_dev = r->nt / r->G;
+  const int64_t per_dev = r->g.nt / r->g.G;
   int *host = rc == 0 ? calloc((size_t)per_dev, sizeof *host) : NULL;
   if (rc == 0 && host == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, r->op, "malloc",
+    rc = jmg_error_set(err, JMG_ENOMEM, r->g.op, "malloc",
                        "cannot allocate %lld ints", (long long)per_dev);
   *info = 0;
-  for (int d = 0; d < r->G; ++d) {
+  for (int d = 0; d < r->g.G; ++d) {
     jmg_error ignored;
     jmg_error *e = rc == 0 ? err : &ignored;
-    int s = JMG_CUDA_TRY(cudaSetDevice(device_of(r, d)), r->op, e);
-    if (s == 0) s = JMG_CUDA_TRY(cudaStreamSynchronize(r->stream[d]), r->op, e);
+    int s = jmg_tiles_sync_device(&r->g, d, e);
     if (s == 0 && rc == 0)
       s = JMG_CUDA_TRY(
           cudaMemcpy(host, r->info[d], (size_t)per_dev * sizeof *host,
                      cudaMemcpyDeviceToHost),
-          r->op, e);
+          r->g.op, e);
     /* Tile k = slot * G + d; the first failing tile wins. */
     for (int64_t slot = 0; s == 0 && rc == 0 && slot < per_dev; ++slot) {
-      const int64_t k = slot * r->G + d;
+      const int64_t k = slot * r->g.G + d;
       if (host[slot] != 0) {
-        const int64_t minor = host[slot] > 0 ? k * r->t + host[slot] : -1;
+        const int64_t minor = host[slot] > 0 ? k * r->g.t + host[slot] : -1;
         if (minor < 0)
-          s = jmg_error_set(err, JMG_ECUSOLVER, r->op, "cusolverDnXpotrf",
+          s = jmg_error_set(err, JMG_ECUSOLVER, r->g.op, "cusolverDnXpotrf",
                             "argument %d was rejected", -host[slot]);
         else if (*info == 0 || minor < *info)
           *info = minor;
@@ -251,21 +198,17 @@ int jmg_cuda_potrf(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                    jmg_error *err) {
   run r;
   memset(&r, 0, sizeof r);
-  r.a = a;
   r.h = h;
-  r.op = op;
   *info = 0;
   int rc = sizes(a, h, &r.l, op, err);
   if (rc != 0) return rc;
-  r.G = a->ndev;
-  r.t = (int)a->tile;
-  r.n = a->n;
-  r.nt = a->n / a->tile;
-  r.es = jmg_dtype_size(a->dtype);
+  jmg_tiles_init(&r.g, a, op);
   rc = setup(&r, work, err);
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(device_of(&r, 0)), op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r.g, 0)), op, err);
   if (rc == 0) rc = factor_tile(&r, 0, err);
-  for (int64_t k = 0; rc == 0 && k + 1 < r.nt; ++k)
-    for (int d = 0; rc == 0 && d < r.G; ++d) rc = update_device(&r, k, d, err);
+  for (int64_t k = 0; rc == 0 && k + 1 < r.g.nt; ++k)
+    for (int d = 0; rc == 0 && d < r.g.G; ++d)
+      rc = update_device(&r, k, d, err);
   return finish(&r, rc, info, err);
 }
