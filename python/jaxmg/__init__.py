@@ -9,15 +9,17 @@ devices), from inside jitted JAX programs.
 One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
 1.x's call forms (``matrix_specs``, ``donate=``, the ``*_shardmap_ctx`` forms
 called at the global level on the whole matrix, as NetKet does); see
-``jaxmg._src.api.v1`` for how a call is read. ``lu_solve`` has the seeds'
-forms only so far.
+``jaxmg._src.api.v1`` for how a call is read, for every op but ``potri``
+(whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri).
 """
 
-from jaxmg._src.api.seeds import lu_solve, lu_solve_shardmap_ctx, potri_shardmap_ctx
+from jaxmg._src.api.seeds import potri_shardmap_ctx
 
 # The seeds' forms (0.x) and JAXMg 1.x's under the same names: jaxmg._src.api.v1
 # says which a call means.
 from jaxmg._src.api.v1 import (
+    lu_solve,
+    lu_solve_shardmap_ctx,
     potri,
     potrs,
     potrs_shardmap_ctx,

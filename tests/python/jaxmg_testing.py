@@ -103,6 +103,15 @@ def make_hermitian(rng: np.random.Generator, n: int, dtype) -> np.ndarray:
     return _exactly_hermitian((x + x.conj().T) / 2, dtype)
 
 
+def make_general(rng: np.random.Generator, n: int, dtype,
+                 scale_upper: float = 4.0) -> np.ndarray:
+    """A random, strongly non-symmetric matrix: standard normal entries, the
+    strict upper triangle times scale_upper (complex: both parts random)."""
+    a = random_matrix(rng, (n, n), dtype)
+    a = a * np.where(np.triu(np.ones((n, n)), 1) > 0, scale_upper, 1.0)
+    return a.astype(dtype)
+
+
 def make_rhs(rng: np.random.Generator, n: int, nrhs, dtype) -> np.ndarray:
     """b of shape (n,) when ``nrhs`` is None, else (n, nrhs)."""
     shape = (n,) if nrhs is None else (n, nrhs)

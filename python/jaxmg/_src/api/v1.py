@@ -1,24 +1,24 @@
 """JAXMg 1.x's call forms beside the seeds' (0.x), under the same names.
 
-The plain forms (``potrs``, ``syevd``, ``potri``) take a superset of both
-generations' arguments: the seeds' positional order ``(a, [b,] T_A, mesh,
-in_specs, ...)`` is also 1.x's up to its fifth argument, whose 1.x name
-``matrix_specs`` means the seeds' ``in_specs``; 1.x's keyword-only
-``donate=`` and ``return_logdet=`` are accepted too. Every seeds' call
-means what it meant.
+The plain forms (``potrs``, ``lu_solve``, ``syevd``, ``potri``) take a
+superset of both generations' arguments: the seeds' positional order ``(a,
+[b,] T_A, mesh, in_specs, ...)`` is also 1.x's up to its fifth argument,
+whose 1.x name ``matrix_specs`` means the seeds' ``in_specs``; 1.x's
+keyword-only ``donate=`` and ``return_logdet=`` (potrs) are accepted too.
+Every seeds' call means what it meant.
 
 The ``*_shardmap_ctx`` forms mean two things, and which one a call means is
 read off a fact JAX knows, never off the arguments' values:
 
 - Inside a ``jax.shard_map`` body (the context mesh has manual axes): the
   seeds' form. ``a`` is this device's rows of A; it returns
-  ``(x, status)`` / ``(w, [V_local,] status)``; positional arguments after
+  ``(x, status)`` (potrs, lu_solve) / ``(w, [V_local,] status)``; positional arguments after
   ``T_A`` are ``pad, axis_name``.
 - At the global level, eagerly or inside ``jax.jit`` (no manual axes):
   1.x's form. ``a`` is the whole matrix, its sharding read from ``a``
   (a concrete array, or a traced one on an Explicit mesh) or from the
   context mesh (``jax.sharding.set_mesh``, ``use_abstract_mesh``); it returns
-  ``(a_work, x, status)`` / ``(a_work, w, [V,] status)``; positional
+  ``(a_work, x, status)`` (potrs, lu_solve) / ``(a_work, w, [V,] status)``; positional
   arguments after ``T_A`` are ``mesh, matrix_specs``.
 
 A call that fits neither (1.x's ``mesh``, ``matrix_specs`` or ``in_specs``
@@ -44,6 +44,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jaxmg._src import _checks, _compat, _native, _shard
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.api import seeds
+from jaxmg._src.core import lu_solve as lu_solve_core
 from jaxmg._src.core import potrs as potrs_core
 from jaxmg._src.core import syevd as syevd_core
 
@@ -140,6 +141,19 @@ def _resolved(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
     return _checks.resolve_layout(op, a, mesh, specs)
 
 
+def _plain(op: str, seeds_fn: Any, arrays: tuple[Any, ...], T_A: Any, mesh: Any,
+           specs: Any, donate: Any, **options: Any) -> Any:
+    """A plain form: the seeds' function on ``arrays`` (A first), or, with
+    ``donate``, the same in a jit that donates them (_run)."""
+    donate = _check_flag(op, "donate", donate)
+    if not donate:
+        return seeds_fn(*arrays, T_A=T_A, mesh=mesh, in_specs=specs, **options)
+    _checks.check_matrix(op, arrays[0])
+    mesh, specs = _resolved(op, arrays[0], mesh, specs)
+    fn = functools.partial(seeds_fn, T_A=T_A, mesh=mesh, in_specs=specs, **options)
+    return _run(_Hashable(fn), arrays, donate)
+
+
 # --- plain forms --------------------------------------------------------------------------
 
 
@@ -185,14 +199,40 @@ def potrs(
     """
     specs = _specs("potrs", in_specs, matrix_specs)
     _no_logdet("potrs", return_logdet)
-    donate = _check_flag("potrs", "donate", donate)
-    if not donate:
-        return seeds.potrs(a, b, T_A, mesh, specs, return_status, pad)
-    _checks.check_matrix("potrs", a)
-    mesh, specs = _resolved("potrs", a, mesh, specs)
-    fn = functools.partial(seeds.potrs, T_A=T_A, mesh=mesh, in_specs=specs,
-                           return_status=return_status, pad=pad)
-    return _run(_Hashable(fn), (a, b), donate)
+    return _plain("potrs", seeds.potrs, (a, b), T_A, mesh, specs, donate,
+                  return_status=return_status, pad=pad)
+
+
+def lu_solve(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    return_status: bool = False,
+    pad: bool = True,
+    *,
+    matrix_specs: Any = None,
+    donate: bool = False,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """Solves ``a @ x = b`` for a general nonsingular ``a`` on all devices
+    (LU with partial pivoting).
+
+    The seeds' form (``lu_solve(a, b, T_A, mesh, in_specs, return_status,
+    pad)``) and JAXMg 1.x's (``lu_solve(a, b, T_A, mesh=None,
+    matrix_specs=None, *, in_specs=None, return_status=False, pad=True,
+    donate=True)``) in one. ``matrix_specs`` and ``donate`` as in ``potrs``;
+    ``a`` may be sharded over two mesh axes ``P(r, c)``. See
+    ``jaxmg._src.api.seeds.lu_solve`` for the rest.
+
+    Returns:
+      x with b's shape, replicated; with ``return_status``, ``(x, status)``,
+      status an int32 scalar: 0 on success, k > 0 when U(k, k) is exactly
+      zero (A is singular; x is then NaN).
+    """
+    specs = _specs("lu_solve", in_specs, matrix_specs)
+    return _plain("lu_solve", seeds.lu_solve, (a, b), T_A, mesh, specs, donate,
+                  return_status=return_status, pad=pad)
 
 
 def potri(
@@ -211,14 +251,8 @@ def potri(
     ``a`` may be sharded over two mesh axes ``P(r, c)``. See
     ``jaxmg._src.api.seeds.potri`` for the rest."""
     specs = _specs("potri", in_specs, matrix_specs)
-    donate = _check_flag("potri", "donate", donate)
-    if not donate:
-        return seeds.potri(a, T_A, mesh, specs, return_status, pad)
-    _checks.check_matrix("potri", a)
-    mesh, specs = _resolved("potri", a, mesh, specs)
-    fn = functools.partial(seeds.potri, T_A=T_A, mesh=mesh, in_specs=specs,
-                           return_status=return_status, pad=pad)
-    return _run(_Hashable(fn), (a,), donate)
+    return _plain("potri", seeds.potri, (a,), T_A, mesh, specs, donate,
+                  return_status=return_status, pad=pad)
 
 
 def syevd(
@@ -247,15 +281,9 @@ def syevd(
       status 0 on success, > 0 if the solver did not converge (outputs NaN).
     """
     specs = _specs("syevd", in_specs, matrix_specs)
-    donate = _check_flag("syevd", "donate", donate)
-    if not donate:
-        return seeds.syevd(a, T_A, mesh, specs, return_eigenvectors, return_status, pad)
-    _checks.check_matrix("syevd", a)
-    mesh, specs = _resolved("syevd", a, mesh, specs)
-    fn = functools.partial(seeds.syevd, T_A=T_A, mesh=mesh, in_specs=specs,
-                           return_eigenvectors=return_eigenvectors,
-                           return_status=return_status, pad=pad)
-    return _run(_Hashable(fn), (a,), donate)
+    return _plain("syevd", seeds.syevd, (a,), T_A, mesh, specs, donate,
+                  return_eigenvectors=return_eigenvectors,
+                  return_status=return_status, pad=pad)
 
 
 class _Hashable:
@@ -416,12 +444,45 @@ def _prepare_global(op: str, a: Any, T_A: Any, mesh: Any, specs: Any, n_specs: i
     return _shard.prepare(op, a, n, T_A, mesh, specs, n_specs, pad)
 
 
+# The solves' cores by op: each has local_work, (work rows, x, status).
+_SOLVES = {"potrs": potrs_core, "lu_solve": lu_solve_core}
+
+
 @functools.lru_cache(maxsize=256)
-def _potrs_program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
-    call = _shard.mesh_call("potrs", mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(potrs_core.local_work, call), mesh,
+def _solve_program(op: str, mesh: Mesh, rows: _checks.RowSharding,
+                   g: _shard.Geometry) -> Any:
+    call = _shard.mesh_call(op, mesh, rows, g)
+    return jax.jit(_shard.mapped(functools.partial(_SOLVES[op].local_work, call), mesh,
                                  in_specs=(rows.spec, P(None, None)),
                                  out_specs=(rows.spec, P(None, None), P())))
+
+
+def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *,
+               mesh: Any, matrix_specs: Any, in_specs: Any, pad: Any, axis_name: Any,
+               extra: dict[str, Any]) -> tuple[jax.Array, ...]:
+    """A solve's ctx form (op: ``potrs_shardmap_ctx``, ...): the seeds'
+    inside a shard_map body, else 1.x's, ``(a_work, x, status)``, x in b's
+    shape, replicated. extra: 1.x's options this version does not implement
+    (return_logdet), refused inside a shard_map and when true."""
+    if current_manual_axes():
+        pad, axis_name, _ = _inside_shard_map(
+            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs,
+            extra={k: bool(v) for k, v in extra.items()})
+        return getattr(seeds, op)(a, b, T_A, pad, axis_name)
+    pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
+                                        mesh=mesh, matrix_specs=matrix_specs,
+                                        in_specs=in_specs)
+    _no_logdet(op, extra.get("return_logdet", False))
+    n, dtype = _checks.check_matrix(op, a)
+    _checks.check_rhs(op, b, n, dtype)
+    a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 2, pad)
+    b = _shard.onto(b, mesh, P())
+    b2 = b if b.ndim == 2 else b[:, None]
+    work, x, status = _solve_program(op.removesuffix("_shardmap_ctx"), mesh, rows, g)(a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    _shard.settle_on_cpu((work, x, status), mesh)
+    return work, x, status
 
 
 @functools.lru_cache(maxsize=256)
@@ -484,26 +545,45 @@ def potrs_shardmap_ctx(
       leading minor). Differentiable in a and b through x (a_work is held
       constant).
     """
-    op = "potrs_shardmap_ctx"
-    if current_manual_axes():
-        pad, axis_name, _ = _inside_shard_map(
-            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
-            matrix_specs=matrix_specs, in_specs=in_specs,
-            extra={"return_logdet": bool(return_logdet)})
-        return seeds.potrs_shardmap_ctx(a, b, T_A, pad, axis_name)
-    pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
-                                        mesh=mesh, matrix_specs=matrix_specs,
-                                        in_specs=in_specs)
-    _no_logdet(op, return_logdet)
-    n, dtype = _checks.check_matrix(op, a)
-    _checks.check_rhs(op, b, n, dtype)
-    a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 2, pad)
-    b = _shard.onto(b, mesh, P())
-    b2 = b if b.ndim == 2 else b[:, None]
-    work, x, status = _potrs_program(mesh, rows, g)(a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    _shard.settle_on_cpu((work, x, status), mesh)
-    return work, x, status
+    return _solve_ctx("potrs_shardmap_ctx", a, b, T_A, positional, mesh=mesh,
+                      matrix_specs=matrix_specs, in_specs=in_specs, pad=pad,
+                      axis_name=axis_name, extra={"return_logdet": return_logdet})
+
+
+def lu_solve_shardmap_ctx(
+    a: jax.Array,
+    b: jax.Array,
+    T_A: int | None = None,
+    *positional: Any,
+    mesh: Mesh | None = None,
+    matrix_specs: Any = None,
+    in_specs: Any = None,
+    pad: bool = _UNSET,
+    axis_name: str | tuple[str, ...] | None = _UNSET,
+) -> tuple[jax.Array, ...]:
+    """``lu_solve`` for a caller's own program: the seeds' form inside a
+    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see this
+    module's docstring for the rule).
+
+    Inside a shard_map body, ``lu_solve_shardmap_ctx(a, b, T_A=None,
+    pad=True, axis_name=None)``: ``a`` this device's rows, returns ``(x,
+    status)``, status of shape (1,) (see
+    ``jaxmg._src.api.seeds.lu_solve_shardmap_ctx``).
+
+    At the global level, ``lu_solve_shardmap_ctx(a, b, T_A=None, mesh=None,
+    matrix_specs=None, *, in_specs=None, pad=True)``: ``a`` the whole
+    matrix, read as in ``potrs_shardmap_ctx``.
+
+    Returns (global level):
+      ``(a_work, x, status)``: a_work the solver's work buffer in A's shape
+      and sharding (its contents are unspecified; ``a`` itself is never
+      modified), x with b's shape, replicated (NaN when A is singular),
+      status an int32 scalar (0, or k > 0 when U(k, k) is exactly zero).
+      Differentiable in a and b through x (a_work is held constant).
+    """
+    return _solve_ctx("lu_solve_shardmap_ctx", a, b, T_A, positional, mesh=mesh,
+                      matrix_specs=matrix_specs, in_specs=in_specs, pad=pad,
+                      axis_name=axis_name, extra={})
 
 
 def syevd_shardmap_ctx(

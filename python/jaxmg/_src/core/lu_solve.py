@@ -4,8 +4,9 @@ device.
 
 ``shard`` is one shard's FFI program, ``local`` the differentiable local core
 (x and the status; its rules: dx = A^-1 (db - dA x), the solve a linear map
-whose transpose is one more solve, with Aᵀ), ``over_mesh`` ``local`` over a
-mesh. No API conventions here (see jaxmg._src.core).
+whose transpose is one more solve, with Aᵀ), ``local_work`` the same with
+A's work buffer in front (JAXMg 1.x's ctx forms hand it back), ``over_mesh``
+``local`` over a mesh. No API conventions here (see jaxmg._src.core).
 
 The transpose. The C library reads a row-sharded A column-major, which for a
 general A is Aᵀ (not conj(A), as for the Hermitian ops): the engine factors
@@ -39,8 +40,9 @@ from jaxmg._src import _checks, _compat, _manual, _shard
 def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
           trans: int = 0) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One shard's part: a is r x N, b is N x k (replicated). Returns A's
-    work buffer (this shard's r x N rows of what the solver left in A; unused,
-    XLA drops it), x (N x k) solving A x = b (Aᵀ x = b with trans) and the
+    work buffer (this shard's r x N rows of what the solver left in A: an
+    API that hands it back, as JAXMg 1.x's ctx forms do, can; unused, XLA
+    drops it), x (N x k) solving A x = b (Aᵀ x = b with trans) and the
     status (int32 scalar), the same on every shard."""
     g = call.g
     per_shard, same = _shard.result_types(call.axes, a, b)
@@ -126,3 +128,22 @@ def _linear_solve(call: _shard.Call, a: jax.Array, r: jax.Array) -> jax.Array:
     if checked:
         x = _manual.psum(_manual.leader_only(x, call.axes), call.axes)
     return x
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local_work(call: _shard.Call, a: jax.Array,
+               b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``local`` with A's work buffer in front, for APIs that hand it back
+    (JAXMg 1.x's ctx forms): (work rows, x, status). The work buffer is the
+    solver's scratch, whose contents no API promises: it is held constant
+    (its tangent is zero); x's rule is ``local``'s."""
+    return shard(call, a, b)
+
+
+@local_work.defjvp
+def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+                    tangents: tuple[jax.Array, jax.Array]):
+    (a, b), (da, db) = primals, tangents
+    work, x, status = local_work(call, a, b)
+    dx = _linear_solve(call, a, db - _matvec(call, da, x))
+    return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))
