@@ -121,9 +121,13 @@ struct jmg_engine;
 typedef struct jmg_leader_routines {
   /* Solves A X = B for SPD/HPD A (lower triangle used; A is overwritten by
    * its factor and not returned). b: n x nrhs, column-major (lda n), in
-   * participant 0's memory, overwritten by X. */
+   * participant 0's memory, overwritten by X. diag: NULL, or n elements of
+   * A's real type in host memory, which receive the real parts of the
+   * factor's diagonal (of the lower factor of the matrix as the engine
+   * holds it) when the factorization succeeds: what a log-determinant needs,
+   * read while the factor is still at hand. */
   int (*potrs)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *b,
-               int64_t nrhs, int *info, jmg_error *err);
+               int64_t nrhs, void *diag, int *info, jmg_error *err);
   /* Replaces A by its inverse, both triangles (Hermitian), in the
    * CONTIGUOUS layout (device d holds columns d*local_cols ...), the layout
    * the slab-by-slab solves of the GPU engine produce without a move. On
@@ -155,7 +159,7 @@ typedef struct jmg_leader_routines {
  * engine's shard layout. */
 typedef struct jmg_local_routines {
   int (*potrs)(const struct jmg_engine *e, const jmg_local_matrix *a, void *b,
-               int64_t nrhs, int *info, jmg_error *err);
+               int64_t nrhs, void *diag, int *info, jmg_error *err);
   int (*potri)(const struct jmg_engine *e, const jmg_local_matrix *a, int *info,
                jmg_error *err);
   int (*syevd)(const struct jmg_engine *e, const jmg_local_matrix *a, void *w,

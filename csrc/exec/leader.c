@@ -69,10 +69,12 @@ static int view_init(jmg_leader_view *v, const jmg_op_call *call,
   v->a.device_ctx = v->device_ctx;
   v->group.n = nparts;
   v->group.device_ctx = v->device_ctx;
-  /* The op's own scalars, as " name=value" each. */
+  /* The op's own scalars, as " name=value" each; an optional one only when
+   * set, so that a call without it reads as it always has. */
   char own[JMG_OP_MAX_SCALARS * 48] = "";
   for (int i = 0, len = 0; i < v->desc->nscalars; ++i) {
     const jmg_op_scalar *s = &v->desc->scalars[i];
+    if (s->optional && *jmg_op_scalar_slot(s, first) == 0) continue;
     int k = snprintf(own + len, sizeof own - (size_t)len, " %s=%lld", s->name,
                      (long long)*jmg_op_scalar_slot(s, first));
     if (k > 0 && (size_t)(len + k) < sizeof own) len += k;

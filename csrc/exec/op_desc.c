@@ -40,6 +40,19 @@ int jmg_op_nrets(const jmg_op_desc *op) {
   return n;
 }
 
+int jmg_op_nrets_in(const jmg_op_desc *op, const jmg_shard_io *io) {
+  int n = jmg_op_nrets(op);
+  for (int i = 0; i < op->nbufs; ++i)
+    n -= op->bufs[i].ret >= 0 && !jmg_op_buf_present(op, &op->bufs[i], io);
+  return n;
+}
+
+int jmg_op_buf_present(const jmg_op_desc *op, const jmg_op_buf *b,
+                       const jmg_shard_io *io) {
+  if (b->if_scalar <= 0) return 1;
+  return *jmg_op_scalar_slot(&op->scalars[b->if_scalar - 1], io) != 0;
+}
+
 void **jmg_op_buf_slot(const jmg_op_buf *b, const jmg_shard_io *io) {
   return (void **)(uintptr_t)((const char *)io + b->offset);
 }
@@ -89,7 +102,7 @@ int jmg_op_check_local(const jmg_op_desc *op, const jmg_shard_io *io,
                          (long long)io->local_cols, nparts, (long long)io->n);
   for (int i = 0; i < jmg_op_nbuffers(op); ++i) {
     const jmg_op_buf *b = jmg_op_buffer(op, i);
-    if (*jmg_op_buf_slot(b, io) == NULL)
+    if (*jmg_op_buf_slot(b, io) == NULL && jmg_op_buf_present(op, b, io))
       return jmg_error_set(err, JMG_EINVAL, name, "arguments",
                            "missing %s buffer", b->name);
   }

@@ -94,6 +94,10 @@ typedef struct jmg_op_buf {
   int arg;
   int ret;
   size_t offset; /* of its pointer (void *) in the op's io struct */
+  /* 0: always there. k > 0: an optional result, there only when the op's
+   * boolean scalar k - 1 is 1 (else its pointer is NULL and the frame has
+   * one result less: status stays the last). */
+  int if_scalar;
 } jmg_op_buf;
 
 typedef enum {
@@ -106,6 +110,7 @@ typedef struct jmg_op_scalar {
   jmg_op_from from;
   int buf, dim;  /* JMG_FROM_DIM: dimension dim of own buffer buf */
   int boolean;   /* stored as 0 or 1 */
+  int optional;  /* JMG_FROM_ATTR: an absent attribute reads 0 */
   size_t offset; /* of its int64_t in the op's io struct */
 } jmg_op_scalar;
 
@@ -129,9 +134,16 @@ typedef struct jmg_op_desc {
 int jmg_op_nbuffers(const jmg_op_desc *op);
 const jmg_op_buf *jmg_op_buffer(const jmg_op_desc *op, int i);
 
-/* The frame's numbers of arguments and results for op. */
+/* The frame's numbers of arguments and results for op: every result
+ * (jmg_op_nrets), and those of a call whose scalars io holds, without the
+ * optional results it does not want (jmg_op_nrets_in). */
 int jmg_op_nargs(const jmg_op_desc *op);
 int jmg_op_nrets(const jmg_op_desc *op);
+int jmg_op_nrets_in(const jmg_op_desc *op, const jmg_shard_io *io);
+
+/* Whether buffer b of op is part of the call io describes (see if_scalar). */
+int jmg_op_buf_present(const jmg_op_desc *op, const jmg_op_buf *b,
+                       const jmg_shard_io *io);
 
 /* Where a described buffer's pointer, or a described scalar, lies in io
  * (like strchr, from a const io: the caller knows whether it may write). */
@@ -147,7 +159,7 @@ size_t jmg_op_buf_bytes(const jmg_op_desc *op, const jmg_op_buf *b,
 
 /* Checks one participant's io before it joins: the sizes (N, shard, T_A at
  * least 1; nparts shards make N; no scalar negative) and every buffer
- * present. */
+ * of the call present. */
 int jmg_op_check_local(const jmg_op_desc *op, const jmg_shard_io *io,
                        int nparts, jmg_error *err);
 

@@ -304,7 +304,8 @@ static int decode_buffer_of(const XLA_FFI_CallFrame *frame,
   if (b->arg >= 0) {
     rc = jmg_ffi_arg(frame, op->name, b->arg, b->name, b->rank, &buf, err);
   } else {
-    const int64_t ret = b->ret == JMG_FFI_LAST ? jmg_op_nrets(op) - 1 : b->ret;
+    const int64_t ret =
+        b->ret == JMG_FFI_LAST ? jmg_op_nrets_in(op, io) - 1 : b->ret;
     rc = jmg_ffi_ret(frame, op->name, ret, b->name, b->rank, &buf, err);
   }
   if (rc != 0) return rc;
@@ -324,19 +325,34 @@ static int decode_buffer_of(const XLA_FFI_CallFrame *frame,
   return rc;
 }
 
-int jmg_ffi_decode_op(const XLA_FFI_CallFrame *frame, const jmg_op_desc *op,
-                      const jmg_ffi_head *head, jmg_shard_io *io,
-                      jmg_error *err) {
+int jmg_ffi_decode_scalars(const XLA_FFI_CallFrame *frame,
+                           const jmg_op_desc *op, int optional_only,
+                           jmg_shard_io *io, jmg_error *err) {
   int rc = 0;
   for (int k = 0; rc == 0 && k < op->nscalars; ++k) {
     const jmg_op_scalar *s = &op->scalars[k];
-    if (s->from != JMG_FROM_ATTR) continue;
+    if (s->from != JMG_FROM_ATTR || (optional_only && !s->optional)) continue;
     int64_t v = 0;
+    if (s->optional && !jmg_ffi_has_attr(frame, s->name)) {
+      *jmg_op_scalar_slot(s, io) = 0;
+      continue;
+    }
     rc = jmg_ffi_attr_i64(frame, op->name, s->name, &v, err);
     if (rc == 0) *jmg_op_scalar_slot(s, io) = s->boolean ? v != 0 : v;
   }
-  /* Buffer 0 is A: decoded with the head. */
+  return rc;
+}
+
+int jmg_ffi_decode_op(const XLA_FFI_CallFrame *frame, const jmg_op_desc *op,
+                      const jmg_ffi_head *head, jmg_shard_io *io,
+                      jmg_error *err) {
+  int rc = jmg_ffi_decode_scalars(frame, op, 0, io, err);
+  /* Buffer 0 is A: decoded with the head. A result the call does not want
+   * is not in the frame: its pointer stays NULL. */
   for (int i = 1; rc == 0 && i < jmg_op_nbuffers(op); ++i)
-    rc = decode_buffer_of(frame, op, i, head, io, err);
+    if (jmg_op_buf_present(op, jmg_op_buffer(op, i), io))
+      rc = decode_buffer_of(frame, op, i, head, io, err);
+    else
+      *jmg_op_buf_slot(jmg_op_buffer(op, i), io) = NULL;
   return rc;
 }

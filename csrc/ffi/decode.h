@@ -102,6 +102,13 @@ int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
  * from attributes, then its own buffers in order (element type and shape
  * checked; scalars taken from their dimensions where the description says
  * so), then status. Result A is the handler's. */
+/* Decodes op's scalars that come from attributes into io (an optional one
+ * that is absent reads 0), or its optional ones alone (optional_only): those
+ * decide the frame's number of results, and are read before the head. */
+int jmg_ffi_decode_scalars(const XLA_FFI_CallFrame *frame,
+                           const jmg_op_desc *op, int optional_only,
+                           jmg_shard_io *io, jmg_error *err);
+
 int jmg_ffi_decode_op(const XLA_FFI_CallFrame *frame, const jmg_op_desc *op,
                       const jmg_ffi_head *head, jmg_shard_io *io,
                       jmg_error *err);

@@ -56,8 +56,12 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
   memset(&store, 0, sizeof store);
   jmg_shard_io *io = &store.io;
   jmg_ffi_head head;
-  int rc = jmg_ffi_decode_head(frame, op->name, jmg_op_nargs(op),
-                               jmg_op_nrets(op), &head, &err);
+  /* The optional attributes first: they say which optional results the
+   * frame has. */
+  int rc = jmg_ffi_decode_scalars(frame, op, 1, io, &err);
+  if (rc == 0)
+    rc = jmg_ffi_decode_head(frame, op->name, jmg_op_nargs(op),
+                             jmg_op_nrets_in(op, io), &head, &err);
   if (rc == 0) rc = jmg_ffi_plan(frame, platform, op, &head, &call, io, &err);
   if (rc != 0) return jmg_ffi_error(frame, &err);
   /* From here on a failure must release the other participants. */

@@ -2,9 +2,17 @@
  * X is written on every shard; A is consumed (it holds the factor, in the
  * block-cyclic layout, and is never returned to the user).
  *
+ * With want_logdet, also log det A = 2 sum log(real(diag(L))) (the factor
+ * of conj(A), as the engines see it, has A's determinant), a real scalar
+ * written on every shard, NaN when the factorization fails.
+ *
  * Frame: args A (local_cols x n), B (nrhs x n: B column-major), shard;
- *        rets A (aliased), X (nrhs x n), status; attrs T_A, mesh_id. */
+ *        rets A (aliased), X (nrhs x n), [logdet (rank 0, A's real type),
+ *        only with want_logdet,] status; attrs T_A, mesh_id, want_logdet
+ *        (optional, bool; absent: 0). */
+#include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "exec/leader.h"
 #include "ops/ops.h"
@@ -14,18 +22,20 @@ typedef struct potrs_io {
   int64_t nrhs; /* B's columns */
   void *b;      /* n x nrhs right-hand sides, in: every shard has a copy */
   void *x;      /* n x nrhs solution, out: written on every shard */
+  void *logdet; /* real scalar, out (want_logdet only): on every shard */
+  int64_t want_logdet;
 } potrs_io;
 JMG_OP_IO_FITS(potrs_io);
 
-enum { POTRS_B, POTRS_X }; /* its buffers */
-enum { POTRS_NRHS };       /* its scalars */
+enum { POTRS_B, POTRS_X, POTRS_LOGDET }; /* its buffers */
+enum { POTRS_NRHS, POTRS_WANT_LOGDET };   /* its scalars */
 
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_potrs_op = {
     .name = "potrs",
     .io_size = sizeof(potrs_io),
-    .nbufs = 2,
+    .nbufs = 3,
     .bufs =
         {
             [POTRS_B] = {.name = "B",
@@ -44,8 +54,16 @@ const jmg_op_desc jmg_potrs_op = {
                          .arg = JMG_FFI_NONE,
                          .ret = 1,
                          .offset = offsetof(potrs_io, x)},
+            [POTRS_LOGDET] = {.name = "logdet",
+                              .dir = JMG_OUT,
+                              .elem = JMG_ELEM_REAL,
+                              .rank = 0,
+                              .arg = JMG_FFI_NONE,
+                              .ret = 2,
+                              .offset = offsetof(potrs_io, logdet),
+                              .if_scalar = POTRS_WANT_LOGDET + 1},
         },
-    .nscalars = 1,
+    .nscalars = 2,
     .scalars =
         {
             [POTRS_NRHS] = {.name = "nrhs",
@@ -53,9 +71,45 @@ const jmg_op_desc jmg_potrs_op = {
                             .buf = POTRS_B,
                             .dim = 0,
                             .offset = offsetof(potrs_io, nrhs)},
+            [POTRS_WANT_LOGDET] = {.name = "want_logdet",
+                                   .from = JMG_FROM_ATTR,
+                                   .boolean = 1,
+                                   .optional = 1,
+                                   .offset = offsetof(potrs_io, want_logdet)},
         },
     .leader = potrs_leader,
 };
+
+/* log det from the factor's diagonal (n real parts of A's real type), in
+ * double; NaN when the factorization failed. */
+static double logdet_of(const void *diag, int64_t n, jmg_dtype dtype,
+                        int info) {
+  if (info != 0) return NAN;
+  double sum = 0.0;
+  const int single = jmg_dtype_real_size(dtype) == sizeof(float);
+  for (int64_t i = 0; i < n; ++i)
+    sum += log(single ? (double)((const float *)diag)[i]
+                      : ((const double *)diag)[i]);
+  return 2.0 * sum;
+}
+
+/* Writes the log-determinant on every shard, in A's real type, from the
+ * host, and waits: the value lives on this stack frame. */
+static int write_logdet(jmg_leader_view *v, double value, jmg_error *err) {
+  const jmg_mem *m = v->mem;
+  const float single = (float)value;
+  const int is_single =
+      jmg_dtype_real_size(v->a.dtype) == sizeof(float);
+  const void *src = is_single ? (const void *)&single : (const void *)&value;
+  const size_t bytes = is_single ? sizeof single : sizeof value;
+  int rc = 0;
+  for (int d = 0; rc == 0 && d < v->ndev; ++d) {
+    const potrs_io *io = (const potrs_io *)v->io[d];
+    rc = m->copy(&v->group, io->logdet, d, src, JMG_HOST, bytes, err);
+  }
+  if (rc == 0) rc = m->sync(&v->group, err);
+  return rc;
+}
 
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   const jmg_engine *e = v->engine;
@@ -64,17 +118,32 @@ static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   const size_t x_count = (size_t)v->a.n * (size_t)io0->nrhs;
   const size_t x_bytes = x_count * jmg_dtype_size(v->a.dtype);
   int info = 0;
+  /* The factor's diagonal, on the host, when the call wants the
+   * log-determinant (the engines' potrs reads it while it holds the
+   * factor). */
+  void *diag = NULL;
+  if (io0->want_logdet) {
+    diag = malloc((size_t)v->a.n * jmg_dtype_real_size(v->a.dtype));
+    if (diag == NULL)
+      return jmg_error_set(err, JMG_ENOMEM, "potrs", "logdet",
+                           "cannot allocate the factor's diagonal (N=%lld)",
+                           (long long)v->a.n);
+  }
 
   int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
   /* The solver overwrites its right-hand side: solve in shard 0's x, so that
    * the user's b is never written. */
   if (rc == 0) rc = m->copy(&v->group, io0->x, 0, io0->b, 0, x_bytes, err);
-  if (rc == 0) rc = e->leader.potrs(e, &v->a, io0->x, io0->nrhs, &info, err);
+  if (rc == 0)
+    rc = e->leader.potrs(e, &v->a, io0->x, io0->nrhs, diag, &info, err);
   if (jmg_leader_retry_without_scratch(v, &rc, err))
-    rc = e->leader.potrs(e, &v->a, io0->x, io0->nrhs, &info, err);
+    rc = e->leader.potrs(e, &v->a, io0->x, io0->nrhs, diag, &info, err);
   if (rc == 0 && info != 0)
     rc = m->fill_nan(&v->group, 0, io0->x, x_count, v->a.dtype, err);
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_potrs_op.bufs[POTRS_X], err);
+  if (rc == 0 && diag != NULL)
+    rc = write_logdet(v, logdet_of(diag, v->a.n, v->a.dtype, info), err);
+  free(diag);
   *info_out = info;
   return rc;
 }

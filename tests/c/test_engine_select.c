@@ -8,8 +8,8 @@
 #include "test.h"
 
 static int fake_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                      int64_t nrhs, int *info, jmg_error *err) {
-  (void)e, (void)a, (void)b, (void)nrhs, (void)err;
+                      int64_t nrhs, void *diag, int *info, jmg_error *err) {
+  (void)e, (void)a, (void)b, (void)nrhs, (void)diag, (void)err;
   *info = 0;
   return 0;
 }

@@ -1978,3 +1978,220 @@ TEST(ffi_lu_solve_shards_disagreeing_on_trans_fail_everyone) {
     CHECK_CONTAINS(calls[d].result.msg, "describes a different call");
   }
 }
+
+/* --- potrs's log-determinant (want_logdet) --------------------------------- */
+
+/* Reference potrf/potrs for every dtype (Hermitian, lower, L L^H), computed
+ * in double complex, Fortran-style pointer arguments; registered for s, c, z
+ * (d keeps ref_dpotrf/ref_dpotrs). */
+static void ref_potrf(jmg_dtype t, char *uplo, int *n, void *a, int *lda,
+                      int *info) {
+  const int N = *n, ld = *lda;
+  *info = 0;
+  if (*uplo != 'L') {
+    *info = -1;
+    return;
+  }
+#define L(i, j) ref_load(t, a, (size_t)(i) + (size_t)(j) * (size_t)ld)
+  for (int j = 0; j < N; ++j) {
+    double d = creal(L(j, j));
+    for (int k = 0; k < j; ++k) d -= creal(L(j, k) * conj(L(j, k)));
+    if (!(d > 0.0)) {
+      *info = j + 1;
+      return;
+    }
+    d = sqrt(d);
+    ref_store(t, a, (size_t)j + (size_t)j * (size_t)ld, d);
+    for (int i = j + 1; i < N; ++i) {
+      double complex s = L(i, j);
+      for (int k = 0; k < j; ++k) s -= L(i, k) * conj(L(j, k));
+      ref_store(t, a, (size_t)i + (size_t)j * (size_t)ld, s / d);
+    }
+  }
+}
+
+static void ref_potrs(jmg_dtype t, char *uplo, int *n, int *nrhs, void *a,
+                      int *lda, void *b, int *ldb, int *info) {
+  const int N = *n, ld = *lda, ldB = *ldb;
+  *info = 0;
+  if (*uplo != 'L') {
+    *info = -1;
+    return;
+  }
+  for (int r = 0; r < *nrhs; ++r) {
+    const size_t off = (size_t)r * (size_t)ldB;
+    for (int i = 0; i < N; ++i) { /* L y = b */
+      double complex s = ref_load(t, b, off + (size_t)i);
+      for (int k = 0; k < i; ++k) s -= L(i, k) * ref_load(t, b, off + (size_t)k);
+      ref_store(t, b, off + (size_t)i, s / L(i, i));
+    }
+    for (int i = N - 1; i >= 0; --i) { /* L^H x = y */
+      double complex s = ref_load(t, b, off + (size_t)i);
+      for (int k = i + 1; k < N; ++k)
+        s -= conj(L(k, i)) * ref_load(t, b, off + (size_t)k);
+      ref_store(t, b, off + (size_t)i, s / L(i, i));
+    }
+  }
+#undef L
+}
+
+#define REF_CHOL(p, T)                                                      \
+  static void ref_##p##potrf_any(char *uplo, int *n, void *a, int *lda,     \
+                                 int *info) {                               \
+    ref_potrf(T, uplo, n, a, lda, info);                                    \
+  }                                                                         \
+  static void ref_##p##potrs_any(char *uplo, int *n, int *nrhs, void *a,    \
+                                 int *lda, void *b, int *ldb, int *info) {  \
+    ref_potrs(T, uplo, n, nrhs, a, lda, b, ldb, info);                      \
+  }
+REF_CHOL(s, JMG_F32)
+REF_CHOL(c, JMG_C64)
+REF_CHOL(z, JMG_C128)
+#undef REF_CHOL
+
+static void register_reference_cholesky(void) {
+  register_reference_lapack();
+  if (jaxmg_cpu_register_lapack("spotrf", (void *)ref_spotrf_any) != 0 ||
+      jaxmg_cpu_register_lapack("cpotrf", (void *)ref_cpotrf_any) != 0 ||
+      jaxmg_cpu_register_lapack("zpotrf", (void *)ref_zpotrf_any) != 0 ||
+      jaxmg_cpu_register_lapack("spotrs", (void *)ref_spotrs_any) != 0 ||
+      jaxmg_cpu_register_lapack("cpotrs", (void *)ref_cpotrs_any) != 0 ||
+      jaxmg_cpu_register_lapack("zpotrs", (void *)ref_zpotrs_any) != 0)
+    abort();
+}
+
+static const char k_want_logdet[] = "want_logdet#";
+
+/* potrs with the log-determinant: rets A, X, logdet (rank 0, real), status;
+ * attrs T_A, mesh_id, want_logdet. */
+static void build_potrs_logdet(frame_builder *f, int64_t run_id,
+                               int64_t mesh_id, int64_t tile, jmg_dtype t,
+                               void *a, int64_t lc, int64_t n, void *b,
+                               void *x, int64_t nrhs, void *logdet,
+                               int32_t *shard, int32_t *status) {
+  const XLA_FFI_DataType dt = k_xla_types[t];
+  fb_init(f, fake_api(), run_id);
+  fb_arg(f, dt, a, 2, lc, n);
+  fb_arg(f, dt, b, 2, nrhs, n);
+  fb_arg(f, XLA_FFI_DataType_S32, shard, 0, 0, 0);
+  fb_ret(f, dt, a, 2, lc, n);
+  fb_ret(f, dt, x, 2, nrhs, n);
+  fb_ret(f,
+         jmg_dtype_real_size(t) == 4 ? XLA_FFI_DataType_F32
+                                     : XLA_FFI_DataType_F64,
+         logdet, 0, 0, 0);
+  fb_ret(f, XLA_FFI_DataType_S32, status, 0, 0, 0);
+  fb_attr_i64(f, NAME_T_A, tile);
+  fb_attr_i64(f, NAME_MESH_ID, mesh_id);
+  fb_attr_scalar(f, k_want_logdet, 11, XLA_FFI_DataType_PRED, 1);
+}
+
+/* An n x n Hermitian positive definite matrix (row-major; complex parts off
+ * the diagonal for complex t), as stored in t; with bad_minor >= 1 the
+ * leading minor of that order is made negative. */
+static double complex *hpd_matrix(jmg_dtype t, int64_t n, int bad_minor) {
+  double complex *A = malloc((size_t)(n * n) * sizeof *A);
+  void *tmp = malloc(16);
+  if (A == NULL || tmp == NULL) abort();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double complex e = 1.0 / (double)(1 + i + j) +
+                         (i == j ? (double)n + (double)i : 0.0);
+      if (jmg_dtype_is_complex(t))
+        e += 0.3 * (double)(i - j) / (double)(1 + i + j) * I;
+      if (bad_minor >= 1 && i == bad_minor - 1 && j == i) e = -3.0;
+      ref_store(t, tmp, 0, e);
+      A[i * n + j] = ref_load(t, tmp, 0);
+    }
+  free(tmp);
+  return A;
+}
+
+/* log det A of a Hermitian positive definite A (row-major, as stored), by
+ * the reference Cholesky in double complex. */
+static double ref_logdet(const double complex *A, int64_t n) {
+  double complex *L = malloc((size_t)(n * n) * sizeof *L);
+  if (L == NULL) abort();
+  memcpy(L, A, (size_t)(n * n) * sizeof *L);
+  char lower = 'L';
+  int N = (int)n, info = 0;
+  /* Row-major A is column-major A^T = conj(A): the same determinant. */
+  ref_potrf(JMG_C128, &lower, &N, L, &N, &info);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += log(creal(L[i * n + i]));
+  free(L);
+  return info == 0 ? 2.0 * sum : NAN;
+}
+
+/* Runs a potrs with want_logdet over nparts threads in dtype t; checks every
+ * shard's status, its logdet against want (NaN: must be NaN) and, when
+ * status is 0, that x solves the system closely. Asserts. */
+static void check_potrs_logdet(int nparts, jmg_dtype t, int64_t n,
+                               int64_t tile, int bad_minor, int64_t mesh_id) {
+  enum { NRHS = 2 };
+  const size_t es = jmg_dtype_size(t);
+  const int64_t lc = n / nparts;
+  const int64_t run_id = fresh_run_id();
+  double complex *A = hpd_matrix(t, n, bad_minor);
+  const double want = bad_minor >= 1 ? NAN : ref_logdet(A, n);
+  lu_call *s = calloc((size_t)nparts, sizeof *s);
+  double ld[16][2];
+  if (s == NULL) abort();
+  for (int d = 0; d < nparts; ++d) {
+    s[d].shard = d;
+    s[d].status = -99;
+    s[d].a = malloc((size_t)(lc * n) * es);
+    s[d].b = malloc((size_t)(NRHS * n) * es);
+    s[d].x = malloc((size_t)(NRHS * n) * es);
+    if (!s[d].a || !s[d].b || !s[d].x) abort();
+    for (int64_t i = 0; i < lc * n; ++i)
+      ref_store(t, s[d].a, (size_t)i, A[d * lc * n + i]);
+    for (int64_t i = 0; i < NRHS * n; ++i)
+      ref_store(t, s[d].b, (size_t)i, 1.0);
+    ld[d][0] = ld[d][1] = -777.0;
+    build_potrs_logdet(&s[d].f, run_id, mesh_id, tile, t, s[d].a, lc, n,
+                       s[d].b, s[d].x, NRHS, ld[d], &s[d].shard, &s[d].status);
+    s[d].call.handler = jaxmg_potrs_cpu;
+    s[d].call.frame = &s[d].f.frame;
+  }
+  ffi_call calls[16];
+  for (int d = 0; d < nparts; ++d) calls[d] = s[d].call;
+  run_calls(calls, nparts);
+  const double tol = jmg_dtype_real_size(t) == 4 ? 1e-4 : 1e-11;
+  char why[1200] = "";
+  for (int d = 0; d < nparts && !why[0]; ++d) {
+    float single;
+    memcpy(&single, ld[d], sizeof single);
+    const double got = jmg_dtype_real_size(t) == 4 ? (double)single : ld[d][0];
+    if (calls[d].result.is_error)
+      snprintf(why, sizeof why, "shard %d failed: %s", d, calls[d].result.msg);
+    else if (s[d].status != (bad_minor >= 1 ? bad_minor : 0))
+      snprintf(why, sizeof why, "shard %d: status %d", d, (int)s[d].status);
+    else if (isnan(want) ? !isnan(got)
+                         : !(fabs(got - want) <= tol * fabs(want)))
+      snprintf(why, sizeof why, "shard %d: logdet %.17g, expected %.17g", d,
+               got, want);
+  }
+  free_lu_calls(s, nparts);
+  free(A);
+  if (why[0])
+    TEST_FAIL_AT("potrs logdet, dtype %d, %d shards, N=%lld T_A=%lld: %s",
+                 (int)t, nparts, (long long)n, (long long)tile, why);
+}
+
+TEST(ffi_potrs_logdet_every_dtype_with_reference_lapack) {
+  bound_rendezvous();
+  register_reference_cholesky();
+  for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t) {
+    check_potrs_logdet(1, (jmg_dtype)t, 6, 2, 0, 700 + t);
+    if (!jmg_test_failed) check_potrs_logdet(4, (jmg_dtype)t, 16, 2, 0, 710 + t);
+    if (!jmg_test_failed) check_potrs_logdet(2, (jmg_dtype)t, 12, 3, 0, 720 + t);
+  }
+}
+
+TEST(ffi_potrs_logdet_is_nan_when_not_positive_definite) {
+  bound_rendezvous();
+  register_reference_cholesky();
+  for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t)
+    check_potrs_logdet(4, (jmg_dtype)t, 12, 1, 3, 730 + t);
+}

@@ -82,6 +82,14 @@ def check_potrs(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:
         res = np.linalg.norm(jt.to_ref(a) @ jt.to_ref(xb) - jt.to_ref(b))
         res /= np.linalg.norm(jt.to_ref(a)) * np.linalg.norm(jt.to_ref(xb))
         assert res < jt.tol(dtype, n), f"potrs residual {res:.3g}"
+    # The log-determinant: the optional result crosses processes too.
+    _, logdet = jaxmg.potrs(global_array(a, mesh, spec), global_array(b, mesh, P(None, None)),
+                            T_A=2, mesh=mesh, in_specs=(spec, P(None, None)),
+                            return_logdet=True)
+    want = np.linalg.slogdet(jt.to_ref(a))[1]
+    for _, lb in local_blocks(logdet):
+        assert abs(float(lb) - want) <= 10 * jt.eps(dtype) * n * abs(want), \
+            f"potrs logdet {float(lb)!r}, expected {want!r}"
 
 
 def check_potri(mesh: Mesh, spec: P, n: int, dtype, rng) -> None:

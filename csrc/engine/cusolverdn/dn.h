@@ -91,7 +91,7 @@ int jmg_dn_potrf_workspace(jmg_dn_call *call, size_t *device_bytes,
 int jmg_dn_potrf(jmg_dn_call *call, int slot, jmg_error *err);
 
 int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                 int64_t nrhs, int *info, jmg_error *err);
+                 int64_t nrhs, void *diag, int *info, jmg_error *err);
 int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                  jmg_error *err);
 int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,

@@ -1,5 +1,5 @@
 /* potrs with cuSOLVERDn: cusolverDnXpotrf, then cusolverDnXpotrs on B in
- * place (dn.h). One wait, at the end: the solve runs whatever the
+ * place (dn.h), and the factor's diagonal when asked. One wait, at the end: the solve runs whatever the
  * factorization found, and the ops layer replaces X by NaN when it was not
  * positive definite. */
 #include "common/trace.h"
@@ -8,7 +8,7 @@
 #include "engine/cusolverdn/dn.h"
 
 int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                 int64_t nrhs, int *info, jmg_error *err) {
+                 int64_t nrhs, void *diag, int *info, jmg_error *err) {
   (void)e;
   const char *op = "potrs";
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
@@ -21,6 +21,16 @@ int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
   jmg_trace_mark("workspace");
   if (rc == 0) rc = jmg_dn_potrf(&call, 0, err);
+  /* The diagonal's real parts (the first member of a complex element), one
+   * strided copy on the stream, finished by the wait below. */
+  const size_t elem = jmg_dtype_size(a->dtype);
+  const size_t rsize = jmg_dtype_real_size(a->dtype);
+  if (rc == 0 && diag != NULL)
+    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(diag, rsize, call.a_data,
+                                        ((size_t)a->n + 1) * elem, rsize,
+                                        (size_t)a->n, cudaMemcpyDeviceToHost,
+                                        call.stream),
+                      op, err);
   if (rc == 0 && nrhs > 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXpotrs(call.dn, call.h->dn_params, CUBLAS_FILL_MODE_LOWER,

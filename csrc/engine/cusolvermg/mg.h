@@ -108,7 +108,7 @@ int jmg_mg_solve_chunked(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
 #define JMG_MG_MAX_RHS_CHUNK 2048
 
 int jmg_mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                 int64_t nrhs, int *info, jmg_error *err);
+                 int64_t nrhs, void *diag, int *info, jmg_error *err);
 int jmg_mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                  jmg_error *err);
 int jmg_mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,

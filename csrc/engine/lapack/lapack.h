@@ -28,7 +28,7 @@ int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
 void jmg_lapack_fill_upper(void *full, int64_t n, jmg_dtype dtype);
 
 int jmg_lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                     int64_t nrhs, int *info, jmg_error *err);
+                     int64_t nrhs, void *diag, int *info, jmg_error *err);
 int jmg_lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                      jmg_error *err);
 int jmg_lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,

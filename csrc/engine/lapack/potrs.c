@@ -1,12 +1,13 @@
 /* potrs on CPU devices: LAPACK's potrf and potrs on the gathered matrix. */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/lapack/lapack.h"
 #include "engine/lapack/table.h"
 
 int jmg_lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
-                     int64_t nrhs, int *info, jmg_error *err) {
+                     int64_t nrhs, void *diag, int *info, jmg_error *err) {
   (void)e;
   const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
   int rc = jmg_lapack_require((const void *)r->potrf, a->dtype, "potrf",
@@ -26,6 +27,14 @@ int jmg_lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   int k = (int)nrhs;
   *info = 0;
   r->potrf(&lower, &n, full, &n, info);
+  if (*info == 0 && diag != NULL) {
+    /* The real part comes first in a complex element. */
+    const size_t elem = jmg_dtype_size(a->dtype);
+    const size_t rsize = jmg_dtype_real_size(a->dtype);
+    for (int i = 0; i < n; ++i)
+      memcpy((char *)diag + (size_t)i * rsize,
+             (const char *)full + (size_t)i * ((size_t)n + 1) * elem, rsize);
+  }
   if (*info == 0 && k > 0) r->potrs(&lower, &n, &k, full, &n, b, &n, info);
   if (*info < 0)
     rc = jmg_error_set(err, JMG_ELAPACK, "potrs", "LAPACK potrf/potrs",

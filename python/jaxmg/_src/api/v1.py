@@ -99,11 +99,6 @@ def _check_flag(op: str, name: str, value: Any) -> bool:
     return bool(value)
 
 
-def _no_logdet(op: str, return_logdet: Any) -> None:
-    if _check_flag(op, "return_logdet", return_logdet):
-        raise NotImplementedError(
-            f"jaxmg.{op}: return_logdet=True is not implemented in this version of jaxmg"
-        )
 
 
 # --- donation -----------------------------------------------------------------------------
@@ -187,7 +182,10 @@ def potrs(
       return_status: also return the solver's status.
       pad: pad each shard to a multiple of T_A when needed (else raise).
       matrix_specs: JAXMg 1.x's name of ``in_specs`` (give one of them).
-      return_logdet: not implemented in this version (raises if True).
+      return_logdet: also return log det ``a`` (from its Cholesky factor), a
+        replicated real scalar of ``a``'s real dtype, NaN when ``a`` is not
+        positive definite; differentiable (d logdet = tr(A^-1 dA), with
+        jaxmg's distributed inverse).
       donate: donate ``a`` and ``b`` to the solve when called eagerly (they
         are then deleted); by default they are kept (1.x's default was True).
         Under ``jax.jit``, donate through the jit's ``donate_argnums``.
@@ -195,11 +193,13 @@ def potrs(
     Returns:
       x with b's shape, replicated; with ``return_status``, ``(x, status)``,
       status an int32 scalar: 0 on success, k > 0 when the leading minor of
-      order k is not positive definite (x is then NaN).
+      order k is not positive definite (x is then NaN). With
+      ``return_logdet``, ``(x, logdet)`` or ``(x, logdet, status)``.
     """
     specs = _specs("potrs", in_specs, matrix_specs)
-    _no_logdet("potrs", return_logdet)
-    return _plain("potrs", seeds.potrs, (a, b), T_A, mesh, specs, donate,
+    want_logdet = _check_flag("potrs", "return_logdet", return_logdet)
+    solve = _potrs_with_logdet if want_logdet else seeds.potrs
+    return _plain("potrs", solve, (a, b), T_A, mesh, specs, donate,
                   return_status=return_status, pad=pad)
 
 
@@ -233,6 +233,22 @@ def lu_solve(
     specs = _specs("lu_solve", in_specs, matrix_specs)
     return _plain("lu_solve", seeds.lu_solve, (a, b), T_A, mesh, specs, donate,
                   return_status=return_status, pad=pad)
+
+
+def _potrs_with_logdet(a: jax.Array, b: jax.Array, T_A: int | None = None,
+                       mesh: Mesh | None = None, in_specs: Any = None,
+                       return_status: bool = False,
+                       pad: bool = True) -> tuple[jax.Array, ...]:
+    """``seeds.potrs`` with log det A: (x, logdet) or (x, logdet, status)."""
+    n, dtype = _checks.check_matrix("potrs", a)
+    _checks.check_rhs("potrs", b, n, dtype)
+    a, mesh, rows, g = _shard.prepare("potrs", a, n, T_A, mesh, in_specs, 2, pad)
+    b = _shard.onto(b, mesh, P())
+    b2 = b if b.ndim == 2 else b[:, None]
+    _, x, logdet, status = _solve_program("potrs", mesh, rows, g, True)(a, b2)
+    x = x if b.ndim == 2 else x[:, 0]
+    _shard.settle_on_cpu((x, logdet, status), mesh)
+    return (x, logdet, status) if return_status else (x, logdet)
 
 
 def potri(
@@ -450,11 +466,15 @@ _SOLVES = {"potrs": potrs_core, "lu_solve": lu_solve_core}
 
 @functools.lru_cache(maxsize=256)
 def _solve_program(op: str, mesh: Mesh, rows: _checks.RowSharding,
-                   g: _shard.Geometry) -> Any:
+                   g: _shard.Geometry, want_logdet: bool = False) -> Any:
+    """(a_work, x, status), or (a_work, x, logdet, status) with want_logdet
+    (potrs only)."""
     call = _shard.mesh_call(op, mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(_SOLVES[op].local_work, call), mesh,
+    local = potrs_core.local_logdet if want_logdet else _SOLVES[op].local_work
+    scalars = (P(), P()) if want_logdet else (P(),)
+    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
                                  in_specs=(rows.spec, P(None, None)),
-                                 out_specs=(rows.spec, P(None, None), P())))
+                                 out_specs=(rows.spec, P(None, None), *scalars)))
 
 
 def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *,
@@ -473,16 +493,19 @@ def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
                                         mesh=mesh, matrix_specs=matrix_specs,
                                         in_specs=in_specs)
-    _no_logdet(op, extra.get("return_logdet", False))
+    want_logdet = "return_logdet" in extra and _check_flag(
+        op, "return_logdet", extra["return_logdet"])
     n, dtype = _checks.check_matrix(op, a)
     _checks.check_rhs(op, b, n, dtype)
     a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 2, pad)
     b = _shard.onto(b, mesh, P())
     b2 = b if b.ndim == 2 else b[:, None]
-    work, x, status = _solve_program(op.removesuffix("_shardmap_ctx"), mesh, rows, g)(a, b2)
+    program = _solve_program(op.removesuffix("_shardmap_ctx"), mesh, rows, g, want_logdet)
+    work, x, *rest = program(a, b2)
     x = x if b.ndim == 2 else x[:, 0]
-    _shard.settle_on_cpu((work, x, status), mesh)
-    return work, x, status
+    out = (work, x, *rest)
+    _shard.settle_on_cpu(out, mesh)
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -535,10 +558,11 @@ def potrs_shardmap_ctx(
       b: (N,) or (N, NRHS), replicated.
       T_A, pad: as in ``potrs``.
       mesh, matrix_specs (or in_specs): as in ``potrs``.
-      return_logdet: not implemented in this version (raises if True).
+      return_logdet: also return log det ``a``, as in ``potrs``.
 
     Returns:
-      ``(a_work, x, status)``: a_work the solver's work buffer in A's shape
+      ``(a_work, x, status)``, or ``(a_work, x, logdet, status)`` with
+      ``return_logdet`` (logdet as in ``potrs``): a_work the solver's work buffer in A's shape
       and sharding (its contents are unspecified; ``a`` itself is never
       modified), x with b's shape, replicated (NaN when A is not positive
       definite), status an int32 scalar (0, or the order of the failing

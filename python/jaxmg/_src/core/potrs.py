@@ -3,7 +3,9 @@ sharded over devices, b and x the same on every device.
 
 ``shard`` is one shard's FFI program, ``local`` the differentiable local core
 (x and the status; its rules: dx = A^-1 (db - dA x), the solve a linear map
-whose transpose is one more solve), ``over_mesh`` ``local`` over a mesh. No
+whose transpose is one more solve), ``over_mesh`` ``local`` over a mesh.
+``local_logdet`` adds log det A, read by the engines from the factor (its
+rule: d logdet = tr(A^-1 dA), with jaxmg's distributed inverse, potri). No
 API conventions here (see jaxmg._src.core).
 """
 
@@ -17,15 +19,18 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src.core import potri as potri_core
 
 
-def shard(call: _shard.Call, a: jax.Array,
-          b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
+          want_logdet: bool = False) -> tuple[jax.Array, ...]:
     """One shard's part: a is r x N, b is N x k (replicated). Returns A's
     work buffer (this shard's r x N rows of what the solver left in A: an
     API that hands it back, as JAXMg 1.x's ctx forms do, can; unused, XLA
     drops it), x (N x k) and the status (int32 scalar), the same on every
-    shard."""
+    shard; with ``want_logdet``, log det A (a scalar of A's real type, NaN
+    when A is not positive definite) before the status. Padding adds
+    identity rows, which leave the determinant as it is."""
     g = call.g
     per_shard, same = _shard.result_types(call.axes, a, b)
     pos = _shard.position(call.axes, call.others, g.nparts)
@@ -34,19 +39,25 @@ def shard(call: _shard.Call, a: jax.Array,
     # It wants B column-major, which is B^T row-major.
     b_cm = jnp.conj(_shard.pad_rows(b, g)).T
     dtype = a.dtype
-    work, y_cm, info = _shard.ffi_call(
+    logdet = (jax.ShapeDtypeStruct((), jnp.finfo(dtype).dtype),) if want_logdet else ()
+    # want_logdet is passed only when wanted: a call without it is the one
+    # the library has always taken.
+    attrs = {"want_logdet": 1} if want_logdet else {}
+    work, y_cm, *rest = _shard.ffi_call(
         "potrs",
         (a_p, b_cm, pos),
         (
             jax.ShapeDtypeStruct(a_p.shape, dtype),
             jax.ShapeDtypeStruct(b_cm.shape, dtype),
+            *logdet,
             jax.ShapeDtypeStruct((), jnp.int32),
         ),
         call=call,
-        varying=(per_shard, same, same),
+        varying=(per_shard, same) + (same,) * len(logdet) + (same,),
+        **attrs,
     )
     x = _shard.unpad_rows(jnp.conj(y_cm).T, g)
-    return _shard.unpad_shard(work, g), x, _shard.unpad_info(info, g)
+    return (_shard.unpad_shard(work, g), x, *rest[:-1], _shard.unpad_info(rest[-1], g))
 
 
 @functools.lru_cache(maxsize=256)
@@ -128,3 +139,36 @@ def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
     work, x, status = local_work(call, a, b)
     dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
     return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local_logdet(call: _shard.Call, a: jax.Array,
+                 b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``local_work`` with log det A: (work rows, x, logdet, status), logdet
+    the same on every device. x's rule is ``local``'s, the work buffer's
+    ``local_work``'s; logdet's is _logdet_tangent's."""
+    return shard(call, a, b, want_logdet=True)
+
+
+@local_logdet.defjvp
+def _local_logdet_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+                      tangents: tuple[jax.Array, jax.Array]):
+    (a, b), (da, db) = primals, tangents
+    work, x, logdet, status = local_logdet(call, a, b)
+    dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
+    dlogdet = _logdet_tangent(call, a, da).astype(logdet.dtype)
+    return ((work, x, logdet, status),
+            (jnp.zeros_like(work), dx, dlogdet, _compat.zero_tangent(status)))
+
+
+def _logdet_tangent(call: _shard.Call, a: jax.Array, da: jax.Array) -> jax.Array:
+    """d logdet = tr(A^-1 dA), dA the Hermitian matrix of da's upper
+    triangle: with A^-1 Hermitian, tr(A^-1 dA) = sum(conj(A^-1) * dA), each
+    device's rows of A^-1 (jaxmg's potri, differentiable, so that the rule
+    has derivatives of its own) against its rows of dA, summed over the
+    devices by one psum: no device holds more than its rows. Linear in da,
+    so JAX transposes it for reverse mode. Real, as the trace of a product of
+    Hermitian matrices is."""
+    inv, _ = potri_core.local(call, a)
+    da_rows = _manual.hermitian_rows(call, da)
+    return _manual.psum(jnp.real(jnp.sum(jnp.conj(inv) * da_rows)), call.axes)
