@@ -14,8 +14,8 @@
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.
- *                     cuSOLVERMp (next) works so; the view is declared here
- *                     so that it plugs in without changing this header.
+ *                     cuSOLVERMp (engine/cusolvermp/) works so; its
+ *                     executor is exec/local.c.
  *
  * Memory is not the engines' business: copies, copy lanes, allocations, NaN
  * fills and waits are the platform's memory module (mem/mem.h: host_mem.c on
@@ -85,22 +85,28 @@ typedef struct jmg_dist_matrix {
 } jmg_dist_matrix;
 
 /* JMG_MODEL_LOCAL's view: what one participant (a rank) hands the library.
- * Each rank holds its own shard and calls the routine at the same time as
- * the others; the library exchanges data between ranks through comm. The
- * shard's layout is the engine's (cuSOLVERMp: 2D block-cyclic, described by
- * the engine's own descriptor), prepared by the local executor of the ops
- * layer (to come with the first engine of this model). */
+ * Each rank holds its own part of A and calls the routine at the same time
+ * as the others; the library exchanges data between ranks through the
+ * communicator (comm/comm.h).
+ *
+ * The layout is 2D block-cyclic over a grid_rows x grid_cols grid of ranks
+ * (rank r at row r % grid_rows, column r / grid_rows: column-major
+ * mapping), with mb x nb blocks, the first block on rank 0; this rank's
+ * part is column-major with leading dimension ld. The ops layer's local
+ * steps (exec/local.h) bring a row-sharded A into it by a symmetric
+ * permutation done inside each shard: today a 1 x ranks grid with
+ * mb = nb = T_A, rows = n, cols = n / ranks, ld = n. */
 typedef struct jmg_local_matrix {
   int rank;  /* this participant, 0 .. ranks-1 */
   int ranks; /* participants of the call */
-  /* The communicator the ranks share (NCCL's ncclComm_t for cuSOLVERMp),
-   * made once per group of ranks by whoever plans the call. */
-  void *comm;
-  int64_t n;    /* order of the global matrix */
-  int64_t tile; /* block size of the engine's layout */
+  int grid_rows, grid_cols; /* grid_rows * grid_cols == ranks */
+  const struct jmg_comm_ops *comm_ops; /* the platform's (comm/comm.h) */
+  struct jmg_comm *comm;               /* this rank's end, opened */
+  int64_t n;      /* order of the global matrix */
+  int64_t mb, nb; /* block sizes */
   jmg_dtype dtype;
-  void *data;         /* this rank's shard */
-  int64_t rows, cols; /* the shard's size */
+  void *data;         /* this rank's part */
+  int64_t rows, cols; /* its size */
   int64_t ld;         /* its leading dimension (column-major) */
   void *device_ctx;   /* this participant's platform context */
 } jmg_local_matrix;
@@ -109,6 +115,8 @@ typedef struct jmg_local_matrix {
 typedef struct jmg_problem {
   const char *op; /* "potrs", "potri", "syevd", "lu_solve" */
   int nparts;     /* participants (devices) in the call's group */
+  int nodes;      /* hosts the group spans (1: one node; the leader model
+                   * needs one node, the local model runs on any) */
   jmg_dtype dtype;
   int64_t n;
   int64_t tile; /* T_A */
@@ -153,10 +161,20 @@ typedef struct jmg_leader_routines {
                   jmg_error *err);
 } jmg_leader_routines;
 
-/* The routines of JMG_MODEL_LOCAL, called by every rank at once, with the
- * same meanings as the leader's; b (n x nrhs) and w (n) are this rank's own
- * copies, each written on every rank. Output layouts are those of the
- * engine's shard layout. */
+/* The routines of JMG_MODEL_LOCAL, called by every rank at once on its
+ * part of A (the matrix as the engine holds it: the ops layer has
+ * permuted it), with the leader's meanings otherwise:
+ *   potrs, lu_solve: b is this rank's own full copy of B (n x nrhs, lda n,
+ *     on its device, rows in the held matrix's order), overwritten by X on
+ *     every rank; the engine distributes and gathers it itself. diag: NULL,
+ *     or n reals on the host of every rank (in the held order).
+ *   potri: A's part replaced by the inverse's part, same layout, both
+ *     triangles.
+ *   syevd: w (n reals, on the device) on every rank; with want_vectors the
+ *     eigenvectors replace A's part, in A's layout (column j, the j-th
+ *     eigenvector, in the block-cyclic column order; the ops layer moves
+ *     them to the contiguous one).
+ * *info is the same on every rank. */
 typedef struct jmg_local_routines {
   int (*potrs)(const struct jmg_engine *e, const jmg_local_matrix *a, void *b,
                int64_t nrhs, void *diag, int *info, jmg_error *err);
@@ -203,8 +221,8 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
  * message (naming every reason) in out, or -1 for an unknown op or dtype.
  * out is always NUL-terminated when len > 0. */
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
-                     int nparts, const char *dtype, int64_t n, int64_t tile,
-                     char *out, size_t len);
+                     int nparts, int nodes, const char *dtype, int64_t n,
+                     int64_t tile, char *out, size_t len);
 
 /* The engines, as objects so that a platform's list of them is a constant
  * table. LAPACK for CPU devices (engine/lapack/). */
@@ -215,5 +233,10 @@ extern const jmg_engine jmg_lapack_engine;
  * contexts: jmg_cuda_device. Defined in libjaxmg_cuda.so only. */
 extern const jmg_engine jmg_cusolverdn_engine;
 extern const jmg_engine jmg_cusolvermg_engine;
+
+/* cuSOLVERMp (engine/cusolvermp/), JMG_MODEL_LOCAL, any number of GPUs and
+ * nodes; libcusolverMp is loaded at run time (the "cuda13" extra), and the
+ * engine supports nothing where it cannot be loaded, saying so. */
+extern const jmg_engine jmg_cusolvermp_engine;
 
 #endif

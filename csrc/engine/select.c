@@ -25,6 +25,14 @@ static int runs(const jmg_engine *e, const jmg_problem *p, char *why,
     snprintf(why, len, "it has no %s", p->op);
     return 0;
   }
+  /* The leader reaches every shard's memory from one node (peer pointers,
+   * shared memory): groups across nodes need the local model. */
+  if (e->model == JMG_MODEL_LEADER && p->nodes > 1) {
+    snprintf(why, len,
+             "the group spans %d nodes and it drives the devices of one node",
+             p->nodes);
+    return 0;
+  }
   if (e->supports != NULL && !e->supports(e, p, why, len)) return 0;
   return 1;
 }
@@ -90,8 +98,8 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
 }
 
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
-                     int nparts, const char *dtype, int64_t n, int64_t tile,
-                     char *out, size_t len) {
+                     int nparts, int nodes, const char *dtype, int64_t n,
+                     int64_t tile, char *out, size_t len) {
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
   static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve"};
@@ -105,7 +113,12 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
     snprintf(out, len, "unknown op \"%s\" or dtype \"%s\"", op, dtype);
     return -1;
   }
-  const jmg_problem p = {known, nparts, (jmg_dtype)t, n, tile};
+  const jmg_problem p = {.op = known,
+                         .nparts = nparts,
+                         .nodes = nodes,
+                         .dtype = (jmg_dtype)t,
+                         .n = n,
+                         .tile = tile};
   jmg_config cfg;
   jmg_config_read(&cfg);
   const jmg_engine *e = NULL;

@@ -115,6 +115,7 @@ typedef struct jmg_op_scalar {
 } jmg_op_scalar;
 
 struct jmg_leader_view;
+struct jmg_local_view;
 
 typedef struct jmg_op_desc {
   const char *name; /* "potrs" */
@@ -127,6 +128,10 @@ typedef struct jmg_op_desc {
    * shards being made and every status being written (exec/leader.h):
    * sets *info to the solver's info. */
   int (*leader)(struct jmg_leader_view *v, int *info, jmg_error *err);
+  /* Its steps in the local model (exec/local.h), run by every participant
+   * on its own shard: sets *info to the solver's info (the same on every
+   * participant). NULL: the op has none, and no local engine runs it. */
+  int (*local)(struct jmg_local_view *v, int *info, jmg_error *err);
 } jmg_op_desc;
 
 /* Every buffer of an op, the common ones included, in the order posts carry

@@ -35,13 +35,13 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
  * Python layer, through ctypes. */
 #define JMG_FFI_EXPORT_ENGINE_CHECK(symbol, platform)                        \
   __attribute__((visibility("default"))) int symbol(                        \
-      const char *op, int nparts, const char *dtype, int64_t n,             \
+      const char *op, int nparts, int nodes, const char *dtype, int64_t n,  \
       int64_t tile, char *out, size_t len);                                 \
   __attribute__((visibility("default"))) int symbol(                        \
-      const char *op, int nparts, const char *dtype, int64_t n,             \
+      const char *op, int nparts, int nodes, const char *dtype, int64_t n,  \
       int64_t tile, char *out, size_t len) {                                \
-    return jmg_engine_check((platform)->engines, op, nparts, dtype, n, tile, \
-                            out, len);                                      \
+    return jmg_engine_check((platform)->engines, op, nparts, nodes, dtype,  \
+                            n, tile, out, len);                             \
   }
 
 #endif

@@ -113,7 +113,17 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   /* The engine that runs the call: chosen here and nowhere else, from the
    * op, the group, the problem and the settings (engine/select.c). Every
    * participant chooses alike; a refusal releases the others. */
-  const jmg_problem problem = {op, nparts, io->dtype, io->n, io->tile};
+  /* The hosts the group spans (the Python layer says; absent: one). */
+  int64_t nodes = 1;
+  if (jmg_ffi_has_attr(frame, "nodes") &&
+      jmg_ffi_attr_i64(frame, op, "nodes", &nodes, err) != 0)
+    return jmg_op_abort(call, err);
+  const jmg_problem problem = {.op = op,
+                               .nparts = nparts,
+                               .nodes = (int)nodes,
+                               .dtype = io->dtype,
+                               .n = io->n,
+                               .tile = io->tile};
   if (jmg_engine_select(platform->engines, &problem, &call->config,
                         &call->engine, err) != 0)
     return jmg_op_abort(call, err);

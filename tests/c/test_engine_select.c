@@ -64,7 +64,12 @@ static const jmg_engine *const g_engines[] = {&g_first, &g_narrow, &g_wide,
                                               &g_local, NULL};
 
 static jmg_problem problem(const char *op, int64_t tile) {
-  jmg_problem p = {op, 4, JMG_F64, 64, tile};
+  jmg_problem p = {.op = op,
+                   .nparts = 4,
+                   .nodes = 1,
+                   .dtype = JMG_F64,
+                   .n = 64,
+                   .tile = tile};
   return p;
 }
 
@@ -93,6 +98,24 @@ TEST(engine_select_takes_the_first_engine_that_supports_the_problem) {
   p = problem("potri", 16);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_local);
+}
+
+TEST(engine_select_sends_groups_across_nodes_to_the_local_model) {
+  const jmg_config cfg = config("");
+  const jmg_engine *e = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  /* potri: only the local engine has it, on one node or several. */
+  jmg_problem p = problem("potri", 16);
+  p.nodes = 3;
+  CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
+  CHECK(e == &g_local);
+  /* potrs: the leader engines that run it on one node refuse 2 nodes, and
+   * the error says why. */
+  p = problem("potrs", 16);
+  p.nodes = 2;
+  CHECK(jmg_engine_select(g_engines, &p, &cfg, &e, &err) < 0);
+  CHECK_CONTAINS(err.msg, "spans 2 nodes");
 }
 
 TEST(engine_select_honours_jaxmg_engine) {
@@ -191,7 +214,7 @@ TEST(engine_select_one_device_engine_first_then_the_group_engine) {
   jmg_error err;
   jmg_error_clear(&err);
   /* One device: the one-device engine, whatever the tile. */
-  jmg_problem p = {"syevd", 1, JMG_F64, 64, 64};
+  jmg_problem p = {.op = "syevd", .nparts = 1, .nodes = 1, .dtype = JMG_F64, .n = 64, .tile = 64};
   CHECK_EQ(jmg_engine_select(g_cuda_like, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_dn);
   /* Several: the group engine, within its limits. */
@@ -219,31 +242,31 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
   char keep[64] = "";
   if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
   unsetenv("JAXMG_ENGINE");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 64, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 64, out,
                             sizeof out),
            1);
   CHECK_CONTAINS(out, "dn");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, "complex128", 64, 16, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 64, 16, out,
                             sizeof out),
            0);
   CHECK_CONTAINS(out, "T_A=16 > 8");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, "float32", 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 64, 8, out,
                             sizeof out),
            0);
   CHECK_CONTAINS(out, "has no potri");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, "float64", 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 64, 8, out,
                             sizeof out),
            -1);
   CHECK_EQ(
-      jmg_engine_check(g_cuda_like, "potrs", 1, "int8", 64, 8, out, sizeof out),
+      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 64, 8, out, sizeof out),
       -1);
   /* JAXMG_ENGINE is read at the check, as at the call. */
   setenv("JAXMG_ENGINE", "narrow", 1);
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 16, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 16, out,
                             sizeof out),
            0);
   CHECK_CONTAINS(out, "JAXMG_ENGINE");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, "float64", 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 8, out,
                             sizeof out),
            1);
   CHECK_CONTAINS(out, "narrow");

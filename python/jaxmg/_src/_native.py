@@ -119,22 +119,23 @@ def platform_of(device_platform: str) -> str:
 
 
 def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
-                 tile: int) -> tuple[bool, str] | None:
+                 tile: int, nodes: int = 1) -> tuple[bool, str] | None:
     """Which engine of ``platform`` would run this call (the C library's own
     choice, engine/engine.h's jmg_engine_check, with the JAXMG_* settings of
     now): ``(True, engine)`` or ``(False, why not)``; None when the platform's
     library is not loaded (nothing to ask). ``n`` is the padded order, ``tile``
-    the T_A the call will carry."""
+    the T_A the call will carry, ``nodes`` the hosts the group spans."""
     load()
     lib = _LIBS.get(platform)
     if lib is None:
         return None
     fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}")
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int64,
-                   ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                   ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
     fn.restype = ctypes.c_int
     out = ctypes.create_string_buffer(1024)
-    rc = fn(op.encode(), int(nparts), dtype.encode(), int(n), int(tile), out, len(out))
+    rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), int(n), int(tile), out,
+            len(out))
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")

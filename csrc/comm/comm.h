@@ -1,0 +1,69 @@
+/* A platform's communicator: what the participants of a JMG_MODEL_LOCAL
+ * call (engine/engine.h) use to talk to each other, across processes and
+ * nodes, without a leader and without shared memory.
+ *
+ * CUDA's is NCCL (cuda/comm_nccl.c, libnccl loaded at run time); CPU
+ * devices have none (no local-model engine runs there). A communicator
+ * joins the ranks of one group: it is opened once per (id, rank) and cached
+ * until the process exits. The id is made by one rank (make_id) and handed
+ * to the others by the Python layer (through JAX's distributed key-value
+ * store when the ranks are processes), so that no rendezvous between
+ * processes is needed.
+ *
+ * Every operation is collective over the ranks of comm unless it says
+ * otherwise, and runs on the participant's stream (its device_ctx); a rank
+ * that returns an error before a collective leaves the others waiting in it,
+ * so the local executor agrees (max_int) before the first collective whose
+ * partners might have failed. Every function returns 0 or a negative
+ * jmg_status with err filled, naming op. */
+#ifndef JMG_COMM_COMM_H
+#define JMG_COMM_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* The largest id any platform's communicator uses (NCCL: 128 bytes). */
+#define JMG_COMM_ID_MAX 128
+
+typedef struct jmg_comm jmg_comm; /* one rank's end of a communicator */
+
+typedef struct jmg_comm_ops {
+  const char *name; /* "nccl" */
+  size_t id_bytes;  /* <= JMG_COMM_ID_MAX */
+  /* Not collective: makes a new id (on one rank; the others receive it). */
+  int (*make_id)(void *id, const char *op, jmg_error *err);
+  /* Opens (or finds in the cache) rank's end of the communicator of ranks
+   * ranks named by id, on the device of device_ctx. Collective the first
+   * time: every rank opens it at once. */
+  int (*open)(const void *id, int rank, int ranks, void *device_ctx,
+              jmg_comm **out, const char *op, jmg_error *err);
+  /* The library's own handle (ncclComm_t), for engines that take it. */
+  void *(*native)(jmg_comm *c);
+  /* *value = the maximum of every rank's *value (a host int); waits for the
+   * result. The agreement step: ranks that failed say so before anyone
+   * enters a collective that would wait for them. */
+  int (*max_int)(jmg_comm *c, int *value, void *device_ctx, const char *op,
+                 jmg_error *err);
+  /* Broadcasts bytes of buf (device memory) from rank root to every rank's
+   * buf, on the stream. */
+  int (*bcast)(jmg_comm *c, void *buf, size_t bytes, int root,
+               void *device_ctx, const char *op, jmg_error *err);
+  /* Point to point, issued between group_begin and group_end so that a set
+   * of sends and receives runs as one (NCCL group semantics; a rank may
+   * send to itself). */
+  int (*group_begin)(const char *op, jmg_error *err);
+  int (*group_end)(const char *op, jmg_error *err);
+  int (*send)(jmg_comm *c, const void *buf, size_t bytes, int peer,
+              void *device_ctx, const char *op, jmg_error *err);
+  int (*recv)(jmg_comm *c, void *buf, size_t bytes, int peer,
+              void *device_ctx, const char *op, jmg_error *err);
+} jmg_comm_ops;
+
+/* NCCL (cuda/comm_nccl.c): ops over libnccl, loaded on first use from the
+ * path the Python layer set (jaxmg_nccl_set_path), else by its soname.
+ * Defined in libjaxmg_cuda.so only. */
+const jmg_comm_ops *jmg_nccl_comm(void);
+
+#endif
