@@ -135,13 +135,16 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
   const size_t es = jmg_dtype_size(a->dtype);
   const size_t bytes = (size_t)t * (size_t)t * es;
   scratch *sc = calloc((size_t)a->ndev, sizeof *sc);
-  char *eye = calloc((size_t)t * (size_t)t, es);
+  /* t ones: the identity's diagonal, copied onto a zeroed device tile (a
+   * t x t identity built on the host and copied whole cost more than the
+   * fill itself at N = 1024: docs/gpu-notes.md). */
+  char *ones = malloc((size_t)t * es);
   int rc = 0;
-  if (sc == NULL || eye == NULL)
+  if (sc == NULL || ones == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate the fill's scratch");
   for (int i = 0; rc == 0 && i < t; ++i)
-    jmg_dtype_set_one(a->dtype, eye + ((size_t)i * (size_t)t + (size_t)i) * es);
+    jmg_dtype_set_one(a->dtype, ones + (size_t)i * es);
   for (int q = 0; rc == 0 && q < a->ndev; ++q) {
     const jmg_cuda_device *d = a->device_ctx[q];
     cudaStream_t stream = (cudaStream_t)d->stream;
@@ -151,8 +154,12 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
     if (rc == 0) rc = d->alloc(d->alloc_ctx, bytes, &sc[q].work, err);
     if (rc == 0) rc = d->alloc(d->alloc_ctx, bytes, &sc[q].eye, err);
     if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaMemcpyAsync(sc[q].eye, eye, bytes,
-                                        cudaMemcpyHostToDevice, stream),
+      rc = JMG_CUDA_TRY(cudaMemsetAsync(sc[q].eye, 0, bytes, stream), op, err);
+    /* The diagonal: element i goes to (i, i), (t + 1) elements apart. */
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(sc[q].eye, (size_t)(t + 1) * es,
+                                          ones, es, es, (size_t)t,
+                                          cudaMemcpyHostToDevice, stream),
                         op, err);
     if (rc == 0)
       rc = JMG_CUBLAS_TRY(cublasSetStream(cublas[q], stream), op, err);
@@ -172,7 +179,7 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
     }
   }
   free(sc);
-  free(eye);
+  free(ones);
   if (rc != 0 && err->op[0] == '\0')
     snprintf(err->op, sizeof err->op, "%s", op);
   return rc;
