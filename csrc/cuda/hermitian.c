@@ -138,7 +138,7 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
   /* t ones: the identity's diagonal, copied onto a zeroed device tile (a
    * t x t identity built on the host and copied whole cost more than the
    * fill itself at N = 1024: docs/gpu-notes.md). */
-  char *ones = malloc((size_t)t * es);
+  char *ones = calloc((size_t)t, es); /* zeroed: complex ones */
   int rc = 0;
   if (sc == NULL || ones == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
