@@ -4,6 +4,9 @@ result checked (bench/measure.py).
 
     python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
+                                   [--ops potrs,syevd,eigvals,potri]
+                                   [--impls jax,jaxmg,jaxmg-cusolvermg]
+                                   [--no-trace]
 
 Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
 float64 (jnp.linalg.eigh), eigenvalues only float64 (jaxmg.syevd(...,
@@ -82,7 +85,10 @@ def _log(msg: str) -> None:
 
 
 def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int,
-        max_case_s: float) -> list[dict]:
+        max_case_s: float, ops: tuple[str, ...] = tuple(c[0] for c in CASES),
+        impls: tuple[str, ...] = tuple(i[0] for i in IMPLS)) -> list[dict]:
+    """Measures every case of ops at every size with every implementation of
+    impls (the budget and memory rules of the module docstring)."""
     start = time.perf_counter()
     dev = jax.devices()[0]
     mesh = Mesh(np.array([dev]), (inputs.AXIS,))
@@ -94,11 +100,11 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
     times: dict = {}
     seed = 0
     for n in sizes:
-        for op, dtype in CASES:
+        for op, dtype in (c for c in CASES if c[0] in ops):
             esize = np.dtype(dtype).itemsize
             need = COPIES[op] * n * n * esize
             jax_s = None
-            for impl, engine in IMPLS:
+            for impl, engine in (i for i in IMPLS if i[0] in impls):
                 seed += 1
                 row = dict(op=op, dtype=dtype, n=n, impl=impl)
                 left = budget_s - (time.perf_counter() - start)
@@ -265,11 +271,24 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--max-case-s", type=float, default=30.0,
                    help="fewer timed runs (at least 2) beyond this per measurement")
+    p.add_argument("--ops", default=",".join(c[0] for c in CASES),
+                   help="the cases to run (default: all)")
+    p.add_argument("--impls", default=",".join(i[0] for i in IMPLS),
+                   help="the implementations to run (default: all)")
+    p.add_argument("--no-trace", action="store_true",
+                   help="skip the JAXMG_TRACE lines at N = 1024")
     args = p.parse_args()
+    ops = tuple(o for o in args.ops.split(",") if o)
+    impls = tuple(i for i in args.impls.split(",") if i)
+    for name, known in (("--ops", [c[0] for c in CASES]), ("--impls", [i[0] for i in IMPLS])):
+        bad = [x for x in (ops if name == "--ops" else impls) if x not in known]
+        if bad:
+            p.error(f"{name}: unknown {bad} (known: {known})")
     args.outdir.mkdir(parents=True, exist_ok=True)
     sizes = tuple(int(s) for s in args.sizes.split(",") if s)
-    trace_small(args.outdir)
-    rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s)
+    if not args.no_trace:
+        trace_small(args.outdir)
+    rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s, ops, impls)
     text = table(rows)
     (args.outdir / "table.txt").write_text(text)
     print(text)
