@@ -169,7 +169,11 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p,
   const jmg_engine *dn = JMG_GATHER_ONE, *mg = JMG_GATHER_DISTRIBUTED;
   if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len))
     return 0;
-  if (mg->supports != NULL && !mg->supports(mg, p, why, why_len)) return 0;
+  char mg_why[128];
+  if (mg->supports != NULL && !mg->supports(mg, p, mg_why, sizeof mg_why)) {
+    snprintf(why, why_len, "its fall back %s cannot: %s", mg->name, mg_why);
+    return 0;
+  }
   /* The gathered copy's size in bytes must be a size_t. */
   if (p->n > 0 &&
       (uint64_t)p->n > SIZE_MAX / (uint64_t)p->n / jmg_dtype_size(p->dtype)) {
