@@ -9,8 +9,10 @@
  *                     engine takes before the call and write every
  *                     participant's outputs after it. LAPACK on CPU devices
  *                     (engine/lapack/), cuSOLVERDn on one GPU
- *                     (engine/cusolverdn/) and cuSOLVERMg with jaxmg's tiled
- *                     Cholesky on several GPUs (engine/cusolvermg/) work so.
+ *                     (engine/cusolverdn/), cuSOLVERDn on a copy gathered
+ *                     onto one GPU of several (engine/gather/) and
+ *                     cuSOLVERMg with jaxmg's tiled Cholesky on several GPUs
+ *                     (engine/cusolvermg/) work so.
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.

@@ -1,6 +1,5 @@
 /* The gather engine's call frame, its copies, its fall back and its table
  * (gather.h). */
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -140,11 +139,10 @@ void jmg_gather_end(jmg_gather_call *c) {
   c->h = NULL;
 }
 
-int jmg_gather_fall_back(jmg_gather_call *c, int *rc, jmg_error *err) {
+int jmg_gather_fall_back(int *rc, jmg_error *err) {
   if (*rc != -(int)JMG_ENOMEM) return 0;
   jmg_error_clear(err);
   *rc = 0;
-  (void)c;
   jmg_trace_mark("no memory to gather: cusolvermg");
   jmg_trace_engine("cusolverdn-gather>cusolvermg");
   return 1;

@@ -88,7 +88,7 @@ void jmg_gather_end(jmg_gather_call *c);
  * anything (*rc is -JMG_ENOMEM), so that the distributed engine's routine
  * must run instead. Then clears the error and *rc, says so in the trace and
  * returns 1; else 0. */
-int jmg_gather_fall_back(jmg_gather_call *c, int *rc, jmg_error *err);
+int jmg_gather_fall_back(int *rc, jmg_error *err);
 
 int jmg_gather_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                      int64_t nrhs, void *diag, int *info, jmg_error *err);

@@ -16,7 +16,7 @@ int jmg_gather_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   if (rc == 0 && *info == 0)
     rc = jmg_gather_scatter(&c, JMG_GATHER_TO_CONTIGUOUS, err);
   jmg_gather_end(&c);
-  if (jmg_gather_fall_back(&c, &rc, err))
+  if (jmg_gather_fall_back(&rc, err))
     rc = dist->leader.potri(dist, a, info, err);
   return rc;
 }
