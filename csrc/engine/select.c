@@ -35,8 +35,7 @@ static int runs(const jmg_engine *e, const jmg_problem *p, int by_default,
     return 0;
   }
   if (e->supports != NULL && !e->supports(e, p, why, len)) return 0;
-  if (by_default && e->prefers != NULL && !e->prefers(e, p, why, len))
-    return 0;
+  if (by_default && e->prefers != NULL && !e->prefers(e, p, why, len)) return 0;
   return 1;
 }
 

@@ -22,8 +22,9 @@ typedef struct tile_at {
 static tile_at tile_of(const jmg_dist_matrix *a, int64_t k) {
   const size_t col_bytes = (size_t)a->n * jmg_dtype_size(a->dtype);
   const int64_t first = k * a->tile;
-  const int64_t width =
-      a->n - first < a->tile ? a->n - first : a->tile; /* the last may be short */
+  const int64_t width = a->n - first < a->tile
+                            ? a->n - first
+                            : a->tile; /* the last may be short */
   tile_at t;
   int64_t local = 0;
   jmg_cyclic_locate(first, a->ndev, a->tile, &t.dev, &local);
@@ -154,8 +155,8 @@ int jmg_gather_fall_back(int *rc, jmg_error *err) {
  * own), what cuSOLVERDn can run on one GPU, and what cuSOLVERMg can run on
  * the group (its routine runs when the gathered copy does not fit, gather.h).
  * Where it is preferred is thresholds.c's table (`prefers`). */
-static int gather_supports(const jmg_engine *e, const jmg_problem *p,
-                           char *why, size_t why_len) {
+static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
+                           size_t why_len) {
   (void)e;
   if (p->nparts < 2) {
     snprintf(why, why_len,
@@ -165,8 +166,7 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p,
   jmg_problem one = *p;
   one.nparts = 1;
   const jmg_engine *dn = JMG_GATHER_ONE, *mg = JMG_GATHER_DISTRIBUTED;
-  if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len))
-    return 0;
+  if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len)) return 0;
   char mg_why[128];
   if (mg->supports != NULL && !mg->supports(mg, p, mg_why, sizeof mg_why)) {
     snprintf(why, why_len, "its fall back %s cannot: %s", mg->name, mg_why);

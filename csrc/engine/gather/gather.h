@@ -57,8 +57,8 @@ typedef struct jmg_gather_call {
   const jmg_dist_matrix *a; /* the distributed A (block-cyclic) */
   jmg_mem_group group;      /* a's participants */
   const jmg_mem *mem;
-  jmg_cuda_handles *h;      /* the device set, locked */
-  void *buf;                /* N x N on participant 0, lda N */
+  jmg_cuda_handles *h; /* the device set, locked */
+  void *buf;           /* N x N on participant 0, lda N */
   size_t bytes;
   void *one_data[1];
   jmg_dist_matrix one; /* the one-GPU view of buf, for cuSOLVERDn */
@@ -96,8 +96,7 @@ int jmg_gather_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                      jmg_error *err);
 int jmg_gather_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                      int want_vectors, int *info, jmg_error *err);
-int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a,
-                        void *b, int64_t nrhs, int transpose, int *info,
-                        jmg_error *err);
+int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                        int64_t nrhs, int transpose, int *info, jmg_error *err);
 
 #endif

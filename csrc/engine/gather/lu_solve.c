@@ -5,8 +5,8 @@
  * returned). */
 #include "engine/gather/gather.h"
 
-int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a,
-                        void *b, int64_t nrhs, int transpose, int *info,
+int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                        int64_t nrhs, int transpose, int *info,
                         jmg_error *err) {
   (void)e;
   const jmg_engine *one = JMG_GATHER_ONE, *dist = JMG_GATHER_DISTRIBUTED;

@@ -7,8 +7,9 @@
  * solving the whole matrix (JAX's solver, or jaxmg's cuSOLVERDn engine,
  * which runs at JAX's speed: bench/results/2026-11-23-h100x1-one-gpu). The
  * gather engine costs the one GPU's time plus the permutation (which both
- * pay) plus the copies to GPU 0 and back (N^2 elements over NVLink: about
- * 4 ms for 2 GB, a few percent of the solve at these sizes). A size is
+ * pay) plus the copies to GPU 0 and back (N^2 elements over NVLink; an
+ * estimate, not measured: about 5 ms for 2 GB at 400 GB/s, a few percent of
+ * the solve at these sizes). A size is
  * "below" the first measured N where the distributed engine was as fast or
  * faster; between measured sizes the smaller is taken (the distributed
  * engine keeps what is in doubt: it is what ran before this table).
@@ -58,8 +59,7 @@ const jmg_gather_row jmg_gather_rows[] = {
     {"lu_solve", 0, 2, 4, 8192, 0,
      "guess: jaxmg's tiled LU not measured on several GPUs (on one H100 "
      "1.1x to 2.1x cuSOLVERDn's time [h100x1]); half potrs's size"},
-    {"lu_solve", 1, 2, 4, 8192, 0,
-     "guess: not measured; as real"},
+    {"lu_solve", 1, 2, 4, 8192, 0, "guess: not measured; as real"},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 

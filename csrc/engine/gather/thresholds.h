@@ -13,12 +13,12 @@
 #include "engine/engine.h"
 
 typedef struct jmg_gather_row {
-  const char *op;         /* "potrs", "potri", "syevd", "lu_solve" */
-  int complex;            /* 0: float32/float64; 1: complex64/complex128 */
+  const char *op;           /* "potrs", "potri", "syevd", "lu_solve" */
+  int complex;              /* 0: float32/float64; 1: complex64/complex128 */
   int min_parts, max_parts; /* GPUs in the group, inclusive */
-  int64_t below;          /* gathered by default when N < below */
-  int measured;           /* 1: from measurements; 0: a guess (issue 20) */
-  const char *source;     /* where the number comes from */
+  int64_t below;            /* gathered by default when N < below */
+  int measured;             /* 1: from measurements; 0: a guess (issue 20) */
+  const char *source;       /* where the number comes from */
 } jmg_gather_row;
 
 /* The row for (op, dtype, nparts), or NULL where the table has none (then
