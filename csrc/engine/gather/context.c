@@ -95,12 +95,9 @@ int jmg_gather_begin(jmg_gather_call *c, const char *op,
   rc = copy_all(c, 1, JMG_GATHER_TO_CYCLIC, err);
   jmg_trace_mark("gather");
   if (rc != 0) {
+    /* Only the buffer was written (A's shards were only read): a want of
+     * memory here (the lanes' bookkeeping) falls back like the buffer's. */
     name_op(err, op);
-    /* Only the buffer was written: not the JMG_ENOMEM of the contract. */
-    if (rc == -(int)JMG_ENOMEM) {
-      err->code = JMG_EINTERNAL;
-      rc = -(int)JMG_EINTERNAL;
-    }
     return rc;
   }
   c->one_data[0] = c->buf;

@@ -66,8 +66,9 @@ typedef struct jmg_gather_call {
 
 /* Locks the device set, takes the N x N buffer on participant 0 and copies
  * A into it, in global column order. Returns 0; -JMG_ENOMEM, having written
- * nothing, when the buffer cannot be had; or another error. End the call
- * with jmg_gather_end whatever this returns. */
+ * nothing of A's shards or B, when the buffer (or anything else) cannot be
+ * had; or another error. End the call with jmg_gather_end whatever this
+ * returns. */
 int jmg_gather_begin(jmg_gather_call *c, const char *op,
                      const jmg_dist_matrix *a, jmg_error *err);
 
