@@ -142,7 +142,7 @@ def test_failures_through_the_gather_engine_give_status_and_nan(nparts, dtype, m
     n, k = 96 * nparts, 51
     a = np.eye(n, dtype=dtype)
     a[k, k] = -1
-    x, logdet, s = jaxmg.potrs(_on(mesh, a), np.ones((n, 1), dtype), 32, mesh, ROWS,
+    x, logdet, s = jaxmg.potrs(_on(mesh, a), np.ones((n, 1), dtype), 32, mesh, SPECS,
                                return_status=True, return_logdet=True)
     assert int(s) == k + 1 and bool(jnp.all(jnp.isnan(x))) and np.isnan(float(logdet))
     inv, s = jaxmg.potri(_on(mesh, a), 32, mesh, ROWS, return_status=True)
