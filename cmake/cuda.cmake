@@ -33,6 +33,11 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/cuda_lu.c
   csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c
+  csrc/engine/gather/context.c
+  csrc/engine/gather/potrs.c
+  csrc/engine/gather/potri.c
+  csrc/engine/gather/syevd.c
+  csrc/engine/gather/lu_solve.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c)
 target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver

@@ -9,8 +9,10 @@
  *                     engine takes before the call and write every
  *                     participant's outputs after it. LAPACK on CPU devices
  *                     (engine/lapack/), cuSOLVERDn on one GPU
- *                     (engine/cusolverdn/) and cuSOLVERMg with jaxmg's tiled
- *                     Cholesky on several GPUs (engine/cusolvermg/) work so.
+ *                     (engine/cusolverdn/), cuSOLVERDn on a copy gathered
+ *                     onto one GPU of several (engine/gather/) and
+ *                     cuSOLVERMg with jaxmg's tiled Cholesky on several GPUs
+ *                     (engine/cusolvermg/) work so.
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.
@@ -31,9 +33,15 @@
  *     platform's and support the problem; else the call fails with an error
  *     that names JAXMG_ENGINE, the reason, and the engines there are. Nothing
  *     falls back silently to another engine.
- *   - else the first engine of the list that supports the problem: it has a
- *     routine for the op, and its `supports` (if any) accepts the problem.
- *     None: the call fails, naming every engine's reason.
+ *   - else the first engine of the list that supports the problem and
+ *     prefers it: it has a routine for the op, its `supports` (if any)
+ *     accepts the problem, and its `prefers` (if any) too. None: the call
+ *     fails, naming every engine's reason.
+ * `supports` is what the engine CAN run (every limit of its library);
+ * `prefers` is where its measured speed earns it the call by default (a
+ * table of sizes, e.g. engine/gather/thresholds.c). JAXMG_ENGINE asks only
+ * `supports`: an engine can be forced beyond where it is preferred, to
+ * measure it there.
  *
  * Adding an engine: a folder engine/NAME/ with one file per routine and a
  * table (a const jmg_engine) that gives its name, model, `supports` (every
@@ -196,6 +204,11 @@ typedef struct jmg_engine {
    * problem its routines cover. */
   int (*supports)(const struct jmg_engine *e, const jmg_problem *p, char *why,
                   size_t why_len);
+  /* Whether the engine should run problem p when JAXMG_ENGINE does not name
+   * one (only asked when it supports p): 1, or 0 with the reason in why
+   * ("N=40000 >= 32768: ..."). NULL: wherever it supports p. */
+  int (*prefers)(const struct jmg_engine *e, const jmg_problem *p, char *why,
+                 size_t why_len);
   /* One routine per op; NULL where the engine lacks it. An engine fills the
    * set of its model and leaves the other empty. */
   jmg_leader_routines leader;
@@ -233,6 +246,14 @@ extern const jmg_engine jmg_lapack_engine;
  * contexts: jmg_cuda_device. Defined in libjaxmg_cuda.so only. */
 extern const jmg_engine jmg_cusolverdn_engine;
 extern const jmg_engine jmg_cusolvermg_engine;
+
+/* cuSOLVERDn on a group of several CUDA GPUs of one node, for small problems
+ * (engine/gather/): the leader gathers A onto participant 0's GPU, runs
+ * jmg_cusolverdn_engine's routine there and scatters the results back into
+ * each op's layout; preferred below the sizes of engine/gather/thresholds.c,
+ * cuSOLVERMg's routines where the gathered copy does not fit. Defined in
+ * libjaxmg_cuda.so only. */
+extern const jmg_engine jmg_gather_engine;
 
 /* cuSOLVERMp (engine/cusolvermp/), JMG_MODEL_LOCAL, any number of GPUs and
  * nodes; libcusolverMp is loaded at run time (the "cuda13" extra), and the

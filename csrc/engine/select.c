@@ -18,9 +18,10 @@ int jmg_engine_has(const jmg_engine *e, const char *op) {
   return 0;
 }
 
-/* Whether e runs p; else the reason in why. */
-static int runs(const jmg_engine *e, const jmg_problem *p, char *why,
-                size_t len) {
+/* Whether e runs p (by_default: and prefers it, when JAXMG_ENGINE names no
+ * engine); else the reason in why. */
+static int runs(const jmg_engine *e, const jmg_problem *p, int by_default,
+                char *why, size_t len) {
   if (!jmg_engine_has(e, p->op)) {
     snprintf(why, len, "it has no %s", p->op);
     return 0;
@@ -34,6 +35,7 @@ static int runs(const jmg_engine *e, const jmg_problem *p, char *why,
     return 0;
   }
   if (e->supports != NULL && !e->supports(e, p, why, len)) return 0;
+  if (by_default && e->prefers != NULL && !e->prefers(e, p, why, len)) return 0;
   return 1;
 }
 
@@ -59,7 +61,7 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
   if (cfg->engine[0] != '\0') {
     for (int i = 0; engines[i] != NULL; ++i) {
       if (strcmp(engines[i]->name, cfg->engine) != 0) continue;
-      if (!runs(engines[i], p, why, sizeof why))
+      if (!runs(engines[i], p, 0, why, sizeof why))
         return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "JAXMG_ENGINE",
                              "engine \"%s\" cannot run %s %s N=%lld T_A=%lld "
                              "on %d devices: %s (engines here: %s)",
@@ -79,7 +81,7 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
   size_t used = 0;
   reasons[0] = '\0';
   for (int i = 0; engines[i] != NULL; ++i) {
-    if (runs(engines[i], p, why, sizeof why)) {
+    if (runs(engines[i], p, 1, why, sizeof why)) {
       *out = engines[i];
       return 0;
     }

@@ -167,7 +167,7 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
  * issue 18), cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
  * cuSOLVERMg on one GPU, for comparison (README, "Engines"). */
 static const jmg_engine *const g_cuda_engines[] = {
-    &jmg_cusolverdn_engine, &jmg_cusolvermg_engine, NULL};
+    &jmg_cusolverdn_engine, &jmg_gather_engine, &jmg_cusolvermg_engine, NULL};
 
 static const jmg_ffi_platform g_cuda = {
     .name = "CUDA",

@@ -275,3 +275,166 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
   else
     unsetenv("JAXMG_ENGINE");
 }
+
+/* ---- the gather engine's table and its place in the CUDA list ------------*/
+
+#include "engine/gather/thresholds.h"
+
+TEST(gather_thresholds_one_row_per_case_with_its_source) {
+  static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve"};
+  static const jmg_dtype dtypes[] = {JMG_F32, JMG_F64, JMG_C64, JMG_C128};
+  /* Every op and dtype on 2 to 4 GPUs has exactly one row; 1 GPU and more
+   * than 4 (nothing measured) have none. */
+  for (size_t o = 0; o < 4; ++o)
+    for (size_t t = 0; t < 4; ++t)
+      for (int parts = 1; parts <= 9; ++parts) {
+        const jmg_gather_row *r = jmg_gather_row_of(ops[o], dtypes[t], parts);
+        int matches = 0;
+        for (const jmg_gather_row *q = jmg_gather_rows; q->op != NULL; ++q)
+          matches += strcmp(q->op, ops[o]) == 0 &&
+                     q->complex == jmg_dtype_is_complex(dtypes[t]) &&
+                     parts >= q->min_parts && parts <= q->max_parts;
+        if (parts >= 2 && parts <= 4) {
+          CHECK(r != NULL);
+          CHECK_EQ(matches, 1);
+        } else {
+          CHECK(r == NULL);
+          CHECK_EQ(matches, 0);
+        }
+      }
+  for (const jmg_gather_row *q = jmg_gather_rows; q->op != NULL; ++q) {
+    CHECK(q->min_parts >= 2 && q->min_parts <= q->max_parts);
+    CHECK(q->below >= 4096 && q->below <= 32768);
+    CHECK(q->source != NULL && strlen(q->source) > 20);
+    /* A guess says so. */
+    if (!q->measured) CHECK_CONTAINS(q->source, "guess");
+  }
+}
+
+TEST(gather_thresholds_hold_the_measured_sizes) {
+  /* bench/results/2026-11-21-h200x4 and DESIGN.md (thresholds.c). */
+  CHECK_EQ(jmg_gather_row_of("potrs", JMG_F64, 4)->below, 16384);
+  CHECK_EQ(jmg_gather_row_of("potrs", JMG_F32, 2)->below, 16384);
+  CHECK(jmg_gather_row_of("potrs", JMG_F64, 4)->measured);
+  CHECK_EQ(jmg_gather_row_of("syevd", JMG_F64, 4)->below, 32768);
+  CHECK(jmg_gather_row_of("syevd", JMG_F64, 4)->measured);
+  CHECK(!jmg_gather_row_of("syevd", JMG_F64, 2)->measured);
+  CHECK_EQ(jmg_gather_row_of("potri", JMG_C128, 4)->below, 32768);
+  CHECK(!jmg_gather_row_of("lu_solve", JMG_F64, 4)->measured);
+  CHECK(!jmg_gather_row_of("potrs", JMG_C128, 4)->measured);
+}
+
+TEST(gather_prefers_small_problems_on_several_devices_only) {
+  char why[160];
+  jmg_problem p = {.op = "potrs", .nparts = 4, .nodes = 1, .dtype = JMG_F64,
+                   .n = 16383, .tile = 1024};
+  CHECK(jmg_gather_prefers(NULL, &p, why, sizeof why));
+  p.n = 16384;
+  CHECK(!jmg_gather_prefers(NULL, &p, why, sizeof why));
+  CHECK_CONTAINS(why, "N=16384 >= 16384");
+  CHECK_CONTAINS(why, "thresholds.c");
+  p.n = 1024;
+  p.nparts = 1;
+  CHECK(!jmg_gather_prefers(NULL, &p, why, sizeof why));
+  CHECK_CONTAINS(why, "one GPU");
+  p.nparts = 8;
+  CHECK(!jmg_gather_prefers(NULL, &p, why, sizeof why));
+  CHECK_CONTAINS(why, "no size measured for potrs float64 on 8 GPUs");
+}
+
+/* Like the gather engine: several devices, what the distributed engine it
+ * falls back on supports (here narrow's tile limit), preferred by the real
+ * table. */
+static int several_devices(const jmg_engine *e, const jmg_problem *p,
+                           char *why, size_t len) {
+  if (p->nparts < 2) {
+    snprintf(why, len, "one GPU: nothing to gather");
+    return 0;
+  }
+  return narrow_tiles(e, p, why, len);
+}
+
+static const jmg_engine g_gather = {
+    .name = "gather",
+    .model = JMG_MODEL_LEADER,
+    .supports = several_devices,
+    .prefers = jmg_gather_prefers,
+    .leader = {.potrs = fake_potrs, .syevd = fake_syevd},
+};
+/* The CUDA list's order: one device, gather, the distributed engine. */
+static const jmg_engine *const g_cuda_gather[] = {&g_dn, &g_gather, &g_narrow,
+                                                  NULL};
+
+static const jmg_engine *chosen(const char *engine, const char *op, int nparts,
+                                int64_t n, int64_t tile, jmg_error *err) {
+  const jmg_config cfg = config(engine);
+  const jmg_engine *e = NULL;
+  jmg_problem p = {.op = op, .nparts = nparts, .nodes = 1, .dtype = JMG_F64,
+                   .n = n, .tile = tile};
+  jmg_error_clear(err);
+  if (jmg_engine_select(g_cuda_gather, &p, &cfg, &e, err) != 0) return NULL;
+  return e;
+}
+
+TEST(engine_select_gathers_small_problems_on_several_devices) {
+  jmg_error err;
+  /* One device: the one-device engine at every size. */
+  CHECK(chosen("", "potrs", 1, 1024, 8, &err) == &g_dn);
+  CHECK(chosen("", "potrs", 1, 65536, 8, &err) == &g_dn);
+  /* Several, below the table's size: gathered; from it on: distributed. */
+  CHECK(chosen("", "potrs", 4, 8192, 8, &err) == &g_gather);
+  CHECK(chosen("", "potrs", 2, 16376, 8, &err) == &g_gather);
+  CHECK(chosen("", "potrs", 4, 16384, 8, &err) == &g_narrow);
+  CHECK(chosen("", "syevd", 4, 16384, 8, &err) == &g_gather);
+  CHECK(chosen("", "syevd", 4, 32768, 8, &err) == &g_narrow);
+  /* More devices than the table has rows for: distributed. */
+  CHECK(chosen("", "potrs", 8, 1024, 8, &err) == &g_narrow);
+  /* A tile the distributed engine refuses: the gather engine refuses it too
+   * (it could not fall back), and the error names both reasons. */
+  CHECK(chosen("", "syevd", 4, 4096, 16, &err) == NULL);
+  CHECK_CONTAINS(err.msg, "gather: T_A=16 > 8");
+  CHECK_CONTAINS(err.msg, "narrow: T_A=16 > 8");
+  /* JAXMG_ENGINE forces either, below and above the table's size. */
+  CHECK(chosen("narrow", "potrs", 4, 1024, 8, &err) == &g_narrow);
+  CHECK(chosen("gather", "potrs", 4, 65536, 8, &err) == &g_gather);
+  CHECK(chosen("gather", "potrs", 1, 1024, 8, &err) == NULL);
+  CHECK_CONTAINS(err.msg, "one GPU: nothing to gather");
+  /* Groups across nodes: no leader engine, the gather engine neither. */
+  const jmg_config cfg = config("");
+  const jmg_engine *e = NULL;
+  jmg_problem p = {.op = "potrs", .nparts = 4, .nodes = 2, .dtype = JMG_F64,
+                   .n = 1024, .tile = 8};
+  jmg_error_clear(&err);
+  CHECK(jmg_engine_select(g_cuda_gather, &p, &cfg, &e, &err) < 0);
+  CHECK_CONTAINS(err.msg, "gather: the group spans 2 nodes");
+}
+
+TEST(engine_check_names_the_gather_engine_where_it_runs) {
+  char out[512];
+  const char *saved = getenv("JAXMG_ENGINE");
+  char keep[64] = "";
+  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
+  unsetenv("JAXMG_ENGINE");
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 8192, 8,
+                            out, sizeof out),
+           1);
+  CHECK_EQ(strcmp(out, "gather"), 0);
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 16384, 8,
+                            out, sizeof out),
+           1);
+  CHECK_EQ(strcmp(out, "narrow"), 0);
+  /* complex: a smaller size (a guess, thresholds.c). */
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 8192,
+                            8, out, sizeof out),
+           1);
+  CHECK_EQ(strcmp(out, "narrow"), 0);
+  setenv("JAXMG_ENGINE", "gather", 1);
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 16384, 8,
+                            out, sizeof out),
+           1);
+  CHECK_EQ(strcmp(out, "gather"), 0);
+  if (saved != NULL)
+    setenv("JAXMG_ENGINE", keep, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+}

@@ -1,0 +1,38 @@
+/* Where gathering A onto one GPU beats the distributed engine: the one table
+ * of sizes behind the gather engine's `prefers` (engine/engine.h), by op,
+ * dtype class (real: float32/float64; complex: complex64/complex128) and
+ * number of GPUs. Each row says where its number comes from (measured, or a
+ * guess to be replaced by the multi-GPU measurements of issue 20). Pure C,
+ * no CUDA: in the core library, so that the C tests read the same table. */
+#ifndef JMG_ENGINE_GATHER_THRESHOLDS_H
+#define JMG_ENGINE_GATHER_THRESHOLDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+typedef struct jmg_gather_row {
+  const char *op;           /* "potrs", "potri", "syevd", "lu_solve" */
+  int complex;              /* 0: float32/float64; 1: complex64/complex128 */
+  int min_parts, max_parts; /* GPUs in the group, inclusive */
+  int64_t below;            /* gathered by default when N < below */
+  int measured;             /* 1: from measurements; 0: a guess (issue 20) */
+  const char *source;       /* where the number comes from */
+} jmg_gather_row;
+
+/* The row for (op, dtype, nparts), or NULL where the table has none (then
+ * the gather engine is never preferred: the distributed engine runs). */
+const jmg_gather_row *jmg_gather_row_of(const char *op, jmg_dtype dtype,
+                                        int nparts);
+
+/* The table itself, terminated by a row whose op is NULL (for tests and
+ * documentation). */
+extern const jmg_gather_row jmg_gather_rows[];
+
+/* The gather engine's `prefers`: a group of several devices and N below its
+ * row's size; else 0 and the reason in why. */
+int jmg_gather_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
+                       size_t why_len);
+
+#endif

@@ -1,0 +1,72 @@
+"""The CUDA library's engine check, asked without a GPU: the choice between
+cusolverdn (one GPU), cusolverdn-gather (several GPUs, N below
+engine/gather/thresholds.c's sizes) and cusolvermg (the rest) is pure
+selection, which runs anywhere libjaxmg_cuda.so loads; and the Python layer's
+pre-trace check (_shard.choose_geometry) keeps its defaults with it.
+
+Skipped where jaxmg was built without CUDA or its CUDA libraries cannot be
+loaded."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from jaxmg._src import _native, _shard
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    """The installed libjaxmg_cuda.so as _native's CUDA library."""
+    _native.load()
+    path = _native._find_library("jaxmg_cuda")
+    if path is None:
+        pytest.skip("jaxmg was built without CUDA")
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        pytest.skip(f"libjaxmg_cuda.so does not load here: {e}")
+    monkeypatch.setitem(_native._LIBS, "CUDA", lib)
+    monkeypatch.delenv("JAXMG_ENGINE", raising=False)
+    return lib
+
+
+def _engine(op, nparts, dtype, n, tile):
+    ok, name = _native.engine_check("CUDA", op, nparts, dtype, n, tile)
+    assert ok, name
+    return name
+
+
+def test_one_gpu_small_several_and_large_several(cuda):
+    assert _engine("potrs", 1, "float64", 8192, 2048) == "cusolverdn"
+    assert _engine("potrs", 4, "float64", 8192, 2048) == "cusolverdn-gather"
+    assert _engine("potrs", 4, "float64", 16384, 2048) == "cusolvermg"
+    assert _engine("syevd", 4, "float64", 16384, 1024) == "cusolverdn-gather"
+    assert _engine("syevd", 4, "float64", 32768, 1024) == "cusolvermg"
+    assert _engine("potri", 2, "complex128", 4096, 1024) == "cusolverdn-gather"
+    assert _engine("lu_solve", 2, "float32", 4096, 1024) == "cusolverdn-gather"
+    # No sizes measured for more than 4 GPUs: the distributed engine.
+    assert _engine("potrs", 8, "float64", 1024, 128) == "cusolvermg"
+
+
+def test_jaxmg_engine_forces_either_on_several_gpus(cuda, monkeypatch):
+    monkeypatch.setenv("JAXMG_ENGINE", "cusolvermg")
+    assert _engine("potrs", 4, "float64", 1024, 256) == "cusolvermg"
+    monkeypatch.setenv("JAXMG_ENGINE", "cusolverdn-gather")
+    assert _engine("potrs", 4, "float64", 65536, 1024) == "cusolverdn-gather"
+    ok, why = _native.engine_check("CUDA", "potrs", 1, "float64", 1024, 1024)
+    assert not ok and "JAXMG_ENGINE" in why and "one GPU" in why
+
+
+def test_default_tile_unchanged_under_the_gather_engine(cuda):
+    """The gather engine takes what cuSOLVERMg takes (it falls back on it when
+    the gathered copy does not fit), so syevd's default T_A still narrows to
+    1024 on several GPUs, and an explicit 2048 is still a ValueError."""
+    f64 = np.dtype(np.float64)
+    g = _shard.choose_geometry("syevd", 8192, 4, f64, None, True, False, "CUDA")
+    assert g.tile == 1024
+    assert _engine("syevd", 4, "float64", g.rp * 4, g.tile) == "cusolverdn-gather"
+    g = _shard.choose_geometry("potrs", 8192, 4, f64, None, True, False, "CUDA")
+    assert g.tile == 2048
+    with pytest.raises(ValueError, match="T_A=2048 cannot run.*cusolverdn-gather.*1024"):
+        _shard.choose_geometry("syevd", 8192, 4, f64, 2048, True, False, "CUDA")
