@@ -100,6 +100,17 @@ typedef cusolverStatus_t (*jmg_mp_syevd_fn)(
     int64_t iq, int64_t jq, jmg_mp_desc_t desc_q, cudaDataType_t compute_type,
     void *d_work, size_t device_bytes, void *h_work, size_t host_bytes,
     int *info);
+typedef cusolverStatus_t (*jmg_mp_gels_buffer_size_fn)(
+    jmg_mp_handle_t handle, cublasOperation_t trans, int64_t m, int64_t n,
+    int64_t nrhs, void *a, int64_t ia, int64_t ja, jmg_mp_desc_t desc_a,
+    void *b, int64_t ib, int64_t jb, jmg_mp_desc_t desc_b,
+    cudaDataType_t compute_type, size_t *device_bytes, size_t *host_bytes);
+typedef cusolverStatus_t (*jmg_mp_gels_fn)(
+    jmg_mp_handle_t handle, cublasOperation_t trans, int64_t m, int64_t n,
+    int64_t nrhs, void *a, int64_t ia, int64_t ja, jmg_mp_desc_t desc_a,
+    void *b, int64_t ib, int64_t jb, jmg_mp_desc_t desc_b,
+    cudaDataType_t compute_type, void *d_work, size_t device_bytes,
+    void *h_work, size_t host_bytes, int *info);
 typedef cusolverStatus_t (*jmg_mp_laset_fn)(
     jmg_mp_handle_t handle, cublasFillMode_t uplo, int64_t m, int64_t n,
     const void *alpha, const void *beta, void *a, int64_t ia, int64_t ja,
@@ -126,6 +137,8 @@ typedef cusolverStatus_t (*jmg_mp_laset_fn)(
   X(getrs, cusolverMpGetrs)                                 \
   X(syevd_buffer_size, cusolverMpSyevd_bufferSize)          \
   X(syevd, cusolverMpSyevd)                                 \
+  X(gels_buffer_size, cusolverMpGels_bufferSize)            \
+  X(gels, cusolverMpGels)                                   \
   X(laset, cusolverMpLaset)
 
 typedef struct jmg_mp_api {
@@ -147,6 +160,8 @@ typedef struct jmg_mp_api {
   jmg_mp_getrs_fn getrs;
   jmg_mp_syevd_buffer_size_fn syevd_buffer_size;
   jmg_mp_syevd_fn syevd;
+  jmg_mp_gels_buffer_size_fn gels_buffer_size;
+  jmg_mp_gels_fn gels;
   jmg_mp_laset_fn laset;
 } jmg_mp_api;
 

@@ -118,6 +118,10 @@ int mp_begin(mp_call *c, const char *op, const jmg_local_matrix *a,
   }
   int rc = check_layout(c, err);
   if (rc != 0) return rc;
+  if (c->stream == NULL) /* "stream cannot be the default stream" */
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cusolverMpCreate",
+                         "the participant's stream is the default stream, "
+                         "which cuSOLVERMp does not take");
   char why[JMG_ERROR_MSG_LEN];
   c->api = jmg_mp_load(why, sizeof why);
   if (c->api == NULL)
@@ -304,30 +308,28 @@ int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err) {
   r->nrhs = nrhs;
   r->local_rows = mp_numroc(a->n, a->mb, c->myrow, a->grid_rows);
   r->lld = r->local_rows;
-  r->arg = b; /* off grid column 0: no column here, any valid pointer */
-  if (a->grid_rows == 1) {
-    if (c->mycol == 0) r->local = b; /* all of B's rows, ld n: b itself */
-    r->arg = b;
+  if (a->grid_rows == 1) { /* rank 0 holds every row: b itself, ld n */
+    if (c->mycol == 0) r->local = b;
     return 0;
   }
   int rc = 0;
-  if (c->mycol == 0) {
-    rc = mp_take(c, (size_t)r->local_rows * (size_t)nrhs * c->elem,
-                 &r->local, err);
-    r->arg = r->local;
-  }
+  if (c->mycol == 0)
+    rc = mp_take(c, (size_t)(r->local_rows * nrhs) * c->elem, &r->local, err);
   /* Every rank receives each owner's part in turn (row 0's is the
    * largest). */
   int64_t most = mp_numroc(a->n, a->mb, 0, a->grid_rows);
-  if (rc == 0)
-    rc = mp_take(c, (size_t)most * (size_t)nrhs * c->elem, &r->recv, err);
+  if (rc == 0) rc = mp_take(c, (size_t)(most * nrhs) * c->elem, &r->recv, err);
   return rc;
 }
 
 int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
-  return mp_desc(c, a->n, r->nrhs, a->mb, r->nrhs > 0 ? r->nrhs : 1, r->lld,
-                 &r->desc, err);
+  return mp_desc(c, a->n, 1, a->mb, a->nb, r->lld, &r->desc, err);
+}
+
+void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j) {
+  if (r->local == NULL) return b; /* no row of it here */
+  return (char *)r->local + (size_t)(j * r->lld) * c->elem;
 }
 
 /* Copies the row blocks of grid row `row` between B (n x nrhs, ld n) and
@@ -339,9 +341,8 @@ static int move_rows(mp_call *c, void *b, void *part, int64_t lld, int row,
   const size_t e = c->elem;
   for (int64_t k = row; k * mb < n; k += R) {
     int64_t g0 = k * mb, len = n - g0 < mb ? n - g0 : mb;
-    int64_t l0 = (k / R) * mb;
     char *pb = (char *)b + (size_t)g0 * e;
-    char *pp = (char *)part + (size_t)l0 * e;
+    char *pp = (char *)part + (size_t)((k / R) * mb) * e;
     int rc = JMG_CUDA_TRY(
         cudaMemcpy2DAsync(to_part ? (void *)pp : (void *)pb,
                           (size_t)(to_part ? lld : n) * e,
@@ -362,19 +363,16 @@ int mp_rhs_scatter(mp_call *c, const void *b, mp_rhs *r, jmg_error *err) {
 int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const size_t e = c->elem;
-  if (r->nrhs == 0) return 0;
+  if (r->nrhs == 0 || a->ranks == 1) return 0; /* b is the only part */
   if (a->grid_rows == 1) /* rank 0 holds all of X, in b itself */
-    return a->comm_ops->bcast(a->comm, b, (size_t)a->n * (size_t)r->nrhs * e,
-                              0, a->device_ctx, c->op, err);
+    return a->comm_ops->bcast(a->comm, b, (size_t)(a->n * r->nrhs) * e, 0,
+                              a->device_ctx, c->op, err);
   for (int row = 0; row < a->grid_rows; ++row) {
     /* Grid row `row` of column 0 is rank `row` (column-major mapping). */
     int64_t rows = mp_numroc(a->n, a->mb, row, a->grid_rows);
     void *buf = a->rank == row ? r->local : r->recv;
-    if (buf == NULL) /* a rank off column 0: its receive buffer */
-      return jmg_error_set(err, JMG_EINTERNAL, c->op, "cuSOLVERMp",
-                           "no buffer to receive X");
-    int rc = a->comm_ops->bcast(a->comm, buf, (size_t)rows * r->nrhs * e, row,
-                                a->device_ctx, c->op, err);
+    int rc = a->comm_ops->bcast(a->comm, buf, (size_t)(rows * r->nrhs) * e,
+                                row, a->device_ctx, c->op, err);
     if (rc == 0) rc = move_rows(c, b, buf, rows, row, r->nrhs, 0, err);
     if (rc != 0) return rc;
   }
@@ -394,24 +392,29 @@ int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
 
 /* ---- the engine ------------------------------------------------------- */
 
-/* The limits of the library that would otherwise fail inside it. From the
- * docs (docs.nvidia.com/cuda/cusolvermp/usage/functions.html) and the
- * samples (NVIDIA/CUDALibrarySamples, cuSOLVERMp/):
+/* The limits of the library that would otherwise fail inside it, from
+ * its documentation (docs.nvidia.com/cuda/cusolvermp/usage/functions.html,
+ * "functions.html" below; 0.7's, whose calls 0.8 keeps) and samples
+ * (NVIDIA/CUDALibrarySamples, cuSOLVERMp/):
  * - every routine takes float32, float64, complex64 and complex128 with
  *   computeType the matrix's own type: all of jaxmg's dtypes;
- * - RSRC = CSRC = 0 only ("Current implementation only allows
- *   RSRC,CSRC=(0,0)", samples): the layout's first block is on rank 0;
- * - IA, JA (and IB, JB, IQ, JQ) - 1 multiples of the block sizes
- *   (samples' validate()): jaxmg always passes 1;
- * - cusolverMpSyevd: lower triangle only (release notes 0.3.0), MB = NB and
- *   Q in A's layout (DESIGN.md, "Engines"): the local layout has
- *   MB = NB = T_A and Q is a scratch part of A's layout;
- * - cusolverMpGetrs: only the non-transposed solve ("only non-transposed is
- *   supported", samples): lu_solve's transposed solve transposes A first
- *   (transpose.c), so no problem is refused for it.
- * None of these depends on the problem, so what remains to refuse is the
- * library itself (not installed: the message names the extra) and a tile
- * that does not fit the problem. */
+ * - RSRC = CSRC = 0 only, the column-major grid mapping only
+ *   (functions.html, cusolverMpCreateMatrixDesc, CreateDeviceGrid): the
+ *   local layout's first block is on rank 0, its mapping column-major;
+ * - potrf, potrs, syevd, gels: square blocks, MB_A = NB_A, and B (or Z)
+ *   aligned with A, MB_B = MB_A, IB = IA (functions.html): the local
+ *   layout has MB = NB = T_A, and every B here has A's MB; IA = JA = 1;
+ * - potrs, getrs: one right-hand side per call ("Currently, this routine
+ *   only supports NRHS=1"): the routines solve column by column;
+ * - getrs: "Only CUBLAS_OP_N is currently supported": lu_solve's
+ *   transposed solve factors Aᵀ (transpose.c);
+ * - cusolverMpCreate: the stream cannot be the default stream (checked per
+ *   call, mp_begin: XLA's streams are not);
+ * - syevd (through stedc): "the current implementation of the
+ *   cusolverMpStedc may fail when the blocksize is not a power of two"
+ *   (functions.html, cusolverMpSyevd): refused here, below.
+ * What remains to refuse per problem is the library itself (not installed:
+ * the message names the extra) and syevd's block size. */
 static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t why_len) {
   (void)e;
@@ -421,14 +424,23 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
     return 0;
   }
   if (p->tile < 1 || p->n < 1 || p->nparts < 1) {
-    snprintf(why, why_len, "N=%lld, T_A=%lld on %d GPUs: cuSOLVERMp needs "
-             "N >= 1, T_A >= 1",
+    snprintf(why, why_len,
+             "N=%lld, T_A=%lld on %d GPUs: cuSOLVERMp needs N >= 1, T_A >= 1",
              (long long)p->n, (long long)p->tile, p->nparts);
     return 0;
   }
   if ((int)p->dtype < 0 || (int)p->dtype >= JMG_NUM_DTYPES) {
-    snprintf(why, why_len, "cuSOLVERMp takes float32, float64, complex64 "
-             "and complex128 only");
+    snprintf(why, why_len,
+             "cuSOLVERMp takes float32, float64, complex64 and complex128 "
+             "only");
+    return 0;
+  }
+  if (strcmp(p->op, "syevd") == 0 && (p->tile & (p->tile - 1)) != 0) {
+    snprintf(why, why_len,
+             "T_A=%lld is not a power of two: cusolverMpSyevd may fail with "
+             "such blocks (cuSOLVERMp docs, cusolverMpStedc); choose a power "
+             "of two",
+             (long long)p->tile);
     return 0;
   }
   return 1;

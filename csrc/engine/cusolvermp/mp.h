@@ -22,7 +22,7 @@
 #include "engine/cusolvermp/api.h"
 #include "engine/engine.h"
 
-#define MP_MAX_TAKEN 8
+#define MP_MAX_TAKEN 12
 
 typedef struct mp_call {
   const char *op;
@@ -87,25 +87,31 @@ int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
 int mp_agree_info(mp_call *c, int rc, const int *d_info, const char *call,
                   int *info, jmg_error *err);
 
-/* The right-hand sides B (n x nrhs) as the library takes them: rows in
- * blocks of mb over the grid's rows, every column on grid column 0
- * (NB_B = nrhs), the others holding no column. Each rank has all of B, so
- * the distribution is local copies; the solution goes back to every rank by
- * one broadcast per grid row's owner. */
+/* The right-hand sides B (n x nrhs) as the library takes them.
+ * cusolverMpPotrs and cusolverMpGetrs solve one right-hand side per call
+ * ("Currently, this routine only supports NRHS=1", functions.html), so each
+ * column j is solved by itself, as an n x 1 matrix with MB_B = MB_A (which
+ * both require) on grid column 0: rank (row, 0) holds that column's row
+ * blocks of grid row `row`. The columns sit side by side in this rank's
+ * part (ld lld), which on a 1 x P grid is b itself on rank 0. Each rank has
+ * all of B, so the distribution is local copies; the solution goes back to
+ * every rank by one broadcast per rank of grid column 0. */
 typedef struct mp_rhs {
   int64_t nrhs;
-  void *local;        /* this rank's part (NULL: none) */
-  void *arg;          /* what the library is given: local, or b */
+  void *local;        /* this rank's part (NULL: off grid column 0) */
   int64_t local_rows; /* its rows */
   int64_t lld;
   void *recv;         /* the largest owner's part, for the gather */
-  jmg_mp_desc_t desc;
+  jmg_mp_desc_t desc; /* of one column (n x 1) */
 } mp_rhs;
 
 /* Step 1: its buffers (b itself where it already is the part). */
 int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err);
-/* Step 2: its descriptor. */
+/* Step 2: the descriptor of one column. */
 int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err);
+/* What the library is given for column j (any valid pointer where this
+ * rank holds none of it). */
+void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j);
 /* Step 3: b into this rank's part (local copies, on the stream), and the
  * solution from the owners' parts into every rank's b (collective). */
 int mp_rhs_scatter(mp_call *c, const void *b, mp_rhs *r, jmg_error *err);
@@ -114,12 +120,24 @@ int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err);
 /* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
 int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err);
 
-/* Step 3 of lu_solve with transpose (transpose.c): A's part replaced by
- * the parts of Aᵀ (not conjugated) in the same layout. Step 1 takes two
- * staging buffers of the part's size and this GPU's cuBLAS handle
- * (mp_transpose_take). Collective. */
-int mp_transpose_take(mp_call *c, void **stage, jmg_error *err);
-int mp_transpose(mp_call *c, void *const *stage, jmg_error *err);
+/* Transposes between parts in A's layout (transpose.c): dst = srcᵀ
+ * (conj 0) or srcᴴ (conj 1), src and dst distinct parts of this rank
+ * (ld a->ld). Blocks are exchanged over the communicator, one block row of
+ * dst at a time, through staging buffers of one block column / block row
+ * of the part (mp_transpose_take, step 1, with this GPU's cuBLAS handle).
+ * Collective. */
+typedef struct mp_stage {
+  void *send, *recv; /* one block column of src, one block row of dst */
+  void *tri;         /* one packed triangle of a diagonal block */
+} mp_stage;
+int mp_transpose_take(mp_call *c, mp_stage *s, jmg_error *err);
+int mp_transpose(mp_call *c, const void *src, void *dst, int conj,
+                 mp_stage *s, jmg_error *err);
+/* dst = the Hermitian matrix of src's lower triangle: lower triangle and
+ * diagonal from src, strict upper triangle the conjugate transpose of src's
+ * strict lower one. Collective. */
+int mp_hermitian(mp_call *c, const void *src, void *dst, mp_stage *s,
+                 jmg_error *err);
 
 /* The routines (potrs.c, potri.c, syevd.c, lu_solve.c). */
 int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,

@@ -1,6 +1,7 @@
 /* potrs on cuSOLVERMp: every rank factors its part of A (lower triangle,
- * cusolverMpPotrf) and solves with the right-hand sides on grid column 0
- * (mp.h, mp_rhs), then every rank receives X. With a diag to fill, the
+ * cusolverMpPotrf) and solves for each right-hand side in turn
+ * (cusolverMpPotrs takes one per call; B on grid column 0, mp.h, mp_rhs),
+ * then every rank receives X. With a diag to fill, the
  * factor's diagonal is gathered before the solve: each diagonal block's
  * owner copies the real parts of its diagonal into an n-vector on its GPU
  * and broadcasts that segment (one broadcast per diagonal block, in NCCL
@@ -83,9 +84,9 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     &c, "cusolverMpPotrf_bufferSize", err);
     if (rc == 0)
       rc = mp_check(api->potrs_buffer_size(c.handle, CUBLAS_FILL_MODE_LOWER,
-                                           a->n, nrhs, a->data, 1, 1, da,
-                                           r.arg, 1, 1, r.desc, c.type, &d2,
-                                           &h2),
+                                           a->n, 1, a->data, 1, 1, da,
+                                           mp_rhs_col(&c, &r, b, 0), 1, 1,
+                                           r.desc, c.type, &d2, &h2),
                     &c, "cusolverMpPotrs_bufferSize", err);
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
@@ -108,19 +109,20 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     int s = 0;
     if (diag != NULL) rc = gather_diag(&c, d_diag, diag, err);
     if (rc == 0) rc = mp_rhs_scatter(&c, b, &r, err);
-    if (rc == 0)
+    for (int64_t j = 0; rc == 0 && j < nrhs; ++j) {
       rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                         c.op, err);
-    if (rc == 0 && nrhs > 0)
-      rc = mp_check(api->potrs(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, nrhs,
-                               a->data, 1, 1, da, r.arg, 1, 1, r.desc, c.type,
-                               c.d_work, c.d_bytes, c.h_work, c.h_bytes,
-                               d_info),
-                    &c, "cusolverMpPotrs", err);
-    rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrs", &s, err);
-    if (rc == 0 && s != 0)
-      rc = jmg_error_set(err, JMG_ECUSOLVER, c.op, "cusolverMpPotrs",
-                         "info %d after a successful factorization", s);
+      if (rc == 0)
+        rc = mp_check(api->potrs(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, 1,
+                                 a->data, 1, 1, da, mp_rhs_col(&c, &r, b, j),
+                                 1, 1, r.desc, c.type, c.d_work, c.d_bytes,
+                                 c.h_work, c.h_bytes, d_info),
+                      &c, "cusolverMpPotrs", err);
+      rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrs", &s, err);
+      if (rc == 0 && s != 0)
+        rc = jmg_error_set(err, JMG_ECUSOLVER, c.op, "cusolverMpPotrs",
+                           "info %d after a successful factorization", s);
+    }
     if (rc == 0) rc = mp_rhs_gather(&c, b, &r, err);
     if (rc == 0)
       rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);

@@ -1,11 +1,12 @@
 /* syevd on cuSOLVERMp: cusolverMpSyevd on the lower triangle ("lower
  * triangular input matrix only", release notes 0.3.0), A's layout with
- * MB = NB, IA = JA = 1. With vectors, Q goes to a scratch part of A's
- * layout (the library writes Q to a second matrix), copied over A's part
- * afterwards; without, compz "N" and Q named by A's own pointer and
- * descriptor (not referenced, as in ScaLAPACK's p?syevd). The eigenvalues
- * (ascending) go to w, on the device, and are broadcast from rank 0 so
- * that every rank has them whatever the library leaves on the others. */
+ * MB = NB = MB_Z, IA = JA = IZ = JZ = 1 (functions.html). The eigenvectors
+ * go to Z, a scratch part of A's layout, copied over A's part afterwards.
+ * With jobz "N" Z is still a part of its own: the docs call d_Z an output
+ * whatever jobz is, and A is the library's input, so Z is never A. The
+ * eigenvalues ("an array of global size N") go to w, on the device, and
+ * are broadcast from rank 0 so that every rank has them whatever the
+ * library leaves on the others. */
 #include <string.h>
 
 #include "cuda/check.h"
@@ -19,7 +20,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
   void *q = NULL;
   int rc = mp_begin(&c, "syevd", a, err);
   if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
-  if (rc == 0 && want_vectors)
+  if (rc == 0)
     rc = mp_take(&c, (size_t)a->ld * (size_t)a->cols * c.elem, &q, err);
   rc = mp_agree(&c, rc, err);
 
@@ -30,14 +31,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
     size_t d1 = 0, h1 = 0;
     rc = mp_grid(&c, err);
     if (rc == 0) rc = mp_desc_a(&c, &da, err);
-    if (rc == 0) {
-      if (want_vectors) {
-        rc = mp_desc_a(&c, &dq, err);
-      } else {
-        dq = da;
-        q = a->data;
-      }
-    }
+    if (rc == 0) rc = mp_desc_a(&c, &dq, err);
     if (rc == 0)
       rc = mp_check(api->syevd_buffer_size(c.handle, compz,
                                            CUBLAS_FILL_MODE_LOWER, a->n,
