@@ -199,9 +199,11 @@ JMG_FFI_EXPORT(jaxmg_lu_solve_cuda, &jmg_lu_solve_op, &g_cuda)
 JMG_FFI_EXPORT_ENGINE_CHECK(jaxmg_engine_check_cuda, &g_cuda)
 
 /* NCCL and cuSOLVERMp, loaded at run time, for the Python layer (ctypes):
- * where to load them from (before first use; NULL: the soname), whether
- * cuSOLVERMp loads (1, or 0 and the reason, which names the extra), and a
- * new NCCL id for a group (0, or -1 and the reason; len >= 128). */
+ * where to load them from (NULL: the soname; each path is fixed by the
+ * first load, and jaxmg_cusolvermp_available loads NCCL too, so set both
+ * paths first), whether cuSOLVERMp loads (1, or 0 and the reason, which
+ * names the extra), and a new NCCL id for a group (0, or -1 and the
+ * reason; len >= 128). */
 #define JMG_CUDA_EXPORT __attribute__((visibility("default")))
 
 JMG_CUDA_EXPORT int jaxmg_nccl_set_path(const char *path) {

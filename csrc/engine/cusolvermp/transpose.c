@@ -16,6 +16,7 @@
  * rank may send to itself. The stream orders each row's staging after the
  * last row's exchange. */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda/check.h"
@@ -94,9 +95,11 @@ int mp_transpose_take(mp_call *c, mp_stage *s, jmg_error *err) {
   if (rc == 0)
     rc = mp_take(c, (size_t)(a->nb * (a->nb + 1) / 2) * c->elem, &s->tri,
                  err);
-  if (rc == 0 && c->blas == NULL)
+  if (rc == 0 && c->blas == NULL) {
     rc = jmg_cuda_handles_acquire((void *const *)&a->device_ctx, 1,
                                   "cuSOLVERMp", &c->blas, err);
+    if (rc != 0) snprintf(err->op, sizeof err->op, "%s", c->op);
+  }
   return rc;
 }
 
