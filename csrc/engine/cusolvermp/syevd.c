@@ -1,12 +1,18 @@
 /* syevd on cuSOLVERMp: cusolverMpSyevd on the lower triangle ("lower
  * triangular input matrix only", release notes 0.3.0), A's layout with
- * MB = NB = MB_Z, IA = JA = IZ = JZ = 1 (functions.html). The eigenvectors
- * go to Z, a scratch part of A's layout, copied over A's part afterwards.
- * With jobz "N" Z is still a part of its own: the docs call d_Z an output
- * whatever jobz is, and A is the library's input, so Z is never A. The
- * eigenvalues ("an array of global size N") go to w, on the device, and
- * are broadcast from rank 0 so that every rank has them whatever the
- * library leaves on the others. */
+ * MB = NB = MB_Z, IA = JA = IZ = JZ = 1 (functions.html).
+ *
+ * compz is 'Z', as NVIDIA's sample (CUDALibrarySamples, cuSOLVERMp/
+ * mp_syevd.c: `char compz = 'Z'`) passes it: the documented 'V' was
+ * reported to fail or hang inside stedc, and 'N' to be refused ("SYEVD does
+ * not support eigenvalue only, compz=N", 0.7.2 and 0.8.0, a third party's
+ * record of runs). So the eigenvectors are always computed, into Z, a
+ * scratch part of A's layout, and copied over A's part only when asked
+ * for: eigenvalues alone cost what both do.
+ *
+ * The eigenvalues (ascending, "an array of global size N", replicated) go
+ * to w, on the device, and are broadcast from rank 0 as well, so that
+ * every rank has rank 0's whatever the library leaves on the others. */
 #include <string.h>
 
 #include "cuda/check.h"
@@ -25,7 +31,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
   rc = mp_agree(&c, rc, err);
 
   const jmg_mp_api *api = c.api;
-  char compz[2] = {want_vectors ? 'V' : 'N', '\0'};
+  char compz[2] = {'Z', '\0'};
   jmg_mp_desc_t da = NULL, dq = NULL;
   if (rc == 0) {
     size_t d1 = 0, h1 = 0;
