@@ -258,6 +258,9 @@ static int nccl_open(const void *id, int rank, int ranks, void *device_ctx,
   int rc = jmg_nccl_load(op, err);
   if (rc != 0) return rc;
   const jmg_cuda_device *dev = device_ctx;
+  if (dev == NULL)
+    return jmg_error_set(err, JMG_EINVAL, op, "ncclCommInitRank",
+                         "no device for rank %d", rank);
   if (ranks < 1 || rank < 0 || rank >= ranks)
     return jmg_error_set(err, JMG_EINVAL, op, "ncclCommInitRank",
                          "rank %d of %d ranks", rank, ranks);
