@@ -39,9 +39,50 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/gather/syevd.c
   csrc/engine/gather/lu_solve.c
   csrc/share/cuda_share.c
-  csrc/share/cuda_driver.c)
+  csrc/share/cuda_driver.c
+  csrc/cuda/comm_nccl.c
+  csrc/engine/cusolvermp/loader.c
+  csrc/engine/cusolvermp/context.c
+  csrc/engine/cusolvermp/transpose.c
+  csrc/engine/cusolvermp/potrs.c
+  csrc/engine/cusolvermp/potri.c
+  csrc/engine/cusolvermp/syevd.c
+  csrc/engine/cusolvermp/lu_solve.c)
+# NCCL and cuSOLVERMp are dlopen'ed (cuda/comm_nccl.c,
+# engine/cusolvermp/loader.c): no link to either, only -ldl. Their headers:
+# nccl.h from the toolkit; cusolverMp.h is not needed (engine/cusolvermp/
+# api.h declares what jaxmg calls).
 target_link_libraries(jaxmg_cuda PRIVATE jaxmg_core CUDA::cudart CUDA::cublas CUDA::cusolver
-                      "${JAXMG_CUSOLVERMG_LIBRARY}")
+                      "${JAXMG_CUSOLVERMG_LIBRARY}" ${CMAKE_DL_LIBS})
+
+# Where cuSOLVERMp's header is found (-DJAXMG_CUSOLVERMP_INCLUDE=DIR, or the
+# nvidia-cusolvermp wheel in the Python environment), api.h is checked
+# against it: engine/cusolvermp/api_check.c assigns every real function to
+# our pointer types, so a mismatch fails the build. The object is built with
+# the library and linked into nothing.
+set(JAXMG_CUSOLVERMP_HINTS "${JAXMG_CUSOLVERMP_INCLUDE}")
+if(Python_EXECUTABLE)
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    OUTPUT_VARIABLE _jaxmg_purelib OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_jaxmg_purelib)
+    list(APPEND JAXMG_CUSOLVERMP_HINTS "${_jaxmg_purelib}/nvidia/cu13/include"
+         "${_jaxmg_purelib}/nvidia/cusolvermp/include")
+  endif()
+endif()
+find_path(JAXMG_CUSOLVERMP_HEADER_DIR cusolverMp.h HINTS ${JAXMG_CUSOLVERMP_HINTS}
+          NO_DEFAULT_PATH)
+if(JAXMG_CUSOLVERMP_HEADER_DIR)
+  message(STATUS "Checking engine/cusolvermp/api.h against ${JAXMG_CUSOLVERMP_HEADER_DIR}/cusolverMp.h")
+  add_library(jaxmg_cusolvermp_api_check OBJECT csrc/engine/cusolvermp/api_check.c)
+  target_include_directories(jaxmg_cusolvermp_api_check PRIVATE csrc
+                             "${JAXMG_CUSOLVERMP_HEADER_DIR}")
+  target_link_libraries(jaxmg_cusolvermp_api_check PRIVATE CUDA::cudart CUDA::cublas
+                        CUDA::cusolver)
+  add_dependencies(jaxmg_cuda jaxmg_cusolvermp_api_check)
+else()
+  message(STATUS "cusolverMp.h not found: engine/cusolvermp/api.h is not checked (set JAXMG_CUSOLVERMP_INCLUDE)")
+endif()
 # Found at run time from JAX's own nvidia-* wheels (preloaded by the Python
 # layer) or, failing that, from the toolkit it was built against.
 set_target_properties(jaxmg_cuda PROPERTIES

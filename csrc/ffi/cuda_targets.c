@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "cuda/check.h"
+#include "cuda/comm_nccl.h"
 #include "cuda/device.h"
+#include "engine/cusolvermp/api.h"
 #include "ffi/handler.h"
 #include "ops/ops.h"
 
@@ -164,10 +167,14 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
 
 /* In order of preference: cuSOLVERDn where the group is one GPU (jaxlib's
  * own solver; cuSOLVERMg on one GPU ran at 0.14x to 0.88x JAX's speed,
- * issue 18), cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
- * cuSOLVERMg on one GPU, for comparison (README, "Engines"). */
+ * issue 18); the gather to one GPU where a group of several is small enough
+ * (engine/gather/thresholds.c); cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
+ * cuSOLVERMg on one GPU, for comparison (README, "Engines"). cuSOLVERMp
+ * last: it takes what the leader engines refuse (a group across nodes),
+ * or what JAXMG_ENGINE=cusolvermp sends it. */
 static const jmg_engine *const g_cuda_engines[] = {
-    &jmg_cusolverdn_engine, &jmg_gather_engine, &jmg_cusolvermg_engine, NULL};
+    &jmg_cusolverdn_engine, &jmg_gather_engine, &jmg_cusolvermg_engine,
+    &jmg_cusolvermp_engine, NULL};
 
 static const jmg_ffi_platform g_cuda = {
     .name = "CUDA",
@@ -180,6 +187,7 @@ static const jmg_ffi_platform g_cuda = {
     .copy_local = cuda_copy_local,
     .async = 0,
     .share = jmg_cuda_share,
+    .comm = jmg_nccl_comm,
 };
 
 /* The handlers, one per op. */
@@ -190,3 +198,28 @@ JMG_FFI_EXPORT(jaxmg_lu_solve_cuda, &jmg_lu_solve_op, &g_cuda)
 
 /* Which engine would run a call: asked by the Python layer before tracing. */
 JMG_FFI_EXPORT_ENGINE_CHECK(jaxmg_engine_check_cuda, &g_cuda)
+
+/* NCCL and cuSOLVERMp, loaded at run time, for the Python layer (ctypes):
+ * where to load them from (NULL: the soname; each path is fixed by the
+ * first load, and jaxmg_cusolvermp_available loads NCCL too, so set both
+ * paths first), whether cuSOLVERMp loads (1, or 0 and the reason, which
+ * names the extra), and a new NCCL id for a group (0, or -1 and the
+ * reason; len >= 128). */
+#define JMG_CUDA_EXPORT __attribute__((visibility("default")))
+
+JMG_CUDA_EXPORT int jaxmg_nccl_set_path(const char *path) {
+  return jmg_nccl_set_path(path);
+}
+
+JMG_CUDA_EXPORT int jaxmg_cusolvermp_set_path(const char *path) {
+  return jmg_cusolvermp_set_path(path);
+}
+
+JMG_CUDA_EXPORT int jaxmg_cusolvermp_available(char *why, size_t len) {
+  return jmg_cusolvermp_available(why, len);
+}
+
+JMG_CUDA_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err,
+                                      size_t errlen) {
+  return jmg_nccl_new_id(out, len, err, errlen);
+}

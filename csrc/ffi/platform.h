@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "ffi/xla_compat.h"
@@ -41,6 +42,9 @@ typedef struct jmg_ffi_platform {
   /* How participants in other processes share their buffers with the
    * leader (MPMD calls, see share/share.h). */
   const jmg_share *(*share)(void);
+  /* The platform's communicator for JMG_MODEL_LOCAL engines (comm/comm.h);
+   * NULL where it has none (CPU). */
+  const jmg_comm_ops *(*comm)(void);
 } jmg_ffi_platform;
 
 #endif

@@ -1,0 +1,460 @@
+/* The cuSOLVERMp engine (JMG_MODEL_LOCAL): its table, what it supports,
+ * and what its routines share (mp.h).
+ *
+ * State per process and GPU: cuSOLVERMp supports only one handle per
+ * process and GPU ("Only one handle per process and per GPU supported",
+ * cusolverMpCreate, docs.nvidia.com/cuda/cusolvermp/usage/functions.html),
+ * so each GPU's handle is made once, on first use, with the participant's
+ * stream, and every call sets its own stream (cusolverMpSetStream). The
+ * grids of a GPU (one per communicator and grid shape) are cached beside
+ * the handle. A GPU's state is locked for the whole call: XLA runs one
+ * device's calls in program order, so the lock only serializes what XLA
+ * would not run at once anyway, and keeps the stream of the shared handle
+ * the call's own. Handles and grids live until the process exits and are
+ * not destroyed then (like the communicators, cuda/comm_nccl.c: CUDA may be
+ * gone by then; their device memory goes with the context).
+ *
+ * Buffers: device memory from XLA's allocator (the participant's
+ * jmg_cuda_device), the library's host workspace from malloc, released at
+ * the end of each call after the stream is synchronized. */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/check.h"
+#include "cuda/dtype.h"
+#include "cuda/handles.h"
+#include "engine/cusolvermp/mp.h"
+
+#define MP_MAX_GPUS 64
+
+typedef struct mp_grid_entry {
+  jmg_comm *comm;
+  int rows, cols;
+  jmg_mp_grid_t grid;
+  struct mp_grid_entry *next;
+} mp_grid_entry;
+
+typedef struct mp_gpu {
+  pthread_mutex_t mu;
+  jmg_mp_handle_t handle;
+  mp_grid_entry *grids;
+} mp_gpu;
+
+static mp_gpu g_gpu[MP_MAX_GPUS];
+static pthread_once_t g_gpu_once = PTHREAD_ONCE_INIT;
+
+static void gpu_init(void) {
+  for (int i = 0; i < MP_MAX_GPUS; ++i)
+    pthread_mutex_init(&g_gpu[i].mu, NULL);
+}
+
+int64_t mp_numroc(int64_t n, int64_t nb, int iproc, int nprocs) {
+  int64_t nblocks = n / nb;
+  int64_t num = (nblocks / nprocs) * nb;
+  int64_t extra = nblocks % nprocs;
+  if (iproc < extra)
+    num += nb;
+  else if (iproc == extra)
+    num += n % nb;
+  return num;
+}
+
+int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
+             jmg_error *err) {
+  if (st == CUSOLVER_STATUS_SUCCESS) return 0;
+  return jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
+                       "%s (cuSOLVERMp %s, rank %d of %d)",
+                       jmg_cusolver_status_name(st), jmg_cusolvermp_series(),
+                       c->a->rank, c->a->ranks);
+}
+
+static int check_layout(const mp_call *c, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  if (a->ranks < 1 || a->rank < 0 || a->rank >= a->ranks ||
+      a->grid_rows < 1 || a->grid_cols < 1 ||
+      a->grid_rows * a->grid_cols != a->ranks)
+    return jmg_error_set(err, JMG_EINVAL, c->op, "cuSOLVERMp",
+                         "rank %d of %d on a %d x %d grid", a->rank, a->ranks,
+                         a->grid_rows, a->grid_cols);
+  if (a->comm_ops == NULL || a->comm == NULL || a->device_ctx == NULL)
+    return jmg_error_set(err, JMG_EINVAL, c->op, "cuSOLVERMp",
+                         "no communicator or device for rank %d", a->rank);
+  if (a->n < 1 || a->mb < 1 || a->mb != a->nb)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, c->op, "cuSOLVERMp",
+                         "N=%lld with %lld x %lld blocks: jaxmg's cuSOLVERMp "
+                         "routines take square blocks (MB = NB)",
+                         (long long)a->n, (long long)a->mb, (long long)a->nb);
+  int64_t rows = mp_numroc(a->n, a->mb, c->myrow, a->grid_rows);
+  int64_t cols = mp_numroc(a->n, a->nb, c->mycol, a->grid_cols);
+  if (a->rows != rows || a->cols != cols || a->ld < (rows > 1 ? rows : 1))
+    return jmg_error_set(err, JMG_EINVAL, c->op, "cuSOLVERMp",
+                         "rank %d holds %lld x %lld (ld %lld); its part of "
+                         "N=%lld in %lld-blocks on a %d x %d grid is %lld x "
+                         "%lld",
+                         a->rank, (long long)a->rows, (long long)a->cols,
+                         (long long)a->ld, (long long)a->n, (long long)a->mb,
+                         a->grid_rows, a->grid_cols, (long long)rows,
+                         (long long)cols);
+  return 0;
+}
+
+int mp_begin(mp_call *c, const char *op, const jmg_local_matrix *a,
+             jmg_error *err) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->a = a;
+  c->slot = -1;
+  c->dev = a->device_ctx;
+  c->stream = c->dev != NULL ? (cudaStream_t)c->dev->stream : NULL;
+  c->type = jmg_cuda_data_type(a->dtype);
+  c->elem = jmg_dtype_size(a->dtype);
+  if (a->grid_rows > 0) {
+    c->myrow = a->rank % a->grid_rows;
+    c->mycol = a->rank / a->grid_rows;
+  }
+  int rc = check_layout(c, err);
+  if (rc != 0) return rc;
+  if (c->stream == NULL) /* "stream cannot be the default stream" */
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cusolverMpCreate",
+                         "the participant's stream is the default stream, "
+                         "which cuSOLVERMp does not take");
+  char why[JMG_ERROR_MSG_LEN];
+  c->api = jmg_mp_load(why, sizeof why);
+  if (c->api == NULL)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cuSOLVERMp", "%s", why);
+  int device = c->dev->device;
+  if (device < 0 || device >= MP_MAX_GPUS)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cuSOLVERMp",
+                         "GPU %d: jaxmg's cuSOLVERMp engine keeps state for "
+                         "GPUs 0 .. %d",
+                         device, MP_MAX_GPUS - 1);
+  rc = JMG_CUDA_TRY(cudaSetDevice(device), op, err);
+  if (rc != 0) return rc;
+  pthread_once(&g_gpu_once, gpu_init);
+  pthread_mutex_lock(&g_gpu[device].mu);
+  c->slot = device;
+  mp_gpu *g = &g_gpu[device];
+  if (g->handle == NULL) {
+    jmg_mp_handle_t h = NULL;
+    rc = mp_check(c->api->create(&h, device, c->stream), c, "cusolverMpCreate",
+                  err);
+    if (rc != 0) return rc;
+    g->handle = h;
+    int version = 0;
+    if (c->api->get_version(h, &version) == CUSOLVER_STATUS_SUCCESS)
+      jmg_cusolvermp_note_version(version);
+  }
+  c->handle = g->handle;
+  return mp_check(c->api->set_stream(c->handle, c->stream), c,
+                  "cusolverMpSetStream", err);
+}
+
+void mp_end(mp_call *c) {
+  if (c->stream != NULL && c->slot >= 0)
+    cudaStreamSynchronize(c->stream); /* nothing may still use the buffers */
+  for (int i = 0; i < c->ndescs; ++i) c->api->destroy_desc(c->descs[i]);
+  c->ndescs = 0;
+  free(c->h_work);
+  c->h_work = NULL;
+  for (int i = 0; i < c->ntaken; ++i)
+    c->dev->free(c->dev->alloc_ctx, c->taken[i], c->taken_bytes[i]);
+  c->ntaken = 0;
+  if (c->blas != NULL) jmg_cuda_handles_release(c->blas);
+  c->blas = NULL;
+  if (c->slot >= 0) pthread_mutex_unlock(&g_gpu[c->slot].mu);
+  c->slot = -1;
+}
+
+int mp_agree(mp_call *c, int rc, jmg_error *err) {
+  if (c->a->comm_ops == NULL || c->a->comm == NULL) /* nobody to agree with */
+    return rc != 0 ? rc
+                   : jmg_error_set(err, JMG_EINVAL, c->op, "cuSOLVERMp",
+                                   "no communicator");
+  int v = rc != 0 ? -rc : 0;
+  jmg_error mine;
+  jmg_error_clear(&mine);
+  int rc2 = c->a->comm_ops->max_int(c->a->comm, &v, c->a->device_ctx, c->op,
+                                    &mine);
+  if (rc != 0) return rc;
+  if (rc2 != 0) {
+    jmg_error_copy(err, &mine);
+    return rc2;
+  }
+  if (v != 0)
+    return jmg_error_set(err, JMG_EPEER, c->op, "cuSOLVERMp",
+                         "another rank of the call failed (%s) before "
+                         "cuSOLVERMp was called",
+                         jmg_status_name(v));
+  return 0;
+}
+
+int mp_take(mp_call *c, size_t bytes, void **out, jmg_error *err) {
+  *out = NULL;
+  if (c->ntaken == MP_MAX_TAKEN)
+    return jmg_error_set(err, JMG_EINTERNAL, c->op, "cuSOLVERMp",
+                         "more than %d buffers in one call", MP_MAX_TAKEN);
+  if (bytes == 0) bytes = 1;
+  int rc = c->dev->alloc(c->dev->alloc_ctx, bytes, out, err);
+  if (rc != 0) {
+    snprintf(err->op, sizeof err->op, "%s", c->op);
+    return rc;
+  }
+  c->taken[c->ntaken] = *out;
+  c->taken_bytes[c->ntaken] = bytes;
+  c->ntaken++;
+  return 0;
+}
+
+int mp_take_work(mp_call *c, size_t d_bytes, size_t h_bytes, jmg_error *err) {
+  int rc = mp_take(c, d_bytes, &c->d_work, err);
+  if (rc != 0) return rc;
+  c->d_bytes = d_bytes;
+  c->h_work = malloc(h_bytes > 0 ? h_bytes : 1);
+  if (c->h_work == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
+                         "cannot allocate %zu bytes of cuSOLVERMp's host "
+                         "workspace",
+                         h_bytes);
+  c->h_bytes = h_bytes;
+  return 0;
+}
+
+int mp_grid(mp_call *c, jmg_error *err) {
+  mp_gpu *g = &g_gpu[c->slot];
+  const jmg_local_matrix *a = c->a;
+  for (mp_grid_entry *e = g->grids; e != NULL; e = e->next)
+    if (e->comm == a->comm && e->rows == a->grid_rows &&
+        e->cols == a->grid_cols) {
+      c->grid = e->grid;
+      return 0;
+    }
+  mp_grid_entry *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
+                         "cannot allocate a grid entry");
+  ncclComm_t nc = (ncclComm_t)a->comm_ops->native(a->comm);
+  int rc = mp_check(c->api->create_grid(c->handle, &e->grid, nc, a->grid_rows,
+                                        a->grid_cols, JMG_MP_GRID_COL_MAJOR),
+                    c, "cusolverMpCreateDeviceGrid", err);
+  if (rc != 0) {
+    free(e);
+    return rc;
+  }
+  e->comm = a->comm;
+  e->rows = a->grid_rows;
+  e->cols = a->grid_cols;
+  e->next = g->grids;
+  g->grids = e;
+  c->grid = e->grid;
+  return 0;
+}
+
+int mp_desc(mp_call *c, int64_t m, int64_t n, int64_t mb, int64_t nb,
+            int64_t lld, jmg_mp_desc_t *out, jmg_error *err) {
+  *out = NULL;
+  if (c->ndescs == (int)(sizeof c->descs / sizeof c->descs[0]))
+    return jmg_error_set(err, JMG_EINTERNAL, c->op, "cuSOLVERMp",
+                         "too many descriptors in one call");
+  if (lld < 1) lld = 1;
+  int rc = mp_check(
+      c->api->create_desc(out, c->grid, c->type, m, n, mb, nb, 0, 0, lld), c,
+      "cusolverMpCreateMatrixDesc", err);
+  if (rc == 0) c->descs[c->ndescs++] = *out;
+  return rc;
+}
+
+int mp_desc_a(mp_call *c, jmg_mp_desc_t *out, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  return mp_desc(c, a->n, a->n, a->mb, a->nb, a->ld, out, err);
+}
+
+int mp_agree_info(mp_call *c, int rc, const int *d_info, const char *call,
+                  int *info, jmg_error *err) {
+  int h = 0;
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(&h, d_info, sizeof h,
+                                      cudaMemcpyDeviceToHost, c->stream),
+                      c->op, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
+  /* A rank whose call failed still takes part, so that no rank waits. */
+  int v = rc != 0 || h < 0 ? INT_MAX : h;
+  jmg_error mine;
+  jmg_error_clear(&mine);
+  int rc2 = c->a->comm_ops->max_int(c->a->comm, &v, c->a->device_ctx, c->op,
+                                    &mine);
+  if (rc != 0) return rc;
+  if (rc2 != 0) {
+    jmg_error_copy(err, &mine);
+    return rc2;
+  }
+  if (v == INT_MAX)
+    return jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
+                         "failed on another rank, or info < 0 (an invalid "
+                         "argument) there; this rank's info %d",
+                         h);
+  *info = v;
+  return 0;
+}
+
+/* ---- the right-hand sides ---------------------------------------------- */
+
+int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  memset(r, 0, sizeof *r);
+  r->nrhs = nrhs;
+  r->local_rows = mp_numroc(a->n, a->mb, c->myrow, a->grid_rows);
+  r->lld = r->local_rows;
+  if (a->grid_rows == 1) { /* rank 0 holds every row: b itself, ld n */
+    if (c->mycol == 0) r->local = b;
+    return 0;
+  }
+  int rc = 0;
+  if (c->mycol == 0)
+    rc = mp_take(c, (size_t)(r->local_rows * nrhs) * c->elem, &r->local, err);
+  /* Every rank receives each owner's part in turn (row 0's is the
+   * largest). */
+  int64_t most = mp_numroc(a->n, a->mb, 0, a->grid_rows);
+  if (rc == 0) rc = mp_take(c, (size_t)(most * nrhs) * c->elem, &r->recv, err);
+  return rc;
+}
+
+int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  return mp_desc(c, a->n, 1, a->mb, a->nb, r->lld, &r->desc, err);
+}
+
+void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j) {
+  if (r->local == NULL) return b; /* no row of it here */
+  return (char *)r->local + (size_t)(j * r->lld) * c->elem;
+}
+
+/* Copies the row blocks of grid row `row` between B (n x nrhs, ld n) and
+ * that row's packed part (ld lld): to_part 1 packs, 0 unpacks. */
+static int move_rows(mp_call *c, void *b, void *part, int64_t lld, int row,
+                     int64_t nrhs, int to_part, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  const int64_t R = a->grid_rows, mb = a->mb, n = a->n;
+  const size_t e = c->elem;
+  for (int64_t k = row; k * mb < n; k += R) {
+    int64_t g0 = k * mb, len = n - g0 < mb ? n - g0 : mb;
+    char *pb = (char *)b + (size_t)g0 * e;
+    char *pp = (char *)part + (size_t)((k / R) * mb) * e;
+    int rc = JMG_CUDA_TRY(
+        cudaMemcpy2DAsync(to_part ? (void *)pp : (void *)pb,
+                          (size_t)(to_part ? lld : n) * e,
+                          to_part ? (const void *)pb : (const void *)pp,
+                          (size_t)(to_part ? n : lld) * e, (size_t)len * e,
+                          (size_t)nrhs, cudaMemcpyDeviceToDevice, c->stream),
+        c->op, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int mp_rhs_scatter(mp_call *c, const void *b, mp_rhs *r, jmg_error *err) {
+  if (r->local == NULL || r->local == b || r->nrhs == 0) return 0;
+  return move_rows(c, (void *)b, r->local, r->lld, c->myrow, r->nrhs, 1, err);
+}
+
+int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  const size_t e = c->elem;
+  if (r->nrhs == 0 || a->ranks == 1) return 0; /* b is the only part */
+  if (a->grid_rows == 1) /* rank 0 holds all of X, in b itself */
+    return a->comm_ops->bcast(a->comm, b, (size_t)(a->n * r->nrhs) * e, 0,
+                              a->device_ctx, c->op, err);
+  for (int row = 0; row < a->grid_rows; ++row) {
+    /* Grid row `row` of column 0 is rank `row` (column-major mapping). */
+    int64_t rows = mp_numroc(a->n, a->mb, row, a->grid_rows);
+    void *buf = a->rank == row ? r->local : r->recv;
+    int rc = a->comm_ops->bcast(a->comm, buf, (size_t)(rows * r->nrhs) * e,
+                                row, a->device_ctx, c->op, err);
+    if (rc == 0) rc = move_rows(c, b, buf, rows, row, r->nrhs, 0, err);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  if (a->rows == 0 || a->cols == 0) return 0;
+  size_t pitch = (size_t)a->ld * c->elem;
+  return JMG_CUDA_TRY(cudaMemcpy2DAsync(dst, pitch, src, pitch,
+                                        (size_t)a->rows * c->elem,
+                                        (size_t)a->cols,
+                                        cudaMemcpyDeviceToDevice, c->stream),
+                      c->op, err);
+}
+
+/* ---- the engine ------------------------------------------------------- */
+
+/* The limits of the library that would otherwise fail inside it, from
+ * its documentation (docs.nvidia.com/cuda/cusolvermp/usage/functions.html,
+ * "functions.html" below; 0.7's, whose calls 0.8 keeps) and samples
+ * (NVIDIA/CUDALibrarySamples, cuSOLVERMp/):
+ * - every routine takes float32, float64, complex64 and complex128 with
+ *   computeType the matrix's own type: all of jaxmg's dtypes;
+ * - RSRC = CSRC = 0 only, the column-major grid mapping only
+ *   (functions.html, cusolverMpCreateMatrixDesc, CreateDeviceGrid): the
+ *   local layout's first block is on rank 0, its mapping column-major;
+ * - potrf, potrs, syevd, gels: square blocks, MB_A = NB_A, and B (or Z)
+ *   aligned with A, MB_B = MB_A, IB = IA (functions.html): the local
+ *   layout has MB = NB = T_A, and every B here has A's MB; IA = JA = 1;
+ * - potrs, getrs: one right-hand side per call ("Currently, this routine
+ *   only supports NRHS=1"): the routines solve column by column;
+ * - getrs: "Only CUBLAS_OP_N is currently supported": lu_solve's
+ *   transposed solve factors Aᵀ (transpose.c);
+ * - cusolverMpCreate: the stream cannot be the default stream (checked per
+ *   call, mp_begin: XLA's streams are not);
+ * - syevd (through stedc): "the current implementation of the
+ *   cusolverMpStedc may fail when the blocksize is not a power of two"
+ *   (functions.html, cusolverMpSyevd): refused here, below.
+ * What remains to refuse per problem is the library itself (not installed:
+ * the message names the extra) and syevd's block size. */
+static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
+                       size_t why_len) {
+  (void)e;
+  char reason[JMG_ERROR_MSG_LEN];
+  if (jmg_mp_load(reason, sizeof reason) == NULL) {
+    snprintf(why, why_len, "%s", reason);
+    return 0;
+  }
+  if (p->tile < 1 || p->n < 1 || p->nparts < 1) {
+    snprintf(why, why_len,
+             "N=%lld, T_A=%lld on %d GPUs: cuSOLVERMp needs N >= 1, T_A >= 1",
+             (long long)p->n, (long long)p->tile, p->nparts);
+    return 0;
+  }
+  if ((int)p->dtype < 0 || (int)p->dtype >= JMG_NUM_DTYPES) {
+    snprintf(why, why_len,
+             "cuSOLVERMp takes float32, float64, complex64 and complex128 "
+             "only");
+    return 0;
+  }
+  if (strcmp(p->op, "syevd") == 0 && (p->tile & (p->tile - 1)) != 0) {
+    snprintf(why, why_len,
+             "T_A=%lld is not a power of two: cusolverMpSyevd may fail with "
+             "such blocks (cuSOLVERMp docs, cusolverMpStedc); choose a power "
+             "of two",
+             (long long)p->tile);
+    return 0;
+  }
+  return 1;
+}
+
+const jmg_engine jmg_cusolvermp_engine = {
+    .name = "cusolvermp",
+    .model = JMG_MODEL_LOCAL,
+    .supports = mp_supports,
+    .local =
+        {
+            .potrs = jmg_mp_potrs,
+            .potri = jmg_mp_potri,
+            .syevd = jmg_mp_syevd,
+            .lu_solve = jmg_mp_lu_solve,
+        },
+};

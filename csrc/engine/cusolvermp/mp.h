@@ -1,0 +1,152 @@
+/* What the cuSOLVERMp engine's routines share (context.c): one call's
+ * state, the agreement between ranks, buffers, descriptors, and the
+ * right-hand sides' distribution.
+ *
+ * Every routine runs in three steps, so that no rank returns an error
+ * before a collective its partners entered:
+ *   1. mp_begin and every buffer the routine needs beyond the library's
+ *      workspaces (local: nothing collective), then mp_agree;
+ *   2. mp_grid (collective the first time), descriptors, the library's
+ *      workspace sizes and mp_take_work, then mp_agree again;
+ *   3. the library calls, the results, mp_agree_info.
+ * mp_end releases everything mp_* took, whatever happened. */
+#ifndef JMG_ENGINE_CUSOLVERMP_MP_H
+#define JMG_ENGINE_CUSOLVERMP_MP_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "cuda/device.h"
+#include "engine/cusolvermp/api.h"
+#include "engine/engine.h"
+
+#define MP_MAX_TAKEN 12
+
+typedef struct mp_call {
+  const char *op;
+  const jmg_local_matrix *a;
+  const jmg_mp_api *api;
+  const jmg_cuda_device *dev;
+  cudaStream_t stream;
+  jmg_mp_handle_t handle;
+  jmg_mp_grid_t grid;
+  int slot;          /* the per-GPU state held (locked), or -1 */
+  int myrow, mycol;  /* this rank's place in the grid (column-major) */
+  cudaDataType type; /* A's, and the compute type */
+  size_t elem;       /* bytes per element */
+  void *taken[MP_MAX_TAKEN];
+  size_t taken_bytes[MP_MAX_TAKEN];
+  int ntaken;
+  void *d_work, *h_work;
+  size_t d_bytes, h_bytes;
+  jmg_mp_desc_t descs[4];
+  int ndescs;
+  struct jmg_cuda_handles *blas; /* this GPU's cuBLAS (mp_transpose_take) */
+} mp_call;
+
+/* Step 1: the library, this GPU's handle (made once per process and GPU,
+ * locked until mp_end), and checks of a's layout (mb == nb, the grid, the
+ * part's size). Not collective. */
+int mp_begin(mp_call *c, const char *op, const jmg_local_matrix *a,
+             jmg_error *err);
+void mp_end(mp_call *c);
+
+/* Collective: every rank hands its rc (0 or a negative jmg_status, err
+ * filled); returns rc where it failed here, JMG_EPEER (naming the worst
+ * status) where only another rank failed, else 0. */
+int mp_agree(mp_call *c, int rc, jmg_error *err);
+
+/* Device memory of this GPU (XLA's allocator), released by mp_end. */
+int mp_take(mp_call *c, size_t bytes, void **out, jmg_error *err);
+/* The library's workspaces: device (mp_take) and host (malloc). */
+int mp_take_work(mp_call *c, size_t d_bytes, size_t h_bytes, jmg_error *err);
+
+/* Step 2: the grid of a's comm and shape (cached per GPU), and a
+ * descriptor on it (destroyed by mp_end). */
+int mp_grid(mp_call *c, jmg_error *err);
+int mp_desc(mp_call *c, int64_t m, int64_t n, int64_t mb, int64_t nb,
+            int64_t lld, jmg_mp_desc_t *out, jmg_error *err);
+/* A's own descriptor (from a's fields). */
+int mp_desc_a(mp_call *c, jmg_mp_desc_t *out, jmg_error *err);
+
+/* Rows (or columns) of n in blocks of nb that process iproc of nprocs holds,
+ * the first block on process 0 (ScaLAPACK's NUMROC). */
+int64_t mp_numroc(int64_t n, int64_t nb, int iproc, int nprocs);
+
+/* 0, or err naming the library call and cuSOLVER's status. */
+int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
+             jmg_error *err);
+
+/* Step 3, after each library call (rc: its outcome here): the library's
+ * device info (d_info) to the host, the same on every rank (the maximum).
+ * Collective even where rc != 0, so that no rank is left waiting: a failed
+ * call or an info < 0 (a bad argument) on any rank is an error on every
+ * rank, naming call. */
+int mp_agree_info(mp_call *c, int rc, const int *d_info, const char *call,
+                  int *info, jmg_error *err);
+
+/* The right-hand sides B (n x nrhs) as the library takes them.
+ * cusolverMpPotrs and cusolverMpGetrs solve one right-hand side per call
+ * ("Currently, this routine only supports NRHS=1", functions.html), so each
+ * column j is solved by itself, as an n x 1 matrix with MB_B = MB_A (which
+ * both require) on grid column 0: rank (row, 0) holds that column's row
+ * blocks of grid row `row`. The columns sit side by side in this rank's
+ * part (ld lld), which on a 1 x P grid is b itself on rank 0. Each rank has
+ * all of B, so the distribution is local copies; the solution goes back to
+ * every rank by one broadcast per rank of grid column 0. */
+typedef struct mp_rhs {
+  int64_t nrhs;
+  void *local;        /* this rank's part (NULL: off grid column 0) */
+  int64_t local_rows; /* its rows */
+  int64_t lld;
+  void *recv;         /* the largest owner's part, for the gather */
+  jmg_mp_desc_t desc; /* of one column (n x 1) */
+} mp_rhs;
+
+/* Step 1: its buffers (b itself where it already is the part). */
+int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err);
+/* Step 2: the descriptor of one column. */
+int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err);
+/* What the library is given for column j (any valid pointer where this
+ * rank holds none of it). */
+void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j);
+/* Step 3: b into this rank's part (local copies, on the stream), and the
+ * solution from the owners' parts into every rank's b (collective). */
+int mp_rhs_scatter(mp_call *c, const void *b, mp_rhs *r, jmg_error *err);
+int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err);
+
+/* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
+int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err);
+
+/* Transposes between parts in A's layout (transpose.c): dst = srcᵀ
+ * (conj 0) or srcᴴ (conj 1), src and dst distinct parts of this rank
+ * (ld a->ld). Blocks are exchanged over the communicator, one block row of
+ * dst at a time, through staging buffers of one block column / block row
+ * of the part (mp_transpose_take, step 1, with this GPU's cuBLAS handle).
+ * Collective. */
+typedef struct mp_stage {
+  void *send, *recv; /* one block column of src, one block row of dst */
+  void *tri;         /* one packed triangle of a diagonal block */
+} mp_stage;
+int mp_transpose_take(mp_call *c, mp_stage *s, jmg_error *err);
+int mp_transpose(mp_call *c, const void *src, void *dst, int conj,
+                 mp_stage *s, jmg_error *err);
+/* dst = the Hermitian matrix of src's lower triangle: lower triangle and
+ * diagonal from src, strict upper triangle the conjugate transpose of src's
+ * strict lower one. Collective. */
+int mp_hermitian(mp_call *c, const void *src, void *dst, mp_stage *s,
+                 jmg_error *err);
+
+/* The routines (potrs.c, potri.c, syevd.c, lu_solve.c). */
+int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
+                 int64_t nrhs, void *diag, int *info, jmg_error *err);
+int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
+                 jmg_error *err);
+int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
+                 int want_vectors, int *info, jmg_error *err);
+int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
+                    int64_t nrhs, int transpose, int *info, jmg_error *err);
+
+#endif
