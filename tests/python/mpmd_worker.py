@@ -251,6 +251,8 @@ def comm_ids(checks: Checks, me: int) -> None:
     from jaxmg._src import _compat
     _compat.kv_set(f"test/comm_ids/done/{me}", "1")
     _compat.kv_get(f"test/comm_ids/done/{1 - me}", 60.0)
+    if me == 0:  # and until process 1 has printed its result
+        time.sleep(3.0)
 
 
 def _check(ok: bool) -> None:
