@@ -15,7 +15,10 @@
  *                             (0, the default: one per device)
  *   JAXMG_PERMUTE             "inplace", "apart", or unset (auto)
  *   JAXMG_POTRF               "tiles" (default) or "cusolvermg"
- *   JAXMG_ENGINE              the engine to use; unset: chosen per call */
+ *   JAXMG_ENGINE              the engine to use; unset: chosen per call
+ *   JAXMG_CUSOLVERMP_LIB      path of libcusolverMp.so.0 (read by the Python
+ *                             layer when it loads the CUDA library, handed
+ *                             over by jaxmg_cusolvermp_set_path; not here) */
 #ifndef JMG_COMMON_CONFIG_H
 #define JMG_COMMON_CONFIG_H
 

@@ -13,6 +13,7 @@ called at the global level on the whole matrix, as NetKet does); see
 (whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri).
 """
 
+from jaxmg._src._native import cusolvermp_available
 from jaxmg._src.api.seeds import potri_shardmap_ctx
 
 # The seeds' forms (0.x) and JAXMg 1.x's under the same names: jaxmg._src.api.v1
@@ -38,4 +39,5 @@ __all__ = [
     "syevd_shardmap_ctx",
     "lu_solve",
     "lu_solve_shardmap_ctx",
+    "cusolvermp_available",
 ]

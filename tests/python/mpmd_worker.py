@@ -220,6 +220,46 @@ def netket_solvers(checks: Checks) -> None:
                 checks.run(f"{name}-{how}", run)
 
 
+def comm_ids(checks: Checks, me: int) -> None:
+    """Communicator ids through the job's real key-value store
+    (_mode.share_comm_ids): group "g0" made by process 0, "g1" by process 1,
+    "g2" (process 1's alone) by process 1 and never fetched by process 0.
+    Each process reports the ids it holds and the ones it made (random bytes
+    stand in for NCCL's ids: on CPU there is no NCCL); the launcher compares
+    them across processes. Asked again with the cache, nothing is made and
+    nothing waited for."""
+    from jaxmg._src import _mode
+
+    made: list[bytes] = []
+
+    def make() -> bytes:
+        made.append(os.urandom(128))
+        return made[-1]
+
+    tags = ["g0", "g1", "g2" if me == 1 else None]
+    cache: dict = {}
+    job = _mode.job_id()
+    ids = _mode.share_comm_ids(tags, [0, 1, 1], me, job, make, cache)
+    checks.done.append("ids " + " ".join(i.hex() for i in ids))
+    checks.done.append("made " + " ".join(m.hex() for m in made))
+    attr = _mode.comm_id_attr(ids)
+    checks.run("attr", lambda: _check(len(attr) == 48 and
+                                      np.asarray(attr, np.int64).tobytes() == b"".join(ids)))
+    again = _mode.share_comm_ids(tags, [0, 1, 1], me, job, make, cache)
+    checks.run("cached", lambda: _check(again == ids and len(made) == (1 if me == 0 else 2)))
+    # Process 0 holds the key-value store: it stays until process 1 is done.
+    from jaxmg._src import _compat
+    _compat.kv_set(f"test/comm_ids/done/{me}", "1")
+    _compat.kv_get(f"test/comm_ids/done/{1 - me}", 60.0)
+    if me == 0:  # and until process 1 has printed its result
+        time.sleep(3.0)
+
+
+def _check(ok: bool) -> None:
+    if not ok:
+        raise AssertionError("check failed")
+
+
 def scenario(name: str, checks: Checks, me: int) -> None:
     devices = np.array(jax.devices())
     if name == "all":
@@ -241,8 +281,9 @@ def scenario(name: str, checks: Checks, me: int) -> None:
                 checks.run(f"{op}-{spec}", lambda: OPS[op](mesh, spec, 8, np.float64, rng))
     elif name == "nodes":
         # Each process pretends to be its own node: calls whose devices span
-        # processes must be refused at trace time (cuSOLVERMg is one node
-        # only), in every process, while calls within a process still work.
+        # processes must be refused at trace time (the leader engines drive
+        # one node; cuSOLVERMp, which would not, is GPUs only), in every
+        # process, while calls within a process still work.
         from jaxmg._src import _mode
         _mode.node_name = lambda: f"fake-node-{me}"
         by_proc = {}
@@ -264,10 +305,12 @@ def scenario(name: str, checks: Checks, me: int) -> None:
                 call()
                 checks.failed.append(f"{what}: a call across two nodes was not refused")
             except ValueError as e:
-                if "one node only" in str(e):
+                if "spans 2 nodes" in str(e) and 'pip install "jaxmg[cuda13]"' in str(e):
                     checks.done.append(f"{what} refused: {e}")
                 else:
                     checks.failed.append(f"{what}: refused for another reason: {e}")
+    elif name == "comm_ids":
+        comm_ids(checks, me)
     elif name in ("kill", "kill-early"):
         # After a first call together (which compiles the program, so that
         # the second call reaches the rendezvous at once), shard 1 is killed:

@@ -24,8 +24,9 @@ def test_jaxmg_engine_is_honoured_by_the_check(monkeypatch):
     assert not ok and "JAXMG_ENGINE" in why and "lapack" in why
 
 
-def _mg_like(platform, op, nparts, dtype, n, tile):
-    """Like the CUDA platform on 4 GPUs: syevd refuses T_A > 1024."""
+def _mg_like(platform, op, nparts, dtype, n, tile, nodes=1):
+    """Like the CUDA platform on 4 GPUs of one node: syevd refuses T_A > 1024."""
+    assert nodes == 1
     if op == "syevd" and tile > 1024:
         return False, f"cusolvermg: T_A={tile} > 1024: cusolverMgSyevd rejects wider tiles"
     return True, "cusolvermg"

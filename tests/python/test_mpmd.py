@@ -46,8 +46,9 @@ def test_mesh_2d_processes_times_devices():
 def test_calls_across_nodes_are_refused_in_every_process():
     """Two processes that each pretend to be a node of their own: a call over
     devices of both (plain form and shard_map form) raises ValueError saying
-    cuSOLVERMg is one node only, at trace time in both processes; a call over
-    each process's own devices still solves."""
+    the group spans 2 nodes and naming the extra (cuSOLVERMp, GPUs only),
+    at trace time in both processes; a call over each process's own devices
+    still solves."""
     assert_all_passed(run_job("nodes", 2, devices_per_process=2), 2, expect=3)
 
 
@@ -83,3 +84,17 @@ def test_two_jobs_at_once_never_meet():
 def test_example_mpmd_potrs_runs_as_documented():
     """examples/mpmd_potrs.py, launched as its docstring says (with --cpu)."""
     run_example(2, cpu=True)
+
+
+def test_communicator_ids_reach_every_process_of_their_group():
+    """_mode.share_comm_ids through JAX's key-value store in a job of two
+    processes: each group's id is made once, by its maker, and every
+    process of the group holds the same bytes; a process outside a group
+    holds zeros for it."""
+    results = run_job("comm_ids", 2)
+    assert_all_passed(results, 2, expect=4)
+    ids = {i: results[i]["done"][0].split()[1:] for i in (0, 1)}
+    made = {i: results[i]["done"][1].split()[1:] for i in (0, 1)}
+    assert made[0] == [ids[0][0]] and made[1] == ids[1][1:]
+    assert ids[0][:2] == ids[1][:2]
+    assert ids[0][2] == "00" * 128 and ids[1][2] not in ids[1][:2]

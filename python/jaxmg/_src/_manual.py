@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmg._src import _checks, _compat, _native, _shard
+from jaxmg._src import _checks, _compat, _mode, _native, _shard
 
 
 # The static part of one call: shared with the plain forms, which run the
@@ -58,8 +58,9 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
     (it holds this device's rows; a value typed the same on every device
     cannot be, and its derivative would be read as one shared value)."""
     platform = _native.platform_of(jax.default_backend())
+    nodes = _mode.ambient_nodes(rows.nparts)
     g = _shard.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad,
-                               exact or not pad, platform)
+                               exact or not pad, platform, nodes)
     if _compat.vma_checked():
         missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]
         if missing:
@@ -69,7 +70,13 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
                 f"into the shard_map with in_specs P({rows.spec[0]!r}, None), or "
                 f"mark it with jax.lax.pcast(a, {tuple(missing)!r}, to='varying')"
             )
-    return Call(g, rows.axes, rows.others, _shard.mesh_id([], rows.axes + rows.others))
+    comm = None
+    if g.engine in _shard.LOCAL_ENGINES:
+        sizes = _compat.current_manual_axes()
+        ngroups = int(np.prod([sizes[name] for name in rows.others], dtype=np.int64))
+        comm = _mode.ambient_comm_ids(ngroups, _mode.ambient_job_id(op, rows.nparts))
+    return Call(g, rows.axes, rows.others, _shard.mesh_id([], rows.axes + rows.others),
+                nodes=nodes, comm_id=comm)
 
 
 def shard_index(call: Call) -> jax.Array:

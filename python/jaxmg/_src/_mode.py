@@ -8,8 +8,20 @@ meet in the in-process rendezvous (SPMD), also inside a multi-process job
 process). When a group spans processes (one process per GPU, started with
 ``jax.distributed.initialize``), the call is MPMD: the processes meet through
 POSIX shared memory and the leader reaches the others' buffers through CUDA
-IPC (GPUs) or shared memory (CPU devices). cuSOLVERMg drives the GPUs of one
-node, so a group that spans nodes is refused.
+IPC (GPUs) or shared memory (CPU devices). Those leader engines drive the
+devices of one node: a group that spans nodes (``nodes`` > 1, sent to the C
+library's engine check and as the call's attribute ``nodes``) runs on
+cuSOLVERMp, which needs no shared memory, or is refused before tracing, in
+every process, with the engines' reasons.
+
+An engine of the local model (cuSOLVERMp) wants one communicator id per group
+(attribute ``comm_id``, int64[groups * 16]: group g's 128 bytes at
+[16 g, 16 g + 16)). The group's first process makes it (NCCL's unique id,
+through the C library) and hands it to the others through the job's
+key-value store, under a key that every process computes alike (the job and
+the group's device ids); ids are kept per device set, so retracing and the
+other ops reuse the same communicator (the C library keeps one per id). In one
+process every id is made here.
 
 An MPMD call carries the job's identity (``job_id``): the C library keys its
 rendezvous on it instead of XLA's run id, which is per process. It is a hash
@@ -27,16 +39,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import os
 import secrets
 import socket
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _compat
+from jaxmg._src import _compat, _native
 
 _NONCE_KEY = "jaxmg/job_nonce"
 _HOST_KEY = "jaxmg/node/{}"
@@ -153,23 +166,29 @@ def groups(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.ndarray
 
 def call_job_id(op: str, mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> int:
     """0 when every group of the call lies in one process (SPMD); else the
-    job's identity (MPMD), once the groups are checked to lie on one node."""
+    job's identity (MPMD). Whether an engine can drive a group that spans
+    nodes is the engine check's to say (call_nodes)."""
     grid = groups(mesh, axes, others)
-    spanning = [row for row in grid if len({d.process_index for d in row}) > 1]
-    if not spanning:
+    if all(len({d.process_index for d in row}) == 1 for row in grid):
         return 0
-    nodes = process_nodes()
-    for row in spanning:
-        where = sorted({nodes[d.process_index] for d in row})
-        if len(where) > 1:
-            raise ValueError(
-                f"jaxmg.{op}: the devices that solve one matrix span {len(where)} "
-                f"nodes ({', '.join(w.split('/')[0] for w in where)}); cuSOLVERMg "
-                "drives the GPUs of one node only. Shard A's rows over an axis "
-                "within a node (e.g. P('T', None) on a mesh ('S', 'T') with 'T' "
-                "within nodes): each node then solves its own copy"
-            )
     return job_id()
+
+
+def nodes_spanned(processes: np.ndarray, nodes: Sequence[str]) -> int:
+    """The most nodes one group spans: ``processes`` holds the process index
+    of every device (groups x shards), ``nodes`` every process's node."""
+    return max((len({nodes[int(p)] for p in row}) for row in np.atleast_2d(processes)),
+               default=1)
+
+
+def call_nodes(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> int:
+    """The most nodes one group of the call spans (1 where no group spans
+    processes: no key-value store is asked then)."""
+    grid = groups(mesh, axes, others)
+    processes = np.array([[d.process_index for d in row] for row in grid])
+    if all(len(set(row)) == 1 for row in processes):
+        return 1
+    return nodes_spanned(processes, process_nodes())
 
 
 def group_pids(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.ndarray:
@@ -184,19 +203,115 @@ def group_pids(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.nda
 def ambient_job_id(op: str, nparts: int) -> int:
     """For calls from inside the user's own shard_map, where the mesh is not
     known: the job's identity in a multi-process job (the process rendezvous
-    also serves participants of one process), else 0. A call over more
-    devices (nparts) than this process's node has must span nodes, which
-    cuSOLVERMg cannot: refused here rather than left to time out."""
+    also serves participants of one process), else 0."""
     if jax.process_count() == 1:
         return 0
+    return job_id()
+
+
+def ambient_nodes(nparts: int) -> int:
+    """For calls from inside the user's own shard_map: the nodes a group of
+    ``nparts`` devices spans, as far as it can be told without the mesh: 1
+    when this node has that many devices of the job (a group that spans
+    nodes all the same cannot be seen here, and times out in the leader
+    engines' rendezvous), else every node of the job."""
+    if jax.process_count() == 1:
+        return 1
     nodes = process_nodes()
     mine = nodes[jax.process_index()]
     on_node = sum(1 for d in jax.devices() if nodes[d.process_index] == mine)
-    if nparts > on_node:
-        raise ValueError(
-            f"jaxmg.{op}: A's rows are sharded over {nparts} devices but this "
-            f"node has {on_node} devices of the job; cuSOLVERMg drives the GPUs of "
-            "one node only. Shard the rows over an axis within a node (e.g. axis "
-            "'T' of a mesh ('S', 'T') with 'T' within nodes)"
-        )
-    return job_id()
+    return 1 if nparts <= on_node else len(set(nodes))
+
+
+# Communicator ids (see the module's docstring).
+_COMM_KEY = "jaxmg/comm/{:x}/{}"
+_NO_ID = bytes(_native.COMM_ID_BYTES)
+# (job, group tag) -> id: one communicator per device set.
+_comm_ids: dict[tuple[int, str], bytes] = {}
+# Calls from inside the user's own shard_map, numbered (see ambient_comm_ids).
+_ambient_calls = itertools.count()
+
+
+def device_set_tag(device_ids: Sequence[int]) -> str:
+    """A group's name, the same in every process: its device ids in rank
+    order, hashed (a key-value store key stays short)."""
+    text = ",".join(str(int(i)) for i in device_ids).encode()
+    return hashlib.blake2b(text, digest_size=12).hexdigest()
+
+
+def share_comm_ids(tags: Sequence[str | None], makers: Sequence[int], me: int, job: int,
+                   make: Callable[[], bytes],
+                   cache: dict[tuple[int, str], bytes] | None) -> list[bytes]:
+    """One communicator id per group. ``tags[g]``: group g's name, the same
+    in every process, or None where this process takes no part in group g
+    (its id is then zeros: never read here). ``makers[g]``: the process that
+    makes group g's id. ``job``: 0 in one process (every id made here), else
+    the job's identity (the maker stores the id in the key-value store, the
+    others wait for it). ``cache``: ids already made, by (job, tag), or None
+    for ids made afresh. A process first makes and stores every id it makes,
+    then waits for the others', so no two processes wait on each other."""
+    ids: list[bytes | None] = []
+    for tag, maker in zip(tags, makers):
+        if tag is None:
+            ids.append(_NO_ID)
+        elif cache is not None and (job, tag) in cache:
+            ids.append(cache[(job, tag)])
+        elif job == 0 or maker == me:
+            made = make()
+            if len(made) != _native.COMM_ID_BYTES:
+                raise RuntimeError(f"jaxmg: a communicator id of {len(made)} bytes")
+            if job:
+                _compat.kv_set(_COMM_KEY.format(job & (2**64 - 1), tag), made.hex())
+            ids.append(made)
+        else:
+            ids.append(None)
+    timeout = _kv_timeout_s()
+    for g, (tag, maker) in enumerate(zip(tags, makers)):
+        if ids[g] is None:
+            key = _COMM_KEY.format(job & (2**64 - 1), tag)
+            try:
+                ids[g] = bytes.fromhex(_compat.kv_get(key, timeout))
+            except Exception as e:  # the client raises its own error types
+                raise RuntimeError(
+                    f"jaxmg: the communicator id of group {g} did not arrive from process "
+                    f"{maker} within {timeout:.3g} s (set JAXMG_RENDEZVOUS_TIMEOUT to wait "
+                    f"longer); every process must make the same jaxmg calls: {e}") from e
+    if cache is not None:
+        for tag, made in zip(tags, ids):
+            if tag is not None:
+                cache[(job, tag)] = made
+    return ids  # type: ignore[return-value]
+
+
+def comm_id_attr(ids: Sequence[bytes]) -> tuple[int, ...]:
+    """The attribute ``comm_id``: group g's 128 bytes as int64 [16 g, 16 g + 16),
+    in this machine's byte order (the C library copies them back to bytes)."""
+    for made in ids:
+        if len(made) != _native.COMM_ID_BYTES:
+            raise ValueError(f"jaxmg: a communicator id of {len(made)} bytes")
+    return tuple(int(v) for v in np.frombuffer(b"".join(ids), dtype=np.int64))
+
+
+def mesh_comm_ids(mesh: Mesh, axes: Sequence[str], others: Sequence[str],
+                  job: int) -> tuple[int, ...]:
+    """The attribute ``comm_id`` of a call over a whole mesh: the id of every
+    group this process takes part in (made by the group's first process),
+    zeros for the others; kept per device set."""
+    grid = groups(mesh, axes, others)
+    me = jax.process_index()
+    tags = [device_set_tag([d.id for d in row])
+            if any(d.process_index == me for d in row) else None for row in grid]
+    makers = [int(row[0].process_index) for row in grid]
+    return comm_id_attr(share_comm_ids(tags, makers, me, job, _native.comm_new_id, _comm_ids))
+
+
+def ambient_comm_ids(ngroups: int, job: int) -> tuple[int, ...]:
+    """The attribute ``comm_id`` of a call from inside the user's own
+    shard_map, where the devices of each group are not known: fresh ids for
+    every group, made by process 0 (NCCL lets any process make an id) under
+    a key numbered by such calls (every process makes the same calls in the
+    same order). A retrace makes new communicators."""
+    k = next(_ambient_calls)
+    tags = [f"ambient-{k}-{g}" for g in range(ngroups)]
+    return comm_id_attr(share_comm_ids(tags, [0] * ngroups, jax.process_index(), job,
+                                       _native.comm_new_id, None))

@@ -5,12 +5,21 @@ gets SciPy's LAPACK routines here, from ``scipy.linalg.cython_lapack``, as
 jaxlib does, so no system LAPACK is needed. ``libjaxmg_cuda.so`` is loaded
 when it was built and its CUDA libraries can be found. Both register the same
 target names, for platforms "cpu" and "CUDA"; registration is a table.
+
+The cuSOLVERMp engine's libraries, libnccl.so.2 and libcusolverMp.so.0, are
+opened by the CUDA library at their first use, never at load: installs
+without them (CPU only, or GPUs without the ``cuda13`` extra) import and work.
+Where to find them is told to the CUDA library when it loads (_library_paths):
+NVIDIA's wheels (``nvidia-nccl-cu13``, ``nvidia-cusolvermp-cu13``) install
+them outside any search path of the dynamic loader.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.util
+import os
 import pathlib
 
 import jax
@@ -50,6 +59,67 @@ def _capsule_pointer(capsule: object) -> int:
 def _find_library(stem: str) -> pathlib.Path | None:
     path = _HERE / f"lib{stem}.so"
     return path if path.exists() else None
+
+
+# Where NVIDIA's wheels put the libraries, under site-packages/nvidia/.
+_NCCL_IN_WHEEL = "nccl/lib/libnccl.so.2"
+_CUSOLVERMP_IN_WHEEL = "cu13/lib/libcusolverMp.so.0"
+
+
+def _in_nvidia_wheels(relative: str) -> str | None:
+    """The file ``nvidia/<relative>`` of an installed NVIDIA wheel, or None
+    (``nvidia`` is a namespace package: one folder per site directory)."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = pathlib.Path(folder) / relative
+        if path.exists():
+            return str(path)
+    return None
+
+
+def _loaded(soname: str) -> str | None:
+    """The file of a library this process has already loaded under that
+    name (jaxlib's CUDA plugin loads libnccl.so.2), so that jaxmg uses the
+    same one rather than a second copy."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rsplit(None, 1)[-1] if line.strip() else ""
+                if path.endswith("/" + soname):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def nccl_path() -> str | None:
+    """libnccl.so.2 as jaxmg will open it: the one already loaded in this
+    process, else the nvidia-nccl-cu13 wheel's, else None (the loader's
+    search by soname)."""
+    return _loaded("libnccl.so.2") or _in_nvidia_wheels(_NCCL_IN_WHEEL)
+
+
+def cusolvermp_path() -> str | None:
+    """libcusolverMp.so.0 as jaxmg will open it: JAXMG_CUSOLVERMP_LIB (a
+    path, taken as it is), else the nvidia-cusolvermp-cu13 wheel's (the
+    ``cuda13`` extra), else None (the loader's search by soname)."""
+    return os.environ.get("JAXMG_CUSOLVERMP_LIB") or _in_nvidia_wheels(_CUSOLVERMP_IN_WHEEL)
+
+
+def _set_library_paths(lib: ctypes.CDLL) -> None:
+    """Tells the CUDA library where libnccl and libcusolverMp are, before
+    anything opens them. AttributeError when the library lacks the entry
+    points (one built before the cuSOLVERMp engine)."""
+    for symbol, path in (("jaxmg_nccl_set_path", nccl_path()),
+                         ("jaxmg_cusolvermp_set_path", cusolvermp_path())):
+        fn = getattr(lib, symbol)
+        fn.argtypes = [ctypes.c_char_p]
+        fn.restype = ctypes.c_int
+        if fn(path.encode() if path else None) != 0:
+            raise NativeLibraryError(f"jaxmg: {symbol}({path!r}) failed")
 
 
 def _register_lapack(lib: ctypes.CDLL) -> None:
@@ -102,6 +172,17 @@ def load() -> dict[str, bool]:
                 ) from e
             cuda = None
         if cuda is not None:
+            try:
+                _set_library_paths(cuda)
+            except AttributeError as e:
+                # A libjaxmg_cuda.so older than this package: as above.
+                if _has_gpus():
+                    raise NativeLibraryError(
+                        f"jaxmg: libjaxmg_cuda.so is older than this package ({e}); "
+                        "reinstall jaxmg"
+                    ) from e
+                cuda = None
+        if cuda is not None:
             _register_targets(cuda, _CUDA_HANDLERS, "CUDA")
             _LIBS["CUDA"] = cuda
             platforms["CUDA"] = True
@@ -140,6 +221,48 @@ def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")
     return rc == 1, text
+
+
+def cusolvermp_available() -> tuple[bool, str]:
+    """Whether the cuSOLVERMp engine can run here: ``(True, "")``, or
+    ``(False, why)`` (no CUDA library, or libcusolverMp / libnccl could not
+    be loaded: the reason names the library and the ``cuda13`` extra).
+    Loads libcusolverMp on its first call."""
+    load()
+    lib = _LIBS.get("CUDA")
+    if lib is None:
+        return False, ("jaxmg's CUDA library is not loaded (no GPU, or jaxmg was built "
+                       "without CUDA)")
+    fn = lib.jaxmg_cusolvermp_available
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    why = ctypes.create_string_buffer(1024)
+    ok = fn(why, len(why)) == 1
+    return ok, "" if ok else why.value.decode(errors="replace")
+
+
+# Bytes of one communicator id (NCCL's unique id): 16 int64 in attribute comm_id.
+COMM_ID_BYTES = 128
+
+
+def comm_new_id() -> bytes:
+    """A new communicator id (NCCL's ncclGetUniqueId, through the CUDA
+    library), to hand to every participant of one group. RuntimeError naming
+    the cause when it cannot be made (e.g. libnccl missing)."""
+    load()
+    lib = _LIBS.get("CUDA")
+    if lib is None:
+        raise RuntimeError("jaxmg: a communicator id needs jaxmg's CUDA library, "
+                           "which is not loaded")
+    fn = lib.jaxmg_comm_new_id
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    out = ctypes.create_string_buffer(COMM_ID_BYTES)
+    err = ctypes.create_string_buffer(1024)
+    if fn(out, COMM_ID_BYTES, err, len(err)) != 0:
+        raise RuntimeError(f"jaxmg: making a communicator id failed: "
+                           f"{err.value.decode(errors='replace')}")
+    return out.raw
 
 
 def _has_gpus() -> bool:

@@ -15,6 +15,7 @@ permutation of diag(A, c*I), so the answer for A is read off exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import zlib
@@ -33,13 +34,16 @@ from jaxmg._src._compat import place, shard_map_unchecked
 
 @dataclass(frozen=True)
 class Geometry:
-    """Sizes of one call: N over ``nparts`` shards of ``r`` rows, padded to ``rp``."""
+    """Sizes of one call: N over ``nparts`` shards of ``r`` rows, padded to
+    ``rp``; and the engine the C library's check chose for them ("" when
+    not asked: no library for the platform)."""
 
     n: int
     nparts: int
     tile: int  # the T_A given to the solver
     r: int
     rp: int
+    engine: str = ""
 
     @property
     def padded(self) -> bool:
@@ -71,8 +75,10 @@ class Call:
     device set, and, when the mesh is known, whether it spans processes
     (``job``: 0 SPMD, else the job's identity; None inside the user's own
     shard_map, where the mesh is not known: see _mode.ambient_job_id) and
-    every shard's process (``pids``, MPMD only). Hashable, so that it can be
-    a custom_jvp's non-differentiable argument."""
+    every shard's process (``pids``, MPMD only); the most nodes a group
+    spans (``nodes``) and, for an engine of the local model, every group's
+    communicator id (``comm_id``, _mode.comm_id_attr). Hashable, so that it
+    can be a custom_jvp's non-differentiable argument."""
 
     g: Geometry
     axes: tuple[str, ...]
@@ -80,6 +86,8 @@ class Call:
     mesh_id: int
     job: int | None = None
     pids: tuple[int, ...] | None = None
+    nodes: int = 1
+    comm_id: tuple[int, ...] | None = None
 
     @property
     def axis(self) -> Any:
@@ -163,6 +171,11 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
     p = jnp.maximum(info, 1) - 1
     original = (p // g.rp) * g.r + (p % g.rp) + 1
     return jnp.where(info > 0, original, info).astype(info.dtype)
+
+
+# The engines of the local model (engine/engine.h, JMG_MODEL_LOCAL): their
+# calls carry a communicator id per group (attribute comm_id, _mode.py).
+LOCAL_ENGINES = frozenset({"cusolvermp"})
 
 
 # Numbers every traced call: the C library keys its rendezvous on it, so that
@@ -270,9 +283,13 @@ def ffi_call(
         attrs = dict(attrs, call_id=next(ids), job_id=job)
     else:
         attrs = dict(attrs, call_id=next(_call_ids))
+    if call.nodes > 1:  # attribute nodes defaults to 1
+        attrs["nodes"] = call.nodes
     attrs = {k: np.int64(v) for k, v in attrs.items()}
     if job and pids is not None:
         attrs["pids"] = np.asarray(pids, dtype=np.int64)
+    if call.comm_id is not None:
+        attrs["comm_id"] = np.asarray(call.comm_id, dtype=np.int64)
     return target(*operands, **attrs)
 
 
@@ -286,54 +303,72 @@ def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
     rows = _checks.check_specs(op, mesh, in_specs, n_specs)
     _checks.check_divisible(op, n, rows.nparts)
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
-    g = choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad, not pad, platform)
+    nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
+    g = choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad, not pad, platform,
+                        nodes)
     a = onto(a, mesh, rows.spec)
     return a, mesh, rows, g
 
 
 def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
-                    pad: bool, exact: bool, platform: str) -> Geometry:
+                    pad: bool, exact: bool, platform: str, nodes: int = 1) -> Geometry:
     """The call's geometry, with T_A checked against the engines before
     anything is traced: the C library says which engine would run the call
     (engine/engine.h, jmg_engine_check: every engine's limits live in its
-    ``supports``). An explicit T_A that none takes is a ValueError naming
-    each engine's reason; left out, the default (``default_tile``) with the
-    widest tiles an engine runs (``_checks.tile_caps``)."""
+    ``supports``; ``nodes``: the most nodes a group spans). An explicit T_A
+    that none takes is a ValueError naming each engine's reason; left out,
+    the default (``default_tile``) with the widest tiles an engine runs
+    (``_checks.tile_caps``). The engine chosen is kept in the geometry (an
+    engine of the local model changes the call's attributes)."""
     solver = op.removesuffix("_shardmap_ctx")  # the ctx forms run the same ops
+    where = f"on {nparts} {platform} device(s)" + (f" over {nodes} nodes" if nodes > 1 else "")
+    hint = ("" if nodes == 1 else
+            ". The devices that solve one matrix span several nodes: only cuSOLVERMp "
+            "runs such a group (pip install \"jaxmg[cuda13]\", GPUs); or shard A's rows "
+            "over an axis within a node (e.g. P('T', None) on a mesh ('S', 'T') with 'T' "
+            "within nodes), so that each node solves its own copy")
 
     def check(g: Geometry) -> tuple[bool, str] | None:
         return _native.engine_check(platform, solver, nparts, dtype.name, g.rp * nparts,
-                                    g.tile)
+                                    g.tile, nodes=nodes)
+
+    def chosen(g: Geometry, verdict: tuple[bool, str] | None) -> Geometry:
+        return dataclasses.replace(g, engine=verdict[1]) if verdict is not None else g
 
     if T_A is not None:
         g = geometry(op, n, nparts, _checks.check_tile(op, T_A), pad)
         verdict = check(g)
         if verdict is not None and not verdict[0]:
             raise ValueError(
-                f"jaxmg.{op}: T_A={T_A} cannot run N={n} {dtype.name} on {nparts} "
-                f"{platform} device(s): {verdict[1]}"
+                f"jaxmg.{op}: T_A={T_A} cannot run N={n} {dtype.name} {where}: "
+                f"{verdict[1]}{hint}"
             )
-        return g
+        return chosen(g, verdict)
     first = None
     for cap in _checks.tile_caps():
         g = geometry(op, n, nparts, _checks.default_tile(n, nparts, exact, cap), pad)
         verdict = check(g)
         if verdict is None or verdict[0]:
-            return g
+            return chosen(g, verdict)
         first = first or verdict[1]
     raise ValueError(
-        f"jaxmg.{op}: no engine runs N={n} {dtype.name} on {nparts} {platform} "
-        f"device(s): {first}"
+        f"jaxmg.{op}: no engine runs N={n} {dtype.name} {where}: {first}{hint}"
     )
 
 
 def mesh_call(op: str, mesh: Mesh, rows: Any, g: Geometry) -> Call:
-    """The Call of an op over a whole mesh: its device set's id, and whether
-    its groups span processes (MPMD: the job and every shard's pid)."""
+    """The Call of an op over a whole mesh: its device set's id, whether its
+    groups span processes (MPMD: the job and every shard's pid), the nodes
+    they span, and for an engine of the local model every group's
+    communicator id."""
     ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
     job = _mode.call_job_id(op, mesh, rows.axes, rows.others)
     pids = tuple(int(p) for p in _mode.group_pids(mesh, rows.axes, rows.others)) if job else None
-    return Call(g, rows.axes, rows.others, mesh_id(ids, mesh.axis_names), job, pids)
+    nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
+    comm = (_mode.mesh_comm_ids(mesh, rows.axes, rows.others, job)
+            if g.engine in LOCAL_ENGINES else None)
+    return Call(g, rows.axes, rows.others, mesh_id(ids, mesh.axis_names), job, pids,
+                nodes, comm)
 
 
 def mapped(

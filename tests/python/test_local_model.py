@@ -1,0 +1,130 @@
+"""The Python side of the local model (cuSOLVERMp) that runs without GPUs:
+the nodes a group spans and the engine check that refuses a group across
+nodes on CPU devices (naming why and the extra), the attribute comm_id's
+layout and the ids' sharing in one process, the attributes a call carries
+(read from the lowered program), and where the CUDA library is told to find
+libnccl and libcusolverMp. The sharing between processes through JAX's
+key-value store: test_mpmd.py (scenario "comm_ids")."""
+
+import functools
+
+import numpy as np
+import pytest
+import jax
+from jax.sharding import Mesh, PartitionSpec as P
+
+import jaxmg
+from jaxmg._src import _checks, _mode, _native, _shard
+from jaxmg._src.core import potrs as potrs_core
+
+
+def test_nodes_spanned_is_the_widest_group():
+    nodes = ["a", "a", "b", "c"]  # process -> node
+    assert _mode.nodes_spanned(np.array([[0, 1], [2, 3]]), nodes) == 2  # (a, a), (b, c)
+    assert _mode.nodes_spanned(np.array([[0, 1], [1, 0]]), nodes) == 1
+    assert _mode.nodes_spanned(np.array([[0, 2, 3, 1]]), nodes) == 3
+
+
+def test_one_process_groups_span_one_node(cpu_devices):
+    mesh = Mesh(np.array(cpu_devices).reshape(2, 2), ("S", "T"))
+    assert _mode.call_nodes(mesh, ("T",), ("S",)) == 1
+    assert _mode.call_nodes(mesh, ("S", "T"), ()) == 1
+    assert _mode.ambient_nodes(4) == 1
+
+
+def test_the_engine_check_takes_nodes():
+    assert _native.engine_check("cpu", "potrs", 2, "float64", 16, 4, nodes=1) == (True, "lapack")
+    ok, why = _native.engine_check("cpu", "potrs", 2, "float64", 16, 4, nodes=2)
+    assert not ok and "lapack" in why and "2 nodes" in why
+
+
+@pytest.mark.parametrize("T_A", [None, 4])
+def test_a_group_across_nodes_on_cpu_is_a_value_error_naming_why(T_A):
+    f64 = np.dtype(np.float64)
+    with pytest.raises(ValueError) as e:
+        _shard.choose_geometry("potrs", 16, 2, f64, T_A, True, False, "cpu", nodes=2)
+    text = str(e.value)
+    assert "over 2 nodes" in text and "spans 2 nodes" in text, text
+    assert 'pip install "jaxmg[cuda13]"' in text, text
+    g = _shard.choose_geometry("potrs", 16, 2, f64, T_A, True, False, "cpu", nodes=1)
+    assert g.engine == "lapack"
+
+
+def test_comm_id_attribute_layout():
+    ids = [bytes(range(128)), bytes(range(128, 256))]
+    attr = _mode.comm_id_attr(ids)
+    assert len(attr) == 32 and all(isinstance(v, int) for v in attr)
+    raw = np.asarray(attr, dtype=np.int64).tobytes()
+    for g, made in enumerate(ids):  # group g's id at [16 g, 16 g + 16)
+        assert np.asarray(attr[16 * g:16 * g + 16], np.int64).tobytes() == made
+    assert raw == b"".join(ids)
+    with pytest.raises(ValueError, match="127 bytes"):
+        _mode.comm_id_attr([bytes(127)])
+
+
+def test_device_set_tag_is_by_devices_in_rank_order():
+    assert _mode.device_set_tag([0, 1, 2]) == _mode.device_set_tag((0, 1, 2))
+    assert _mode.device_set_tag([0, 1, 2]) != _mode.device_set_tag([1, 0, 2])
+    assert _mode.device_set_tag([1, 2]) != _mode.device_set_tag([12])
+
+
+def test_ids_in_one_process_are_made_here_once_per_device_set():
+    made = []
+
+    def make():
+        made.append(np.random.default_rng(len(made)).bytes(128))
+        return made[-1]
+
+    cache = {}
+    ids = _mode.share_comm_ids(["a", None, "b"], [0, 0, 0], 0, 0, make, cache)
+    assert ids == [made[0], bytes(128), made[1]] and len(made) == 2
+    # The same device sets again (a retrace, another op): the same ids.
+    assert _mode.share_comm_ids(["b", "a"], [0, 0], 0, 0, make, cache) == [made[1], made[0]]
+    assert len(made) == 2
+    # Without a cache, fresh ones.
+    assert _mode.share_comm_ids(["a"], [0], 0, 0, make, None) == [made[2]]
+
+
+def test_a_call_carries_nodes_and_comm_id_as_attributes(cpu_devices):
+    """The lowered program's FFI call has attribute comm_id (groups x 16
+    int64) and nodes when a Call says so, and neither otherwise."""
+    mesh = Mesh(np.array(cpu_devices).reshape(2, 2), ("S", "T"))
+    rows = _checks.check_specs("potrs", mesh, (P("T", None), P(None, None)), 2)
+    g = _shard.geometry("potrs", 8, 2, 4, True)
+    comm = _mode.comm_id_attr([bytes([7]) * 128, bytes([9]) * 128])
+    a = np.eye(8)
+    b = np.ones((8, 1))
+
+    def lowered(call):
+        fn = _shard.mapped(functools.partial(potrs_core.local, call), mesh,
+                           in_specs=(rows.spec, P(None, None)),
+                           out_specs=(P(None, None), P()))
+        return jax.jit(fn).lower(a, b).as_text()
+
+    plain = lowered(_shard.Call(g, rows.axes, rows.others, 1))
+    assert "comm_id" not in plain and "nodes" not in plain
+    text = lowered(_shard.Call(g, rows.axes, rows.others, 1, nodes=3, comm_id=comm))
+    assert "nodes = 3 : i64" in text, text
+    assert "comm_id = dense<[" in text and ": tensor<32xi64>" in text, text
+    values = text.split("comm_id = dense<[")[1].split("]>")[0].split(",")
+    assert [int(v) for v in values] == list(comm)
+
+
+def test_cusolvermp_availability_says_why_on_cpu():
+    if _native.load()["CUDA"]:
+        pytest.skip("the CUDA library is loaded here")
+    ok, why = jaxmg.cusolvermp_available()
+    assert not ok and "CUDA library" in why
+
+
+def test_where_the_libraries_are_looked_for(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAXMG_CUSOLVERMP_LIB", raising=False)
+    for rel in ("nvidia/cu13/lib/libcusolverMp.so.0", "nvidia/nccl/lib/libnccl.so.2"):
+        (tmp_path / rel).parent.mkdir(parents=True)
+        (tmp_path / rel).write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _native.cusolvermp_path() == str(tmp_path / "nvidia/cu13/lib/libcusolverMp.so.0")
+    if _native._loaded("libnccl.so.2") is None:
+        assert _native.nccl_path() == str(tmp_path / "nvidia/nccl/lib/libnccl.so.2")
+    monkeypatch.setenv("JAXMG_CUSOLVERMP_LIB", "/elsewhere/libcusolverMp.so.0")
+    assert _native.cusolvermp_path() == "/elsewhere/libcusolverMp.so.0"
