@@ -100,8 +100,10 @@ int jmg_local_rows_gather(const jmg_local_perm *p, jmg_local_dir dir,
                           jmg_error *err) {
   const size_t pitch = (size_t)ld * elem;
   if (cols == 0) return 0;
-  if (p->plan.ncycles == 0 && ld == p->n)
-    return copy(ctx, dst, pitch, src, pitch, pitch * (size_t)cols, 1, err);
+  if (p->plan.ncycles == 0 && ld == p->n) {
+    const size_t bytes = pitch * (size_t)cols; /* one run */
+    return copy(ctx, dst, bytes, src, bytes, bytes, 1, err);
+  }
   const size_t tb = (size_t)p->tile * elem;
   for (int64_t k = 0; k < p->ntiles; ++k) {
     const int64_t from = dir == JMG_LOCAL_APPLY ? p->plan.dest[k] : k;

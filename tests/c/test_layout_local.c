@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "layout/local.h"
+#include "mem/mem.h"
 #include "test.h"
 
 /* (n, P, T_A) with T_A dividing n / P. */
@@ -261,4 +262,23 @@ TEST(local_layout_redistribution_is_a_matching_bijection) {
     free(r);
     jmg_local_perm_free(&p);
   }
+}
+
+/* The host's copy2d (mem/mem.h): pitched rows, nothing past the width. */
+TEST(host_mem_copy2d_copies_pitched_rows) {
+  const jmg_mem *m = jmg_host_mem();
+  void *ctx = NULL;
+  const jmg_mem_group g = {1, &ctx};
+  jmg_error err;
+  jmg_error_clear(&err);
+  double src[5 * 3], dst[4 * 3];
+  for (int i = 0; i < 15; ++i) src[i] = i;
+  for (int i = 0; i < 12; ++i) dst[i] = -1;
+  /* A 2 x 3 block at row 1 of a 5-row matrix, to row 2 of a 4-row one. */
+  CHECK_EQ(m->copy2d(&g, 0, dst + 2, 4 * sizeof(double), src + 1,
+                     5 * sizeof(double), 2 * sizeof(double), 3, &err),
+           0);
+  for (int c = 0; c < 3; ++c)
+    for (int r = 0; r < 4; ++r)
+      CHECK(dst[r + 4 * c] == (r >= 2 ? src[r - 1 + 5 * c] : -1));
 }
