@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "ffi/xla_compat.h"
@@ -41,6 +42,10 @@ typedef struct jmg_ffi_platform {
   /* How participants in other processes share their buffers with the
    * leader (MPMD calls, see share/share.h). */
   const jmg_share *(*share)(void);
+  /* The communicator of local-model calls (comm/comm.h; CUDA: NCCL), or
+   * NULL where the platform has none (CPU: no local-model engine runs
+   * there). */
+  const jmg_comm_ops *(*comm)(void);
 } jmg_ffi_platform;
 
 #endif
