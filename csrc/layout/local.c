@@ -19,6 +19,8 @@ int64_t jmg_bc_count(int64_t n, int64_t b, int proc, int p) {
 int jmg_local_perm_init(jmg_local_perm *p, int64_t n, int ranks, int64_t tile,
                         const char *op, jmg_error *err) {
   memset(p, 0, sizeof *p);
+  /* On one rank Π is the identity whatever T_A: plan it as one tile. */
+  if (ranks == 1 && n >= 1 && tile >= 1) tile = n;
   if (n < 1 || ranks < 1 || tile < 1 || n % ranks != 0 ||
       (n / ranks) % tile != 0)
     return jmg_error_set(err, JMG_EINVAL, op, "layout",

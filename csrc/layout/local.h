@@ -68,7 +68,8 @@ typedef struct jmg_local_perm {
 } jmg_local_perm;
 
 /* Plans Π. Fails with JMG_EINVAL (naming op) unless P divides n and T_A
- * divides n / P. */
+ * divides n / P. On one rank Π is the identity for any T_A, planned as one
+ * tile of n (p->tile = n). */
 int jmg_local_perm_init(jmg_local_perm *p, int64_t n, int ranks, int64_t tile,
                         const char *op, jmg_error *err);
 void jmg_local_perm_free(jmg_local_perm *p);

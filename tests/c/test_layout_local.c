@@ -66,6 +66,11 @@ TEST(local_layout_perm_rejects_what_the_model_cannot_hold) {
   CHECK_EQ(jmg_local_perm_init(&p, 8, 2, 4, "potrs", &err), 0);
   CHECK_EQ(p.plan.unit, 4);
   jmg_local_perm_free(&p);
+  /* One rank: the identity, whatever T_A. */
+  CHECK_EQ(jmg_local_perm_init(&p, 10, 1, 4, "potrs", &err), 0);
+  CHECK_EQ(p.plan.ncycles, 0);
+  CHECK_EQ(p.tile, 10);
+  jmg_local_perm_free(&p);
 }
 
 /* Π A Πᵀ's parts: every rank's shard, its row tiles reordered in place,
@@ -202,13 +207,14 @@ TEST(local_layout_failing_copy_stops_with_its_error) {
  * block-cyclic column order to the contiguous one. */
 TEST(local_layout_redistribution_is_a_matching_bijection) {
   for (int c = 0; c < NCASES; ++c) {
-    const int64_t n = g_cases[c][0], T = g_cases[c][2];
+    const int64_t n = g_cases[c][0];
     const int P = (int)g_cases[c][1];
-    const int64_t L = n / P, q = L / T;
     jmg_local_perm p;
     jmg_error err;
     jmg_error_clear(&err);
-    CHECK_EQ(jmg_local_perm_init(&p, n, P, T, "test", &err), 0);
+    CHECK_EQ(jmg_local_perm_init(&p, n, P, g_cases[c][2], "test", &err), 0);
+    const int64_t T = p.tile; /* n on one rank */
+    const int64_t L = n / P, q = L / T;
     jmg_local_redist *r = calloc((size_t)P, sizeof *r);
     CHECK(r != NULL);
     for (int k = 0; k < P; ++k)
