@@ -42,9 +42,8 @@ typedef struct jmg_ffi_platform {
   /* How participants in other processes share their buffers with the
    * leader (MPMD calls, see share/share.h). */
   const jmg_share *(*share)(void);
-  /* The communicator of local-model calls (comm/comm.h; CUDA: NCCL), or
-   * NULL where the platform has none (CPU: no local-model engine runs
-   * there). */
+  /* The platform's communicator for JMG_MODEL_LOCAL engines (comm/comm.h);
+   * NULL where it has none (CPU). */
   const jmg_comm_ops *(*comm)(void);
 } jmg_ffi_platform;
 
