@@ -30,6 +30,21 @@ static int cuda_copy(const jmg_mem_group *g, void *dst, int dst_dev,
                       NULL, err);
 }
 
+static int cuda_copy2d(const jmg_mem_group *g, int dev, void *dst,
+                       size_t dst_pitch, const void *src, size_t src_pitch,
+                       size_t width, size_t height, jmg_error *err) {
+  if (width == 0 || height == 0 || dst == src) return 0;
+  /* One run of bytes: a plain copy (2D copies limit the pitch). */
+  if (height == 1 || (dst_pitch == width && src_pitch == width))
+    return JMG_CUDA_TRY(cudaMemcpyAsync(dst, src, width * height,
+                                        cudaMemcpyDefault, stream_of(g, dev)),
+                        NULL, err);
+  return JMG_CUDA_TRY(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width,
+                                        height, cudaMemcpyDefault,
+                                        stream_of(g, dev)),
+                      NULL, err);
+}
+
 /* Copy lanes: lane l is a stream on the l % ndev-th GPU of the call, so the
  * copy engines of every GPU drive the permutation at once. Each lane starts
  * after everything already issued on the participants' streams. */
@@ -150,6 +165,7 @@ static int cuda_sync(const jmg_mem_group *g, jmg_error *err) {
 static const jmg_mem g_cuda_mem = {
     .name = "cuda",
     .copy = cuda_copy,
+    .copy2d = cuda_copy2d,
     .lanes_open = cuda_lanes_open,
     .lane_copy = cuda_lane_copy,
     .lanes_close = cuda_lanes_close,

@@ -13,6 +13,7 @@
 
 #include "exec/join.h"
 #include "exec/leader.h"
+#include "exec/local.h"
 
 _Static_assert(sizeof(jmg_share_post) <= JMG_RDV_MAX_POST,
                "a participant's post must fit in the rendezvous' post slot");
@@ -205,12 +206,21 @@ static int join_shared(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
 
 int jmg_op_abort(jmg_op_call *call, jmg_error *err) {
   call->key.op = call->op->name;
+  if (jmg_op_call_is_local(call)) return jmg_local_abort(call, err);
   call->rdv->abort(&call->key, call->shard, err);
   return -(int)err->code;
 }
 
 int jmg_op_join(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   call->key.op = call->op->name;
+  if (jmg_op_call_is_local(call)) {
+    /* No rendezvous: the participant runs its part now (it checks its
+     * arguments and tells the others itself). */
+    int rc = jmg_local_run(call, io, err);
+    if (call->done == NULL) return rc;
+    call->done(call->done_ctx, rc, rc != 0 ? err : NULL);
+    return 0;
+  }
   if (jmg_op_check_local(call->op, io, call->key.nparts, err) != 0)
     return jmg_op_abort(call, err);
   if (call->share != NULL) return join_shared(call, io, err);

@@ -8,6 +8,10 @@
  * participant, imported by the leader). The op's leader function is the same
  * in both modes: only the buffers it is handed differ.
  *
+ * That is the leader model. A call whose engine runs in the local model
+ * (engine/engine.h) joins nothing: each participant runs its own part
+ * (exec/local.h) and talks to the others through the communicator only.
+ *
  * This layer runs an op from its description (exec/op_desc.h); it never
  * calls into ops/. */
 #ifndef JMG_EXEC_JOIN_H
@@ -17,6 +21,7 @@
 
 #include "common/config.h"
 #include "common/dtype.h"
+#include "comm/comm.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "exec/op_desc.h"
@@ -44,16 +49,36 @@ typedef struct jmg_op_call {
    * and io must then live until done has run. */
   jmg_rdv_done_fn done;
   void *done_ctx;
+  /* The local model (engine->model JMG_MODEL_LOCAL; exec/local.h): the
+   * platform's communicator, this group's id (ffi/plan.c, from the
+   * attribute comm_id), and the participant's device context once made (so
+   * that an abort can tell the other ranks through the communicator). rdv
+   * and share are then unused. */
+  const jmg_comm_ops *comm_ops;
+  unsigned char comm_id[JMG_COMM_ID_MAX];
+  void *device_ctx;
 } jmg_op_call;
 
+/* Whether call runs in the local model (its engine's). */
+static inline int jmg_op_call_is_local(const jmg_op_call *call) {
+  return call->engine != NULL && call->engine->model == JMG_MODEL_LOCAL;
+}
+
 /* Tells the other participants of call that this one failed before it could
- * join (err says why), and returns err's status. */
+ * join (err says why), and returns err's status. Leader model: through the
+ * rendezvous. Local model: through the communicator (jmg_local_abort) when
+ * the device context is made, else not at all (there is no rendezvous: the
+ * others fail in theirs, or wait; NCCL has no timeout). Never waits on a
+ * rendezvous for a local-model call. */
 int jmg_op_abort(jmg_op_call *call, jmg_error *err);
 
-/* Joins the rendezvous with io (the op's io struct, call->op->io_size bytes)
- * and runs the op in the leader model (jmg_leader_run) on shard 0, in SPMD
- * or MPMD as call says. Validates the local arguments first: a participant
- * with bad arguments aborts the call for everyone. */
+/* Runs the op in its engine's model. Leader model: joins the rendezvous
+ * with io (the op's io struct, call->op->io_size bytes) and runs the op
+ * (jmg_leader_run) on shard 0, in SPMD or MPMD as call says. Local model:
+ * runs this participant's part (jmg_local_run), without a rendezvous; with
+ * call->done set it still runs at once and reports through done. Validates
+ * the local arguments first: a participant with bad arguments fails the call
+ * for everyone. */
 int jmg_op_join(jmg_op_call *call, jmg_shard_io *io, jmg_error *err);
 
 #endif

@@ -42,6 +42,7 @@ static const jmg_ffi_platform g_cpu = {
     .copy_local = cpu_copy_local,
     .async = 1,
     .share = jmg_host_share,
+    .comm = NULL, /* no local-model engine on CPU devices */
 };
 
 /* The handlers, one per op. */

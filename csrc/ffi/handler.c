@@ -23,6 +23,8 @@ static XLA_FFI_Error *run(XLA_FFI_CallFrame *frame,
     rc = jmg_ffi_expect_dtype(&a_out, a->xla_dtype, op, "result A", err);
   if (rc == 0) rc = jmg_ffi_expect_dims(&a_out, a->dims, op, "result A", err);
   if (rc == 0) rc = platform->make_device_ctx(frame, &ctx, err);
+  /* From here on a local-model abort can tell the others (exec/local.h). */
+  call->device_ctx = ctx;
   /* input_output_aliases makes result 0 A's own buffer; should XLA ever hand
    * a distinct one, work there on a copy. */
   if (rc == 0 && a_out.data != a->data) {

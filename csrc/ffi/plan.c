@@ -14,6 +14,54 @@ static void sweep_stale(void) {
   (void)jmg_host_share_sweep();
 }
 
+/* The local model's part of the plan (exec/local.h): the platform's
+ * communicator and this group's id, from the attribute comm_id (int64,
+ * groups x 16: group g's 128-byte id in words [16 g, 16 g + 16)), which the
+ * Python layer makes for the local-model engines. No rendezvous and no
+ * shared memory, in SPMD and MPMD alike: the communicator is the only
+ * channel between the participants, so that they may be on any nodes. On
+ * failure nothing can be told to the others yet (the communicator is not
+ * open): the error is returned. */
+static int plan_local(XLA_FFI_CallFrame *frame,
+                      const jmg_ffi_platform *platform, jmg_op_call *call,
+                      uint64_t group, jmg_error *err) {
+  const char *op = call->op->name;
+  call->rdv = NULL;
+  call->share = NULL;
+  call->comm_ops = platform->comm != NULL ? platform->comm() : NULL;
+  if (call->comm_ops == NULL)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "communicator",
+                         "engine %s runs every participant on its own (the "
+                         "local model) and the %s platform has no "
+                         "communicator",
+                         call->engine->name, platform->name);
+  enum { WORDS = JMG_COMM_ID_MAX / sizeof(int64_t) };
+  if (!jmg_ffi_has_attr(frame, "comm_id"))
+    return jmg_error_set(
+        err, JMG_EINVAL, op, "FFI call frame",
+        "engine %s runs every participant on its own (the local model) and "
+        "needs the attribute comm_id (int64, %d words per group: the "
+        "communicator's id, made by jaxmg's Python layer); the frame has "
+        "none: call the op through jaxmg's Python layer",
+        call->engine->name, (int)WORDS);
+  const int64_t *words = NULL;
+  size_t nwords = 0;
+  int rc = jmg_ffi_attr_i64_array(frame, op, "comm_id", &words, &nwords, err);
+  if (rc != 0) return rc;
+  if (nwords % WORDS != 0 || group >= nwords / WORDS)
+    return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute comm_id has %zu words: not %d per group "
+                         "for group %llu (jaxmg's Python layer makes it)",
+                         nwords, (int)WORDS, (unsigned long long)group);
+  if (call->comm_ops->id_bytes > JMG_COMM_ID_MAX)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "communicator",
+                         "the %s id needs %zu bytes, more than %d",
+                         call->comm_ops->name, call->comm_ops->id_bytes,
+                         JMG_COMM_ID_MAX);
+  memcpy(call->comm_id, words + group * WORDS, JMG_COMM_ID_MAX);
+  return 0;
+}
+
 int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                  const jmg_op_desc *desc, const jmg_ffi_head *head,
                  jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
@@ -68,19 +116,12 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
      * process of one job run shares and no other job has; the call site
      * (call_id, numbered alike in every process, see _shard.py) and the
      * sequence number (every process executes a call site's calls in the
-     * same order) tell its calls apart. */
-    if (platform->share == NULL)
-      rc = jmg_error_set(err, JMG_EUNSUPPORTED, op, "FFI call frame",
-                         "the %s platform cannot share buffers between "
-                         "processes (MPMD)",
-                         platform->name);
+     * same order) tell its calls apart. The participants meet in the
+     * process rendezvous (which also hears an abort before the engine is
+     * chosen); buffers are shared once the engine's model is known (below:
+     * the local model uses neither). */
     call->key.run_id = job_id;
-    if (rc == 0) {
-      static pthread_once_t swept = PTHREAD_ONCE_INIT;
-      pthread_once(&swept, sweep_stale);
-      call->rdv = jmg_rendezvous_processes();
-      call->share = platform->share();
-    }
+    call->rdv = jmg_rendezvous_processes();
   } else if (rc == 0) {
     rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
   }
@@ -127,5 +168,20 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   if (jmg_engine_select(platform->engines, &problem, &call->config,
                         &call->engine, err) != 0)
     return jmg_op_abort(call, err);
+  if (call->engine->model == JMG_MODEL_LOCAL)
+    return plan_local(frame, platform, call, group, err);
+  if (job_id != 0) {
+    /* MPMD in the leader model: buffers travel through share/. */
+    if (platform->share == NULL) {
+      jmg_error_set(err, JMG_EUNSUPPORTED, op, "FFI call frame",
+                    "the %s platform cannot share buffers between processes "
+                    "(MPMD)",
+                    platform->name);
+      return jmg_op_abort(call, err);
+    }
+    static pthread_once_t swept = PTHREAD_ONCE_INIT;
+    pthread_once(&swept, sweep_stale);
+    call->share = platform->share();
+  }
   return 0;
 }

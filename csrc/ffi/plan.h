@@ -7,7 +7,10 @@
  *    rendezvous, buffers shared through platform->share);
  *  - the rendezvous key (op, device group and call site, run id, sequence
  *    number, the processes expected) and this participant's shard;
- *  - the engine that runs the call (one marked place in plan.c).
+ *  - the engine that runs the call (one marked place in plan.c), and with
+ *    it the execution model: for a local-model engine the platform's
+ *    communicator and the group's id (attribute comm_id) instead of the
+ *    rendezvous and share/, in SPMD and MPMD alike (exec/local.h).
  * The plan reads the frame only through ffi/decode.h. */
 #ifndef JMG_FFI_PLAN_H
 #define JMG_FFI_PLAN_H
@@ -18,7 +21,8 @@
 
 /* Fills call and the call-wide fields of io (dtype, n, local_cols, tile,
  * scratch_ok; not its buffers) from head and the frame's attributes mesh_id,
- * T_A, and the optional call_id, scratch, job_id and pids. Nothing is joined
+ * T_A, and the optional call_id, scratch, job_id, pids, nodes and comm_id
+ * (local-model engines: required). Nothing is joined
  * yet: on failure the caller returns the error. Once it returns 0 a sequence
  * number is taken, and later failures must go through jmg_op_abort so that
  * the other participants are released. */

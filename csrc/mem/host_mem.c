@@ -15,6 +15,17 @@ static int host_copy(const jmg_mem_group *g, void *dst, int dst_dev,
   return 0;
 }
 
+static int host_copy2d(const jmg_mem_group *g, int dev, void *dst,
+                       size_t dst_pitch, const void *src, size_t src_pitch,
+                       size_t width, size_t height, jmg_error *err) {
+  (void)g, (void)dev, (void)err;
+  if (width == 0 || dst == src) return 0;
+  for (size_t r = 0; r < height; ++r)
+    memmove((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch,
+            width);
+  return 0;
+}
+
 /* Lanes need no state, and running their copies one after the other is a
  * valid order. */
 static int host_lanes_open(const jmg_mem_group *g, int nlanes, void **lanes,
@@ -75,6 +86,7 @@ static int host_sync(const jmg_mem_group *g, jmg_error *err) {
 static const jmg_mem g_host_mem = {
     .name = "host",
     .copy = host_copy,
+    .copy2d = host_copy2d,
     .lanes_open = host_lanes_open,
     .lane_copy = host_lane_copy,
     .lanes_close = host_lanes_close,

@@ -39,6 +39,15 @@ typedef struct jmg_mem {
    * the host, in order on participant 0's queue. */
   int (*copy)(const jmg_mem_group *g, void *dst, int dst_dev, const void *src,
               int src_dev, size_t bytes, jmg_error *err);
+  /* Copies a 2D region within participant dev's device memory, on dev's
+   * queue (in order with what dev's queue runs: on GPUs its stream; on
+   * participant 0 that is also copy's queue): height rows of width bytes,
+   * src's rows src_pitch bytes apart, to dst's, dst_pitch apart. Regions
+   * must not overlap. (A column-major r x c block with leading dimension
+   * ld: width r * elem, height c, pitch ld * elem.) */
+  int (*copy2d)(const jmg_mem_group *g, int dev, void *dst, size_t dst_pitch,
+                const void *src, size_t src_pitch, size_t width, size_t height,
+                jmg_error *err);
   /* Copy lanes: independent in-order queues, so that copies between
    * different devices run at the same time. lanes_open makes nlanes lanes
    * ordered after everything issued so far (*lanes may be NULL where no state

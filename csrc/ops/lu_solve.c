@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "exec/leader.h"
+#include "exec/local.h"
 #include "ops/ops.h"
 
 typedef struct lu_solve_io {
@@ -37,6 +38,7 @@ enum { LU_SOLVE_B, LU_SOLVE_X };        /* its buffers */
 enum { LU_SOLVE_NRHS, LU_SOLVE_TRANS }; /* its scalars */
 
 static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_lu_solve_op = {
     .name = "lu_solve",
@@ -75,6 +77,7 @@ const jmg_op_desc jmg_lu_solve_op = {
                                 .offset = offsetof(lu_solve_io, trans)},
         },
     .leader = lu_solve_leader,
+    .local = lu_solve_local,
 };
 
 static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
@@ -99,6 +102,32 @@ static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
     rc = m->fill_nan(&v->group, 0, io0->x, x_count, v->a.dtype, err);
   if (rc == 0)
     rc = jmg_leader_broadcast(v, &jmg_lu_solve_op.bufs[LU_SOLVE_X], err);
+  *info_out = info;
+  return rc;
+}
+
+/* The local model (exec/local.h): the engine factors H = Π M Πᵀ (M = Aᵀ as
+ * above) and solves with Hᵀ = Π A Πᵀ (transpose 1) or H (trans set), the
+ * same choice as the leader's, with Π B for B: X = Πᵀ of its answer, on
+ * every rank (B is never written). */
+static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const lu_solve_io *io = (const lu_solve_io *)v->io;
+  const size_t x_count = (size_t)v->a.n * (size_t)io->nrhs;
+  const int transpose = io->trans ? 0 : 1;
+  int info = 0;
+  int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  if (rc == 0)
+    rc = jmg_local_permute_rows(v, io->x, io->b, io->nrhs, JMG_LOCAL_APPLY,
+                                err);
+  rc = jmg_local_agree(v, rc, "the solver", err);
+  if (rc == 0)
+    rc = e->local.lu_solve(e, &v->a, io->x, io->nrhs, transpose, &info, err);
+  if (rc == 0 && info != 0)
+    rc = jmg_local_nan(v, io->x, x_count, v->a.dtype, err);
+  else if (rc == 0)
+    rc = jmg_local_permute_rows(v, io->x, io->x, io->nrhs, JMG_LOCAL_UNDO,
+                                err);
   *info_out = info;
   return rc;
 }

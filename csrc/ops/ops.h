@@ -5,7 +5,9 @@
  * shards in place into the block-cyclic layout, calls the engine, writes
  * every participant's outputs and permutes back what returns sharded; the
  * exec layer around them joins the participants, checks that all describe
- * the same call and sets every status.
+ * the same call and sets every status. Each op has local steps too
+ * (exec/local.h), run by every participant on its own shard for the
+ * local-model engines, with the same outputs, status and NaN semantics.
  *
  * Buffers, per participant, in the engine's memory (host on CPU, the device
  * on GPU), all column-major with leading dimension n:

@@ -7,14 +7,17 @@
  *        inverse), status; attrs T_A, mesh_id. No buffers or scalars beside
  *        the common ones. */
 #include "exec/leader.h"
+#include "exec/local.h"
 #include "ops/ops.h"
 
 static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+static int potri_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_potri_op = {
     .name = "potri",
     .io_size = sizeof(jmg_shard_io),
     .leader = potri_leader,
+    .local = potri_local,
 };
 
 static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
@@ -30,6 +33,22 @@ static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   } else if (rc == 0) {
     rc = jmg_leader_nan_a(v, err);
   }
+  *info_out = info;
+  return rc;
+}
+
+/* The local model (exec/local.h): the engine inverts H = Π M Πᵀ in place,
+ * both triangles; H⁻¹ = Π M⁻¹ Πᵀ, whose columns on each rank are already
+ * its shard's columns of M⁻¹: only the rows go back (Πᵀ). */
+static int potri_local(jmg_local_view *v, int *info_out, jmg_error *err) {
+  int info = 0;
+  int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  rc = jmg_local_agree(v, rc, "the solver", err);
+  if (rc == 0) rc = v->engine->local.potri(v->engine, &v->a, &info, err);
+  if (rc == 0 && info == 0)
+    rc = jmg_local_permute_a(v, JMG_LOCAL_UNDO, err);
+  else if (rc == 0)
+    rc = jmg_local_nan_a(v, err);
   *info_out = info;
   return rc;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "exec/leader.h"
+#include "exec/local.h"
 #include "ops/ops.h"
 
 typedef struct potrs_io {
@@ -31,6 +32,7 @@ enum { POTRS_B, POTRS_X, POTRS_LOGDET }; /* its buffers */
 enum { POTRS_NRHS, POTRS_WANT_LOGDET };   /* its scalars */
 
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_potrs_op = {
     .name = "potrs",
@@ -78,6 +80,7 @@ const jmg_op_desc jmg_potrs_op = {
                                    .offset = offsetof(potrs_io, want_logdet)},
         },
     .leader = potrs_leader,
+    .local = potrs_local,
 };
 
 /* log det from the factor's diagonal (n real parts of A's real type), in
@@ -143,6 +146,49 @@ static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_potrs_op.bufs[POTRS_X], err);
   if (rc == 0 && diag != NULL)
     rc = write_logdet(v, logdet_of(diag, v->a.n, v->a.dtype, info), err);
+  free(diag);
+  *info_out = info;
+  return rc;
+}
+
+/* The local model (exec/local.h): every rank solves with its own copy of B
+ * and writes its own X and log-determinant. The engine holds H = Π M Πᵀ,
+ * so it solves H (Π x) = Π b: X starts as Π B (B is never written) and
+ * ends as Πᵀ of the engine's answer. The factor's diagonal comes in H's
+ * order, which the sum does not see. */
+static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const potrs_io *io = (const potrs_io *)v->io;
+  const size_t x_count = (size_t)v->a.n * (size_t)io->nrhs;
+  int info = 0, rc = 0;
+  void *diag = NULL;
+  if (io->want_logdet) {
+    diag = malloc((size_t)v->a.n * jmg_dtype_real_size(v->a.dtype));
+    if (diag == NULL)
+      rc = jmg_error_set(err, JMG_ENOMEM, "potrs", "logdet",
+                         "cannot allocate the factor's diagonal (N=%lld)",
+                         (long long)v->a.n);
+  }
+  if (rc == 0) rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  if (rc == 0)
+    rc = jmg_local_permute_rows(v, io->x, io->b, io->nrhs, JMG_LOCAL_APPLY,
+                                err);
+  rc = jmg_local_agree(v, rc, "the solver", err);
+  if (rc == 0) rc = e->local.potrs(e, &v->a, io->x, io->nrhs, diag, &info, err);
+  if (rc == 0 && info != 0)
+    rc = jmg_local_nan(v, io->x, x_count, v->a.dtype, err);
+  else if (rc == 0)
+    rc = jmg_local_permute_rows(v, io->x, io->x, io->nrhs, JMG_LOCAL_UNDO,
+                                err);
+  if (rc == 0 && diag != NULL) {
+    const double value = logdet_of(diag, v->a.n, v->a.dtype, info);
+    const float single = (float)value;
+    const int is_single = jmg_dtype_real_size(v->a.dtype) == sizeof(float);
+    rc = jmg_local_write(v, io->logdet,
+                         is_single ? (const void *)&single
+                                   : (const void *)&value,
+                         is_single ? sizeof single : sizeof value, err);
+  }
   free(diag);
   *info_out = info;
   return rc;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "exec/leader.h"
+#include "exec/local.h"
 #include "ops/ops.h"
 
 typedef struct syevd_io {
@@ -21,6 +22,7 @@ enum { SYEVD_W };            /* its buffers */
 enum { SYEVD_WANT_VECTORS }; /* its scalars */
 
 static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_syevd_op = {
     .name = "syevd",
@@ -46,6 +48,7 @@ const jmg_op_desc jmg_syevd_op = {
                                     .offset = offsetof(syevd_io, want_vectors)},
         },
     .leader = syevd_leader,
+    .local = syevd_local,
 };
 
 static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
@@ -66,6 +69,32 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
     rc = jmg_leader_permute(v, JMG_FROM_CYCLIC, err);
   }
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_syevd_op.bufs[SYEVD_W], err);
+  *info_out = info;
+  return rc;
+}
+
+/* The local model (exec/local.h): H = Π M Πᵀ has M's eigenvalues (the
+ * engine writes them on every rank) and eigenvectors Π V for M's V. The
+ * engine returns H's in the block-cyclic column order: they are exchanged
+ * to the contiguous one and their rows brought back (Πᵀ). After the
+ * engine every rank agrees first: the exchange is collective, and it
+ * depends on info, which is the same on every rank. */
+static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
+  const jmg_engine *e = v->engine;
+  const syevd_io *io = (const syevd_io *)v->io;
+  const jmg_dtype real =
+      jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
+  int info = 0;
+  int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  rc = jmg_local_agree(v, rc, "the solver", err);
+  if (rc == 0) rc = e->local.syevd(e, &v->a, io->w, io->want_vectors, &info, err);
+  rc = jmg_local_agree(v, rc, "the eigenvectors' exchange", err);
+  if (rc == 0 && info != 0) {
+    rc = jmg_local_nan(v, io->w, (size_t)v->a.n, real, err);
+    if (rc == 0) rc = jmg_local_nan_a(v, err);
+  } else if (rc == 0 && io->want_vectors) {
+    rc = jmg_local_redistribute_vectors(v, rc, err);
+  }
   *info_out = info;
   return rc;
 }

@@ -16,6 +16,7 @@
 
 #include "engine/lapack/table.h"
 #include "ffi/handler.h"
+#include "ops/ops.h"
 #include "test.h"
 #include "test_clock.h"
 
@@ -2194,4 +2195,152 @@ TEST(ffi_potrs_logdet_is_nan_when_not_positive_definite) {
   register_reference_cholesky();
   for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t)
     check_potrs_logdet(4, (jmg_dtype)t, 12, 1, 3, 730 + t);
+}
+
+/* ---- the local model's plan -------------------------------------------- */
+
+/* A local-model engine and a platform around it, for the plan's checks: its
+ * routine and its communicator must never be reached (the plan stops
+ * before). */
+static atomic_int g_local_reached;
+
+static int local_never_potri(const jmg_engine *e, const jmg_local_matrix *a,
+                             int *info, jmg_error *err) {
+  (void)e, (void)a, (void)info;
+  atomic_fetch_add(&g_local_reached, 1);
+  return jmg_error_set(err, JMG_EINTERNAL, "potri", "test", "reached");
+}
+
+static const jmg_engine g_local_engine = {
+    .name = "local-test",
+    .model = JMG_MODEL_LOCAL,
+    .local = {.potri = local_never_potri},
+};
+static const jmg_engine *const g_local_engines[] = {&g_local_engine, NULL};
+
+static int never_open(const void *id, int rank, int ranks, void *device_ctx,
+                      jmg_comm **out, const char *op, jmg_error *err) {
+  (void)id, (void)rank, (void)ranks, (void)device_ctx, (void)out;
+  atomic_fetch_add(&g_local_reached, 1);
+  return jmg_error_set(err, JMG_EINTERNAL, op, "test", "opened");
+}
+static const jmg_comm_ops g_never_comm = {.name = "never",
+                                          .id_bytes = 128,
+                                          .open = never_open};
+static const jmg_comm_ops *never_comm(void) { return &g_never_comm; }
+
+static int host_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
+                           int32_t *out, jmg_error *err) {
+  (void)frame, (void)err;
+  memcpy(out, buf, sizeof *out);
+  return 0;
+}
+static int no_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
+                         jmg_error *err) {
+  (void)frame, (void)err;
+  *ctx = NULL;
+  return 0;
+}
+static void no_free_ctx(void *ctx) { (void)ctx; }
+static int host_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
+                           jmg_error *err) {
+  (void)ctx, (void)err;
+  memmove(dst, src, bytes);
+  return 0;
+}
+
+static jmg_ffi_platform local_platform(const jmg_comm_ops *(*comm)(void)) {
+  jmg_ffi_platform p = {
+      .name = "local-test-platform",
+      .engines = g_local_engines,
+      .mem = jmg_host_mem,
+      .rendezvous = jmg_rendezvous_threads,
+      .read_shard = host_read_shard,
+      .make_device_ctx = no_device_ctx,
+      .free_device_ctx = no_free_ctx,
+      .copy_local = host_copy_local,
+      .async = 0,
+      .share = NULL, /* MPMD below: the local model must not need it */
+      .comm = comm,
+  };
+  return p;
+}
+
+static const char k_local_names[] = "T_Acomm_idjob_idmesh_id";
+#define NAME_L_T_A k_local_names, 3
+#define NAME_L_COMM_ID (k_local_names + 3), 7
+#define NAME_L_JOB_ID (k_local_names + 10), 6
+#define NAME_L_MESH_ID (k_local_names + 16), 7
+
+TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
+  bound_rendezvous();
+  atomic_store(&g_local_reached, 0);
+  const int64_t n = 4;
+  double a[16] = {0};
+  int32_t shard = 0, status = -7;
+  int64_t words[16] = {0};
+  XLA_FFI_Array comm_id = {XLA_FFI_DataType_S64, 16, words};
+  XLA_FFI_Array short_id = {XLA_FFI_DataType_S64, 8, words};
+  struct {
+    const char *label;
+    const jmg_comm_ops *(*comm)(void);
+    XLA_FFI_Array *id;
+    const char *says[3];
+  } cases[] = {
+      {"no communicator", NULL, &comm_id,
+       {"local-test", "local model", "has no communicator"}},
+      {"no comm_id", never_comm, NULL,
+       {"comm_id", "Python layer", "local-test"}},
+      {"short comm_id", never_comm, &short_id,
+       {"comm_id", "8 words", "Python layer"}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const jmg_ffi_platform platform = local_platform(cases[c].comm);
+    frame_builder f;
+    fb_init(&f, fake_api(), fresh_run_id());
+    fb_arg(&f, XLA_FFI_DataType_F64, a, 2, n, n);
+    fb_arg(&f, XLA_FFI_DataType_S32, &shard, 0, 0, 0);
+    fb_ret(&f, XLA_FFI_DataType_F64, a, 2, n, n);
+    fb_ret(&f, XLA_FFI_DataType_S32, &status, 0, 0, 0);
+    fb_attr_i64(&f, NAME_L_T_A, 2);
+    if (cases[c].id != NULL)
+      fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, cases[c].id);
+    /* MPMD: a local-model call reaches neither the process rendezvous nor
+     * share/ (the platform has none: the leader model would refuse). */
+    fb_attr_i64(&f, NAME_L_JOB_ID, 77);
+    fb_attr_i64(&f, NAME_L_MESH_ID, 5);
+    const double t0 = now_s();
+    xla_result r =
+        take_error(jmg_ffi_handle(&f.frame, &platform, &jmg_potri_op));
+    CHECK(now_s() - t0 < 2.0);
+    if (!r.is_error) {
+      TEST_FAIL_AT("%s: the call succeeded", cases[c].label);
+      return;
+    }
+    for (int k = 0; k < 3; ++k) CHECK_CONTAINS(r.msg, cases[c].says[k]);
+    CHECK(strstr(r.msg, "share") == NULL);
+  }
+  CHECK_EQ(atomic_load(&g_local_reached), 0);
+  CHECK_EQ(status, -7);
+
+  /* With both, the call goes to the local executor, which opens the
+   * communicator (here refusing): no rendezvous, no engine reached. */
+  const jmg_ffi_platform platform = local_platform(never_comm);
+  frame_builder f;
+  fb_init(&f, fake_api(), fresh_run_id());
+  fb_arg(&f, XLA_FFI_DataType_F64, a, 2, n, n);
+  fb_arg(&f, XLA_FFI_DataType_S32, &shard, 0, 0, 0);
+  fb_ret(&f, XLA_FFI_DataType_F64, a, 2, n, n);
+  fb_ret(&f, XLA_FFI_DataType_S32, &status, 0, 0, 0);
+  fb_attr_i64(&f, NAME_L_T_A, 2);
+  fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, &comm_id);
+  fb_attr_i64(&f, NAME_L_JOB_ID, 78);
+  fb_attr_i64(&f, NAME_L_MESH_ID, 5);
+  const double t0 = now_s();
+  xla_result r = take_error(jmg_ffi_handle(&f.frame, &platform, &jmg_potri_op));
+  CHECK(now_s() - t0 < 2.0);
+  CHECK(r.is_error);
+  CHECK_CONTAINS(r.msg, "opened");
+  CHECK_EQ(atomic_load(&g_local_reached), 1);
+  CHECK_EQ(status, -7);
 }

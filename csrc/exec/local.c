@@ -1,0 +1,240 @@
+/* The local execution model (exec/local.h). */
+#include "exec/local.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/trace.h"
+
+/* Names the op in an error that a lower layer left without one. */
+static int named(const jmg_local_view *v, int rc, jmg_error *err) {
+  if (rc != 0 && err->op[0] == '\0')
+    snprintf(err->op, sizeof err->op, "%s", v->op);
+  return rc;
+}
+
+int jmg_local_agree(jmg_local_view *v, int rc, const char *before,
+                    jmg_error *err) {
+  if (v->ranks == 1) return rc; /* no one to wait for us */
+  int failed = rc != 0;
+  jmg_error ignored;
+  int crc = v->comm_ops->max_int(v->comm, &failed, v->device_ctx, v->op,
+                                 rc != 0 ? &ignored : err);
+  if (rc != 0) return rc;
+  if (crc != 0) return named(v, crc, err);
+  if (failed)
+    return jmg_error_set(err, JMG_EPEER, v->op, "agreement",
+                         "another participant (rank) of the call failed "
+                         "before %s",
+                         before);
+  return 0;
+}
+
+/* ---- rows ---------------------------------------------------------------*/
+
+static int copy2d(void *ctx, void *dst, size_t dst_pitch, const void *src,
+                  size_t src_pitch, size_t width, size_t height,
+                  jmg_error *err) {
+  const jmg_local_view *v = ctx;
+  return v->mem->copy2d(&v->group, 0, dst, dst_pitch, src, src_pitch, width,
+                        height, err);
+}
+
+int jmg_local_permute_rows(jmg_local_view *v, void *dst, const void *src,
+                           int64_t cols, jmg_local_dir dir, jmg_error *err) {
+  const size_t elem = jmg_dtype_size(v->a.dtype);
+  const int64_t n = v->perm.n;
+  if (dst != src)
+    return named(v,
+                 jmg_local_rows_gather(&v->perm, dir, dst, src, n, cols, elem,
+                                       copy2d, v, err),
+                 err);
+  if (v->perm.plan.ncycles == 0 || cols == 0) return 0;
+  const size_t stage_bytes = (size_t)v->perm.tile * (size_t)cols * elem;
+  void *stage = NULL;
+  int rc = v->mem->alloc(&v->group, 0, stage_bytes, &stage, err);
+  if (rc == 0)
+    rc = jmg_local_rows_permute(&v->perm, dir, dst, n, cols, elem, stage,
+                                copy2d, v, err);
+  if (stage != NULL) {
+    /* The copies through it may still be queued. */
+    jmg_error ignored;
+    int s = v->mem->sync(&v->group, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    v->mem->release(&v->group, 0, stage, stage_bytes);
+  }
+  return named(v, rc, err);
+}
+
+int jmg_local_permute_a(jmg_local_view *v, jmg_local_dir dir, jmg_error *err) {
+  int rc = jmg_local_permute_rows(v, v->a.data, v->a.data, v->a.cols, dir, err);
+  jmg_trace_mark(dir == JMG_LOCAL_APPLY ? "permute rows" : "permute rows back");
+  return rc;
+}
+
+/* ---- eigenvectors -------------------------------------------------------*/
+
+/* One group of sends and receives: this rank's block-cyclic tiles of a out,
+ * its contiguous tiles into scratch. */
+static int exchange(jmg_local_view *v, const jmg_local_redist *plan,
+                    void *scratch, jmg_error *err) {
+  const jmg_comm_ops *c = v->comm_ops;
+  const size_t tile_bytes =
+      (size_t)v->perm.tile * (size_t)v->perm.n * jmg_dtype_size(v->a.dtype);
+  int rc = c->group_begin(v->op, err);
+  if (rc != 0) return rc;
+  for (int64_t s = 0; rc == 0 && s < plan->ntiles; ++s)
+    rc = c->send(v->comm, (const char *)v->a.data + (size_t)s * tile_bytes,
+                 tile_bytes, plan->send[s].peer, v->device_ctx, v->op, err);
+  for (int64_t s = 0; rc == 0 && s < plan->ntiles; ++s)
+    rc = c->recv(v->comm, (char *)scratch + (size_t)s * tile_bytes, tile_bytes,
+                 plan->recv[s].peer, v->device_ctx, v->op, err);
+  jmg_error ignored;
+  int erc = c->group_end(v->op, rc == 0 ? err : &ignored);
+  return rc != 0 ? rc : erc;
+}
+
+int jmg_local_redistribute_vectors(jmg_local_view *v, int rc, jmg_error *err) {
+  if (v->ranks == 1) { /* the columns are where they belong */
+    if (rc == 0) rc = jmg_local_permute_a(v, JMG_LOCAL_UNDO, err);
+    return rc;
+  }
+  const size_t bytes =
+      (size_t)v->a.rows * (size_t)v->a.cols * jmg_dtype_size(v->a.dtype);
+  jmg_local_redist plan;
+  memset(&plan, 0, sizeof plan);
+  void *scratch = NULL;
+  if (rc == 0) rc = jmg_local_redist_init(&plan, &v->perm, v->rank, v->op, err);
+  if (rc == 0) rc = v->mem->alloc(&v->group, 0, bytes, &scratch, err);
+  rc = jmg_local_agree(v, rc, "the eigenvectors' exchange", err);
+  if (rc == 0) rc = exchange(v, &plan, scratch, err);
+  jmg_trace_mark("exchange vectors");
+  /* Home, with H's rows back in M's order. */
+  if (rc == 0)
+    rc = jmg_local_permute_rows(v, v->a.data, scratch, v->a.cols,
+                                JMG_LOCAL_UNDO, err);
+  if (scratch != NULL) {
+    jmg_error ignored;
+    int s = v->mem->sync(&v->group, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    v->mem->release(&v->group, 0, scratch, bytes);
+  }
+  jmg_local_redist_free(&plan);
+  jmg_trace_mark("permute rows back");
+  return named(v, rc, err);
+}
+
+/* ---- outputs ------------------------------------------------------------*/
+
+int jmg_local_nan(jmg_local_view *v, void *ptr, size_t count, jmg_dtype dtype,
+                  jmg_error *err) {
+  return named(v, v->mem->fill_nan(&v->group, 0, ptr, count, dtype, err), err);
+}
+
+int jmg_local_nan_a(jmg_local_view *v, jmg_error *err) {
+  return jmg_local_nan(v, v->a.data, (size_t)v->a.rows * (size_t)v->a.cols,
+                       v->a.dtype, err);
+}
+
+int jmg_local_write(jmg_local_view *v, void *dst, const void *src,
+                    size_t bytes, jmg_error *err) {
+  int rc = v->mem->copy(&v->group, dst, 0, src, JMG_HOST, bytes, err);
+  if (rc == 0) rc = v->mem->sync(&v->group, err);
+  return named(v, rc, err);
+}
+
+/* ---- the call -----------------------------------------------------------*/
+
+static int open_comm(const jmg_op_call *call, void *device_ctx,
+                     jmg_comm **out, jmg_error *err) {
+  const char *op = call->op->name;
+  if (call->comm_ops == NULL)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "communicator",
+                         "engine %s runs in the local model, which needs a "
+                         "communicator, and this platform has none",
+                         call->engine ? call->engine->name : "?");
+  return call->comm_ops->open(call->comm_id, call->shard, call->key.nparts,
+                              device_ctx, out, op, err);
+}
+
+int jmg_local_abort(jmg_op_call *call, jmg_error *err) {
+  if (call->device_ctx == NULL || call->comm_ops == NULL)
+    return -(int)err->code;
+  jmg_error ignored;
+  jmg_comm *comm = NULL;
+  if (open_comm(call, call->device_ctx, &comm, &ignored) == 0 &&
+      call->key.nparts > 1) {
+    int failed = 1;
+    call->comm_ops->max_int(comm, &failed, call->device_ctx, call->op->name,
+                            &ignored);
+  }
+  return -(int)err->code;
+}
+
+int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
+  const jmg_op_desc *desc = call->op;
+  jmg_local_view v;
+  memset(&v, 0, sizeof v);
+  v.op = desc->name;
+  v.desc = desc;
+  v.engine = call->engine;
+  v.call = call;
+  v.config = &call->config;
+  v.io = io;
+  v.mem = call->mem;
+  v.device_ctx = io->device_ctx;
+  v.group.n = 1;
+  v.group.device_ctx = &v.device_ctx;
+  v.comm_ops = call->comm_ops;
+  v.rank = call->shard;
+  v.ranks = call->key.nparts;
+
+  /* What could fail here fails before the first collective, and is told to
+   * the others by the agreement. */
+  int rc = jmg_op_check_local(desc, io, v.ranks, err);
+  if (rc == 0 && desc->local == NULL)
+    rc = jmg_error_set(err, JMG_EUNSUPPORTED, v.op, "local model",
+                       "the op has no steps in the local model (engine %s)",
+                       v.engine->name);
+  if (rc == 0)
+    rc = jmg_local_perm_init(&v.perm, io->n, v.ranks, io->tile, v.op, err);
+  jmg_error open_err;
+  int orc = open_comm(call, io->device_ctx, &v.comm,
+                      rc == 0 ? err : &open_err);
+  if (orc != 0) { /* no one can be told: the communicator is the only way */
+    jmg_local_perm_free(&v.perm);
+    return rc != 0 ? rc : orc;
+  }
+  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d, rank %d", v.op,
+                  jmg_dtype_name(io->dtype), (long long)io->n,
+                  (long long)io->tile, v.ranks, v.rank);
+  jmg_trace_engine(v.engine->name);
+  rc = jmg_local_agree(&v, rc, "the op's first step", err);
+
+  int info = 0;
+  if (rc == 0) {
+    v.a.rank = v.rank;
+    v.a.ranks = v.ranks;
+    v.a.grid_rows = 1;
+    v.a.grid_cols = v.ranks;
+    v.a.comm_ops = v.comm_ops;
+    v.a.comm = v.comm;
+    v.a.n = io->n;
+    v.a.mb = v.a.nb = io->tile;
+    v.a.dtype = io->dtype;
+    v.a.data = io->a;
+    v.a.rows = io->n;
+    v.a.cols = io->local_cols;
+    v.a.ld = io->n;
+    v.a.device_ctx = io->device_ctx;
+    rc = desc->local(&v, &info, err);
+  }
+  if (rc == 0) {
+    const int32_t status = (int32_t)info;
+    rc = jmg_local_write(&v, io->status, &status, sizeof status, err);
+    jmg_trace_mark("outputs");
+  }
+  jmg_trace_end();
+  jmg_local_perm_free(&v.perm);
+  return named(&v, rc, err);
+}

@@ -1,0 +1,372 @@
+/* The local executor's collective steps (exec/local.h) on host memory, one
+ * thread per rank, over a communicator for threads of this process written
+ * here (comm/comm.h's contract: max_int waits for every rank; sends and
+ * receives issued between group_begin and group_end run as one, matched in
+ * issue order per pair of ranks). The platform's own communicator (NCCL)
+ * needs GPUs: the GPU tests run these steps over it. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/local.h"
+#include "test.h"
+
+/* ---- a communicator for threads ---------------------------------------- */
+
+#define TC_MAX_RANKS 8
+#define TC_MAX_MSGS 256
+
+typedef struct tc_msg {
+  const void *buf;
+  size_t bytes;
+} tc_msg;
+
+typedef struct tc_shared {
+  int ranks;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int arrived, gen, acc, result;
+  /* fifo[src][dst]: the sends of the current group, in issue order. */
+  tc_msg fifo[TC_MAX_RANKS][TC_MAX_RANKS][TC_MAX_MSGS];
+  int head[TC_MAX_RANKS][TC_MAX_RANKS], tail[TC_MAX_RANKS][TC_MAX_RANKS];
+} tc_shared;
+
+struct jmg_comm {
+  tc_shared *sh;
+  int rank;
+};
+
+typedef struct tc_op {
+  int send; /* 1: send, 0: recv */
+  jmg_comm *c;
+  void *buf;
+  size_t bytes;
+  int peer;
+} tc_op;
+
+static _Thread_local tc_op tc_pending[TC_MAX_MSGS * 2];
+static _Thread_local int tc_npending, tc_in_group;
+
+static int tc_make_id(void *id, const char *op, jmg_error *err) {
+  (void)id;
+  return jmg_error_set(err, JMG_EINTERNAL, op, "tc", "ids are made by tests");
+}
+
+static int tc_open(const void *id, int rank, int ranks, void *device_ctx,
+                   jmg_comm **out, const char *op, jmg_error *err) {
+  (void)device_ctx;
+  tc_shared *sh;
+  memcpy(&sh, id, sizeof sh);
+  if (ranks != sh->ranks)
+    return jmg_error_set(err, JMG_EINVAL, op, "tc", "ranks %d != %d", ranks,
+                         sh->ranks);
+  jmg_comm *c = malloc(sizeof *c);
+  if (c == NULL) return jmg_error_set(err, JMG_ENOMEM, op, "tc", "malloc");
+  c->sh = sh;
+  c->rank = rank;
+  *out = c;
+  return 0;
+}
+
+static void *tc_native(jmg_comm *c) { return c; }
+
+/* The maximum of every rank's v, once all have arrived. */
+static int tc_reduce(tc_shared *sh, int v) {
+  pthread_mutex_lock(&sh->mu);
+  if (sh->arrived == 0) sh->acc = INT_MIN;
+  if (v > sh->acc) sh->acc = v;
+  const int gen = sh->gen;
+  if (++sh->arrived == sh->ranks) {
+    sh->result = sh->acc;
+    sh->arrived = 0;
+    ++sh->gen;
+    pthread_cond_broadcast(&sh->cv);
+  } else {
+    while (sh->gen == gen) pthread_cond_wait(&sh->cv, &sh->mu);
+  }
+  const int r = sh->result;
+  pthread_mutex_unlock(&sh->mu);
+  return r;
+}
+
+static int tc_max_int(jmg_comm *c, int *value, void *device_ctx,
+                      const char *op, jmg_error *err) {
+  (void)device_ctx, (void)op, (void)err;
+  *value = tc_reduce(c->sh, *value);
+  return 0;
+}
+
+static int tc_bcast(jmg_comm *c, void *buf, size_t bytes, int root,
+                    void *device_ctx, const char *op, jmg_error *err) {
+  (void)c, (void)buf, (void)bytes, (void)root, (void)device_ctx;
+  return jmg_error_set(err, JMG_EUNSUPPORTED, op, "tc", "no bcast");
+}
+
+static int tc_group_begin(const char *op, jmg_error *err) {
+  (void)op, (void)err;
+  tc_in_group = 1;
+  tc_npending = 0;
+  return 0;
+}
+
+static int tc_post(int send, jmg_comm *c, void *buf, size_t bytes, int peer,
+                   const char *op, jmg_error *err) {
+  if (!tc_in_group || tc_npending == TC_MAX_MSGS * 2)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "tc", "outside a group");
+  tc_op o = {send, c, buf, bytes, peer};
+  tc_pending[tc_npending++] = o;
+  return 0;
+}
+
+static int tc_send(jmg_comm *c, const void *buf, size_t bytes, int peer,
+                   void *device_ctx, const char *op, jmg_error *err) {
+  (void)device_ctx;
+  return tc_post(1, c, (void *)buf, bytes, peer, op, err);
+}
+
+static int tc_recv(jmg_comm *c, void *buf, size_t bytes, int peer,
+                   void *device_ctx, const char *op, jmg_error *err) {
+  (void)device_ctx;
+  return tc_post(0, c, buf, bytes, peer, op, err);
+}
+
+/* Every rank posts its sends, all meet, every rank takes its receives in
+ * order, all meet again (the senders' buffers stay valid until then). */
+static int tc_group_end(const char *op, jmg_error *err) {
+  tc_in_group = 0;
+  if (tc_npending == 0) return 0;
+  tc_shared *sh = tc_pending[0].c->sh;
+  const int me = tc_pending[0].c->rank;
+  pthread_mutex_lock(&sh->mu);
+  for (int i = 0; i < tc_npending; ++i) {
+    const tc_op *o = &tc_pending[i];
+    if (!o->send) continue;
+    int *t = &sh->tail[me][o->peer];
+    tc_msg m = {o->buf, o->bytes};
+    sh->fifo[me][o->peer][(*t)++] = m;
+  }
+  pthread_mutex_unlock(&sh->mu);
+  tc_reduce(sh, 0);
+  int bad = 0;
+  for (int i = 0; i < tc_npending; ++i) {
+    const tc_op *o = &tc_pending[i];
+    if (o->send) continue;
+    pthread_mutex_lock(&sh->mu);
+    int *h = &sh->head[o->peer][me];
+    tc_msg m = {NULL, 0};
+    if (*h < sh->tail[o->peer][me]) m = sh->fifo[o->peer][me][(*h)++];
+    pthread_mutex_unlock(&sh->mu);
+    if (m.buf == NULL || m.bytes != o->bytes)
+      bad = 1;
+    else
+      memcpy(o->buf, m.buf, o->bytes);
+  }
+  bad = tc_reduce(sh, bad);
+  pthread_mutex_lock(&sh->mu);
+  if (me == 0) memset(sh->head, 0, sizeof sh->head);
+  pthread_mutex_unlock(&sh->mu);
+  tc_reduce(sh, 0);
+  pthread_mutex_lock(&sh->mu);
+  if (me == 0) memset(sh->tail, 0, sizeof sh->tail);
+  pthread_mutex_unlock(&sh->mu);
+  tc_reduce(sh, 0);
+  if (bad)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "tc",
+                         "a receive had no matching send of its size");
+  return 0;
+}
+
+static const jmg_comm_ops g_tc = {
+    .name = "threads",
+    .id_bytes = sizeof(void *),
+    .make_id = tc_make_id,
+    .open = tc_open,
+    .native = tc_native,
+    .max_int = tc_max_int,
+    .bcast = tc_bcast,
+    .group_begin = tc_group_begin,
+    .group_end = tc_group_end,
+    .send = tc_send,
+    .recv = tc_recv,
+};
+
+/* ---- ranks -------------------------------------------------------------- */
+
+typedef struct rank_job {
+  tc_shared *sh;
+  int rank, ranks;
+  int64_t n, tile;
+  double *part; /* n x L, ld n */
+  int fail;     /* the rc this rank brings */
+  int rc;
+  jmg_error err;
+  void (*body)(struct rank_job *j, jmg_local_view *v);
+} rank_job;
+
+static void *rank_main(void *arg) {
+  rank_job *j = arg;
+  jmg_local_view v;
+  memset(&v, 0, sizeof v);
+  v.op = "syevd";
+  v.mem = jmg_host_mem();
+  v.group.n = 1;
+  v.group.device_ctx = &v.device_ctx;
+  v.comm_ops = &g_tc;
+  v.rank = j->rank;
+  v.ranks = j->ranks;
+  jmg_error_clear(&j->err);
+  unsigned char id[JMG_COMM_ID_MAX] = {0};
+  memcpy(id, &j->sh, sizeof j->sh);
+  j->rc = g_tc.open(id, j->rank, j->ranks, NULL, &v.comm, v.op, &j->err);
+  if (j->rc == 0)
+    j->rc = jmg_local_perm_init(&v.perm, j->n, j->ranks, j->tile, v.op,
+                                &j->err);
+  if (j->rc != 0) return NULL;
+  v.a.rank = j->rank;
+  v.a.ranks = j->ranks;
+  v.a.grid_rows = 1;
+  v.a.grid_cols = j->ranks;
+  v.a.n = j->n;
+  v.a.mb = v.a.nb = j->tile;
+  v.a.dtype = JMG_F64;
+  v.a.data = j->part;
+  v.a.rows = j->n;
+  v.a.cols = j->n / j->ranks;
+  v.a.ld = j->n;
+  j->body(j, &v);
+  jmg_local_perm_free(&v.perm);
+  free(v.comm);
+  return NULL;
+}
+
+static int run_ranks(rank_job *jobs, int ranks) {
+  pthread_t t[TC_MAX_RANKS];
+  for (int r = 0; r < ranks; ++r)
+    if (pthread_create(&t[r], NULL, rank_main, &jobs[r]) != 0) return -1;
+  for (int r = 0; r < ranks; ++r) pthread_join(t[r], NULL);
+  return 0;
+}
+
+static tc_shared *tc_new(int ranks) {
+  tc_shared *sh = calloc(1, sizeof *sh);
+  if (sh == NULL) return NULL;
+  sh->ranks = ranks;
+  pthread_mutex_init(&sh->mu, NULL);
+  pthread_cond_init(&sh->cv, NULL);
+  return sh;
+}
+
+static void tc_delete(tc_shared *sh) {
+  pthread_mutex_destroy(&sh->mu);
+  pthread_cond_destroy(&sh->cv);
+  free(sh);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void agree_body(rank_job *j, jmg_local_view *v) {
+  jmg_error err;
+  jmg_error_clear(&err);
+  int rc = 0;
+  if (j->fail) rc = jmg_error_set(&err, JMG_ENOMEM, "syevd", "alloc", "mine");
+  j->rc = jmg_local_agree(v, rc, "the solver", &err);
+  j->err = err;
+}
+
+TEST(local_exec_agreement_fails_every_rank_when_one_failed) {
+  const int P = 4;
+  tc_shared *sh = tc_new(P);
+  CHECK(sh != NULL);
+  rank_job jobs[4];
+  for (int round = 0; round < 2; ++round) {
+    memset(jobs, 0, sizeof jobs);
+    for (int r = 0; r < P; ++r) {
+      jobs[r] = (rank_job){.sh = sh, .rank = r, .ranks = P, .n = 8,
+                           .tile = 2, .fail = round == 1 && r == 2,
+                           .body = agree_body};
+    }
+    CHECK_EQ(run_ranks(jobs, P), 0);
+    for (int r = 0; r < P; ++r) {
+      if (round == 0) {
+        CHECK_EQ(jobs[r].rc, 0);
+      } else if (r == 2) {
+        CHECK_EQ(jobs[r].rc, -JMG_ENOMEM); /* its own error */
+        CHECK_CONTAINS(jobs[r].err.msg, "mine");
+      } else {
+        CHECK_EQ(jobs[r].rc, -JMG_EPEER);
+        CHECK_CONTAINS(jobs[r].err.msg, "before the solver");
+        CHECK_CONTAINS(jobs[r].err.op, "syevd");
+      }
+    }
+  }
+  tc_delete(sh);
+}
+
+static void redistribute_body(rank_job *j, jmg_local_view *v) {
+  j->rc = jmg_local_redistribute_vectors(v, j->fail, &j->err);
+}
+
+/* The engine's answer, simulated: V (n x n, column j the j-th eigenvector
+ * of H) in the block-cyclic column layout, rows in H's order; M's
+ * eigenvectors are Πᵀ V, wanted contiguous. */
+TEST(local_exec_redistribute_vectors_gives_the_contiguous_layout) {
+  static const int64_t cases[][3] = {{8, 2, 2},  {12, 3, 2}, {24, 4, 3},
+                                     {16, 4, 4}, {32, 8, 2}, {6, 1, 3}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int64_t n = cases[c][0], T = cases[c][2];
+    const int P = (int)cases[c][1];
+    const int64_t L = n / P, q = L / T;
+    tc_shared *sh = tc_new(P);
+    double *v = malloc((size_t)(n * n) * sizeof *v);
+    double *parts = malloc((size_t)(n * n) * sizeof *parts);
+    CHECK(sh && v && parts);
+    for (int64_t i = 0; i < n * n; ++i) v[i] = (double)i + 0.5;
+    rank_job jobs[TC_MAX_RANKS];
+    for (int r = 0; r < P; ++r) {
+      double *part = parts + (size_t)(r * L * n);
+      /* Local column lc is V's column jmg_bc_global(lc, T, r, P). */
+      for (int64_t lc = 0; lc < L; ++lc)
+        memcpy(part + lc * n, v + jmg_bc_global(lc, T, r, P) * n,
+               (size_t)n * sizeof *v);
+      jobs[r] = (rank_job){.sh = sh, .rank = r, .ranks = P, .n = n,
+                           .tile = T, .part = part,
+                           .body = redistribute_body};
+    }
+    CHECK_EQ(run_ranks(jobs, P), 0);
+    for (int r = 0; r < P; ++r) CHECK_EQ(jobs[r].rc, 0);
+    /* parts is now Πᵀ V, contiguous: row i of it is row σ⁻¹(i) of V, i.e.
+     * V's row k sits at M's row σ(k), σ(k) = src(k / T) T + k % T. */
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t kt = k / T;
+        const int64_t sigma = ((kt % P) * q + kt / P) * T + k % T;
+        if (parts[sigma + j * n] != v[k + j * n]) {
+          TEST_FAIL_AT("n=%lld P=%d T=%lld: column %lld row %lld wrong",
+                       (long long)n, P, (long long)T, (long long)j,
+                       (long long)k);
+          return;
+        }
+      }
+    free(v), free(parts);
+    tc_delete(sh);
+  }
+}
+
+TEST(local_exec_redistribute_after_a_failure_moves_nothing) {
+  const int P = 2;
+  tc_shared *sh = tc_new(P);
+  double parts[8 * 8], before[8 * 8];
+  for (int i = 0; i < 64; ++i) parts[i] = before[i] = i;
+  rank_job jobs[2];
+  for (int r = 0; r < P; ++r)
+    jobs[r] = (rank_job){.sh = sh, .rank = r, .ranks = P, .n = 8, .tile = 2,
+                         .part = parts + r * 32, .fail = r == 0 ? -JMG_ECUDA : 0,
+                         .body = redistribute_body};
+  CHECK_EQ(run_ranks(jobs, P), 0);
+  CHECK_EQ(jobs[0].rc, -JMG_ECUDA);
+  CHECK_EQ(jobs[1].rc, -JMG_EPEER);
+  CHECK(memcmp(parts, before, sizeof parts) == 0);
+  tc_delete(sh);
+}
