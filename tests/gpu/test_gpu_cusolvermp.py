@@ -153,7 +153,7 @@ def test_syevd_values_and_vectors(request, dtype, n, T_A):
 def test_lu_solve(request, dtype, n, T_A):
     rng = _rng(request)
     mesh = _mesh()
-    a = jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n, dtype=dtype)
+    a = (jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n)).astype(dtype)
     for nrhs in (1, 4):
         b = jt.make_rhs(rng, n, nrhs, dtype)
         x, status = jaxmg.lu_solve(_on(mesh, a), b, T_A, mesh, SPECS, return_status=True)
@@ -268,7 +268,7 @@ def _every_op(mesh: Mesh, n: int, T_A: int, dtype, seed: int) -> dict[str, np.nd
     rng = np.random.default_rng(seed)
     a = jt.make_hpd(rng, n, dtype)
     h = jt.make_hermitian(rng, n, dtype)
-    g = jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n, dtype=dtype)
+    g = (jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n)).astype(dtype)
     b = jt.make_rhs(rng, n, 3, dtype)
     x, logdet = jaxmg.potrs(_on(mesh, a), b, T_A, mesh, SPECS, return_logdet=True)
     w, v = jaxmg.syevd(_on(mesh, h), T_A, mesh, ROWS)
