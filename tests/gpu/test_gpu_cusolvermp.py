@@ -237,9 +237,9 @@ _CHILD_MISSING = textwrap.dedent("""
     ok, why = jaxmg.cusolvermp_available()
     print("AVAILABLE:", ok, why.replace("\\n", " "), flush=True)
     mesh = Mesh(np.array(jax.devices("gpu")[:1]), ("x",))
-    a = jax.device_put(np.eye(64), NamedSharding(mesh, P("x", None)))
+    a = jax.device_put(np.eye(64, dtype=np.float32), NamedSharding(mesh, P("x", None)))
     try:
-        jaxmg.potrs(a, np.ones((64, 1)), 16, mesh, (P("x", None), P(None, None)))
+        jaxmg.potrs(a, np.ones((64, 1), np.float32), 16, mesh, (P("x", None), P(None, None)))
     except ValueError as e:
         print("RAISED:", str(e).replace("\\n", " "), flush=True)
     else:

@@ -78,6 +78,11 @@ int64_t mp_numroc(int64_t n, int64_t nb, int iproc, int nprocs);
 /* 0, or err naming the library call and cuSOLVER's status. */
 int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
              jmg_error *err);
+/* mp_check for a factorization (potrf, getrf): a failed status with info >
+ * 0 left in d_info is the numerical failure (0: info is then agreed as
+ * usual), else the error of mp_check with the info it saw. */
+int mp_check_factor(cusolverStatus_t st, const mp_call *c, const char *call,
+                    const int *d_info, jmg_error *err);
 
 /* Step 3, after each library call (rc: its outcome here): the library's
  * device info (d_info) to the host, the same on every rank (the maximum).

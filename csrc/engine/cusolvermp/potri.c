@@ -60,10 +60,10 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
       rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                         c.op, err);
     if (rc == 0)
-      rc = mp_check(api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data,
+      rc = mp_check_factor(api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data,
                                1, 1, da, c.type, c.d_work, c.d_bytes,
                                c.h_work, c.h_bytes, d_info),
-                    &c, "cusolverMpPotrf", err);
+                    &c, "cusolverMpPotrf", d_info, err);
     rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrf", &f, err);
   }
   /* f > 0: not positive definite; A's content is unspecified (engine.h). */
