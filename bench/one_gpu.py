@@ -53,7 +53,10 @@ CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
          ("potri", "complex128"))
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
-IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"))
+IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
+         ("jaxmg-cusolvermp", "cusolvermp"))
+# What runs unless --impls says otherwise (cuSOLVERMp needs the cuda13 extra).
+DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
 # Copies of A a case holds at once (A, its result, workspaces, the check's
 # probes and products), for the memory estimate.
 COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3}
@@ -86,7 +89,7 @@ def _log(msg: str) -> None:
 
 def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int,
         max_case_s: float, ops: tuple[str, ...] = tuple(c[0] for c in CASES),
-        impls: tuple[str, ...] = tuple(i[0] for i in IMPLS)) -> list[dict]:
+        impls: tuple[str, ...] = DEFAULT_IMPLS) -> list[dict]:
     """Measures every case of ops at every size with every implementation of
     impls (the budget and memory rules of the module docstring)."""
     start = time.perf_counter()
@@ -273,8 +276,9 @@ def main() -> None:
                    help="fewer timed runs (at least 2) beyond this per measurement")
     p.add_argument("--ops", default=",".join(c[0] for c in CASES),
                    help="the cases to run (default: all)")
-    p.add_argument("--impls", default=",".join(i[0] for i in IMPLS),
-                   help="the implementations to run (default: all)")
+    p.add_argument("--impls", default=",".join(DEFAULT_IMPLS),
+                   help="the implementations to run (default: "
+                   f"{','.join(DEFAULT_IMPLS)}; also jaxmg-cusolvermp)")
     p.add_argument("--no-trace", action="store_true",
                    help="skip the JAXMG_TRACE lines at N = 1024")
     args = p.parse_args()

@@ -55,7 +55,7 @@ static void engine_names(const jmg_engine *const *engines, char *out,
 int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                       const jmg_config *cfg, const jmg_engine **out,
                       jmg_error *err) {
-  char names[128], why[160];
+  char names[128], why[320];
   engine_names(engines, names, sizeof names);
   *out = NULL;
   if (cfg->engine[0] != '\0') {

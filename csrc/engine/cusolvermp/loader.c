@@ -73,8 +73,8 @@ static void load_once(void) {
   if (lib == NULL) {
     const char *e = dlerror();
     snprintf(g_why, sizeof g_why,
-             "cuSOLVERMp is not installed or cannot be loaded (%s: %s); "
-             "it comes with " CUSOLVERMP_EXTRA,
+             "cuSOLVERMp is not installed or cannot be loaded (it comes with "
+             CUSOLVERMP_EXTRA "): %s: %s",
              path, e ? e : "unknown reason");
     return;
   }
