@@ -381,6 +381,18 @@ def main() -> None:
                                   "failed": checks.failed}), flush=True)
     if name.startswith("kill") and me == 0:
         time.sleep(4.0)  # the coordination service lives in process 0
+    elif not name.startswith("kill"):
+        # The coordination service lives in process 0: it leaves only after
+        # every process has printed its result (in scenarios whose last
+        # steps need no peer, such as "nodes", process 0 may finish first).
+        from jaxmg._src import _compat
+        try:
+            _compat.kv_set(f"jaxmg-test-done/{name}/{me}", "1")
+            if me == 0:
+                for p in range(1, nproc):
+                    _compat.kv_get(f"jaxmg-test-done/{name}/{p}", 60.0)
+        except Exception as e:  # noqa: BLE001  (the results are printed already)
+            print(f"process {me}: waiting for the others to finish: {e}", flush=True)
     # Skip jax.distributed's shutdown barrier: in the failure scenarios some
     # processes are gone and it would wait for them.
     os._exit(0)
