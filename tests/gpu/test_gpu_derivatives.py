@@ -4,6 +4,9 @@ test_inferred_layout.py, smaller). Skipped without GPUs."""
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 
@@ -26,6 +29,9 @@ pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+import jaxmg_testing as jt  # noqa: E402
+
 SPEC = (P("x", None),)
 
 
@@ -38,15 +44,8 @@ def _hpd(n, dtype, seed=0):
 
 
 def _separated(n, dtype, seed=0):
-    """A Hermitian matrix with eigenvalues 1, 2, ..., n: check_grads' central
-    differences (step 1e-4) are accurate only when eigenvalue gaps are large
-    against the step (a Wishart matrix's smallest eigenvalues are not)."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, n))
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.standard_normal((n, n))
-    q, _ = np.linalg.qr(x)
-    return ((q * np.arange(1, n + 1)) @ q.conj().T).astype(dtype)
+    """jt.make_separated with its own generator (eigenvalues 1, ..., n)."""
+    return jt.make_separated(np.random.default_rng(seed), n, dtype)
 
 
 def _herm(a):

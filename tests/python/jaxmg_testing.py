@@ -103,6 +103,17 @@ def make_hermitian(rng: np.random.Generator, n: int, dtype) -> np.ndarray:
     return _exactly_hermitian((x + x.conj().T) / 2, dtype)
 
 
+def make_separated(rng: np.random.Generator, n: int, dtype) -> np.ndarray:
+    """A Hermitian matrix with eigenvalues 1, 2, ..., n: check_grads' central
+    differences (step 1e-4) are accurate only when eigenvalue gaps are large
+    against the step (a random matrix's close eigenvalues are not)."""
+    x = rng.standard_normal((n, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal((n, n))
+    q, _ = np.linalg.qr(x)
+    return ((q * np.arange(1, n + 1)) @ q.conj().T).astype(dtype)
+
+
 def make_general(rng: np.random.Generator, n: int, dtype,
                  scale_upper: float = 4.0) -> np.ndarray:
     """A random, strongly non-symmetric matrix: standard normal entries, the
