@@ -188,7 +188,10 @@ _CHILD_RETRY = _child(0.35, """
 
 @pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs (one GPU never permutes)")
 def test_solver_short_of_memory_runs_again_without_the_scratch():
-    out = _run_capped(_CHILD_RETRY, JAXMG_TRACE="1", JAXMG_PERMUTE="apart")
+    # cuSOLVERMg's path (the permutation's scratch): at this size a group of
+    # GPUs would otherwise gather onto one (engine/gather/thresholds.c).
+    out = _run_capped(_CHILD_RETRY, JAXMG_TRACE="1", JAXMG_PERMUTE="apart",
+                      JAXMG_ENGINE="cusolvermg")
     assert "INVERTED: status 0" in out.stdout, out.stdout
     traces = _traces(out, "potri")
     assert traces and "scratch freed for the solver" in traces[-1], out.stderr[-3000:]
