@@ -62,7 +62,9 @@ needs_mp = pytest.mark.skipif(not AVAILABLE, reason=f"cuSOLVERMp not available: 
 SPECS = (P("x", None), P(None, None))
 ROWS = (P("x", None),)
 # Sizes on one GPU: several tiles (512 / 128), and a padded shard (500 / 128).
-SIZES = [(512, 128), (500, 128)]
+# Several tiles, a padded N, and the MPMD tests' tiny sizes (N = 8, 16 with
+# T_A = 2: tests/python/mpmd_worker.py's "all" scenario).
+SIZES = [(512, 128), (500, 128), (8, 2), (16, 2)]
 
 
 @pytest.fixture(autouse=True)
