@@ -16,7 +16,7 @@ add_library(jaxmg_cuda SHARED
   csrc/cuda/check.c
   csrc/cuda/handles.c
   csrc/cuda/mem.c
-  csrc/cuda/hermitian.c
+  csrc/engine/cuda_hermitian.c
   csrc/engine/cusolverdn/context.c
   csrc/engine/cusolverdn/cholesky.c
   csrc/engine/cusolverdn/potrs.c

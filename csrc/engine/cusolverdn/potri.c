@@ -1,7 +1,7 @@
 /* potri with cuSOLVERDn: cusolverDnXpotrf, then cusolverDn<t>potri (the
  * inverse from the factor, lower triangle; the 64-bit API has no potri, so
  * N must fit an int: the table's supports checks it), then the Hermitian
- * fill of the upper triangle (cuda/hermitian.h) once the infos say both
+ * fill of the upper triangle (engine/cuda_hermitian.h) once the infos say both
  * succeeded (dn.h). One GPU: the contiguous layout the contract wants is
  * the matrix as it lies. */
 #include <limits.h>
@@ -9,7 +9,7 @@
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
-#include "cuda/hermitian.h"
+#include "engine/cuda_hermitian.h"
 #include "engine/cusolverdn/dn.h"
 
 /* cusolverDn<t>potri's workspace, in elements of the matrix's type. */

@@ -5,7 +5,7 @@
 
 #include "common/trace.h"
 #include "cuda/check.h"
-#include "cuda/hermitian.h"
+#include "engine/cuda_hermitian.h"
 #include "engine/cusolvermg/mg.h"
 
 static cudaStream_t stream_of(const jmg_dist_matrix *a, int d) {

@@ -9,7 +9,7 @@
  * strip right of the tile is the conjugate transpose of the panel below it,
  * one geam. Reads never touch what the fill writes, so each device's calls
  * run in order on its own stream and the devices run concurrently. */
-#include "cuda/hermitian.h"
+#include "engine/cuda_hermitian.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,9 +1,11 @@
 /* Making a distributed matrix Hermitian on GPUs: the strict upper triangle
  * becomes the conjugate transpose of the strict lower one (potri's solvers
  * compute the lower triangle only). Shared by the CUDA engines: cuSOLVERMg's
- * over several GPUs, cuSOLVERDn's on one (a one-device matrix is one slab). */
-#ifndef JMG_CUDA_HERMITIAN_H
-#define JMG_CUDA_HERMITIAN_H
+ * over several GPUs, cuSOLVERDn's on one (a one-device matrix is one slab).
+ * It lives beside engine.h, not in cuda/, because it works on the engines'
+ * jmg_dist_matrix (cuda/ knows no engine). */
+#ifndef JMG_ENGINE_CUDA_HERMITIAN_H
+#define JMG_ENGINE_CUDA_HERMITIAN_H
 
 #include <cublas_v2.h>
 
