@@ -194,6 +194,27 @@ def test_failures_are_status_and_nan(request, dtype):
 
 
 @needs_mp
+@pytest.mark.parametrize("k", [2, 4])
+def test_status_names_the_row_of_a_on_several_gpus(k):
+    """The engine factors a symmetric tile permutation of A on more than one
+    GPU: the failing minor it reports is renumbered as A's row (what the
+    other engines report, and mpmd_worker.py's status check expects: 6 for
+    a diagonal A whose entry (5, 5) is negative, N = 4 k, T_A = 2)."""
+    if len(GPUS) < k:
+        pytest.skip(f"needs {k} GPUs")
+    mesh = _mesh(k)
+    n = 4 * k
+    for row in (5, n - 1, 0):
+        a = np.eye(n)
+        a[row, row] = -1.0
+        x, status = jaxmg.potrs(_on(mesh, a), np.ones((n, 1)), 2, mesh, SPECS,
+                                return_status=True)
+        assert int(status) == row + 1 and bool(jnp.all(jnp.isnan(x))), (row, int(status))
+        inv, status = jaxmg.potri(_on(mesh, a), 2, mesh, ROWS, return_status=True)
+        assert int(status) == row + 1 and bool(jnp.all(jnp.isnan(inv))), (row, int(status))
+
+
+@needs_mp
 def test_jit_grad_and_vmap_through_the_engine(request):
     rng = _rng(request)
     mesh = _mesh()
