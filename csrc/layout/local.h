@@ -79,6 +79,22 @@ static inline int64_t jmg_local_perm_src(const jmg_local_perm *p, int64_t k) {
   return p->plan.dest[k];
 }
 
+/* A solver's info (LAPACK's convention: k > 0 names row and column k,
+ * 1-based, e.g. potrf's leading minor of order k, getrf's zero pivot
+ * U(k, k)) about H, renumbered as M's: H's index k - 1 is in tile
+ * (k - 1) / T_A of H, which is tile src of M. Values <= 0, and values past
+ * n (none of the solvers gives one), are returned as they are. The engine
+ * factors H, not M: where M's own factorization would fail is not known,
+ * but the index renumbered is the row of M where H's failed (for a failure
+ * confined to one diagonal entry, M's own leading minor), and it is what
+ * the other engines, which factor M, report in that case. */
+static inline int64_t jmg_local_perm_info(const jmg_local_perm *p,
+                                          int64_t info) {
+  if (info <= 0 || info > p->n || p->tile < 1) return info;
+  const int64_t h = info - 1;
+  return jmg_local_perm_src(p, h / p->tile) * p->tile + h % p->tile + 1;
+}
+
 typedef enum {
   JMG_LOCAL_APPLY = 0, /* v -> Π v: row tile k <- row tile src(k) */
   JMG_LOCAL_UNDO = 1,  /* v -> Πᵀ v: row tile src(k) <- row tile k */

@@ -128,6 +128,7 @@ static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   else if (rc == 0)
     rc = jmg_local_permute_rows(v, io->x, io->x, io->nrhs, JMG_LOCAL_UNDO,
                                 err);
-  *info_out = info;
+  /* H's zero pivot, numbered as M's rows (layout/local.h). */
+  *info_out = (int)jmg_local_perm_info(&v->perm, info);
   return rc;
 }

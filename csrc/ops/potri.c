@@ -49,6 +49,7 @@ static int potri_local(jmg_local_view *v, int *info_out, jmg_error *err) {
     rc = jmg_local_permute_a(v, JMG_LOCAL_UNDO, err);
   else if (rc == 0)
     rc = jmg_local_nan_a(v, err);
-  *info_out = info;
+  /* H's leading minor, numbered as M's rows (layout/local.h). */
+  *info_out = (int)jmg_local_perm_info(&v->perm, info);
   return rc;
 }

@@ -190,6 +190,7 @@ static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err) {
                          is_single ? sizeof single : sizeof value, err);
   }
   free(diag);
-  *info_out = info;
+  /* H's leading minor, numbered as M's rows (layout/local.h). */
+  *info_out = (int)jmg_local_perm_info(&v->perm, info);
   return rc;
 }

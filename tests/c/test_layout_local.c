@@ -181,6 +181,45 @@ TEST(local_layout_identity_permutation_copies_once) {
   jmg_local_perm_free(&p);
 }
 
+/* A solver's info about H, numbered as M's rows: a diagonal M whose only
+ * non-positive entry is row j has, as H = Π M Πᵀ, its failing leading minor
+ * at the row of H where Π moved row j; jmg_local_perm_info names j + 1
+ * (what an engine factoring M itself reports). 2 ranks, N = 8, T_A = 2
+ * (tests/python/mpmd_worker.py's status check): H's minor 4 is M's 6. */
+TEST(local_layout_info_of_h_is_numbered_as_m_rows) {
+  static const int cases[][3] = {{8, 2, 2}, {8, 1, 2}, {16, 4, 2},
+                                 {12, 2, 3}, {24, 3, 4}, {32, 2, 4}};
+  jmg_error err;
+  jmg_error_clear(&err);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int n = cases[c][0], P = cases[c][1], T = cases[c][2];
+    jmg_local_perm p;
+    CHECK_EQ(jmg_local_perm_init(&p, n, P, T, "test", &err), 0);
+    for (int j = 0; j < n; ++j) {
+      double d[32], h[32];
+      for (int i = 0; i < n; ++i) d[i] = i == j ? -1.0 : 1.0;
+      int calls = 0;
+      CHECK_EQ(jmg_local_rows_gather(&p, JMG_LOCAL_APPLY, h, d, n, 1,
+                                     sizeof(double), host_copy2d, &calls,
+                                     &err),
+               0);
+      int at = -1;
+      for (int i = 0; i < n; ++i)
+        if (h[i] < 0) at = i;
+      CHECK(at >= 0);
+      CHECK_EQ(jmg_local_perm_info(&p, at + 1), j + 1);
+    }
+    CHECK_EQ(jmg_local_perm_info(&p, 0), 0);
+    CHECK_EQ(jmg_local_perm_info(&p, -3), -3);
+    CHECK_EQ(jmg_local_perm_info(&p, n + 1), n + 1);
+    jmg_local_perm_free(&p);
+  }
+  jmg_local_perm p;
+  CHECK_EQ(jmg_local_perm_init(&p, 8, 2, 2, "test", &err), 0);
+  CHECK_EQ(jmg_local_perm_info(&p, 4), 6);
+  jmg_local_perm_free(&p);
+}
+
 static int failing_copy2d(void *ctx, void *dst, size_t dp, const void *src,
                           size_t sp, size_t width, size_t height,
                           jmg_error *err) {

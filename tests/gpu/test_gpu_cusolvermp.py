@@ -34,7 +34,7 @@ from jax.test_util import check_grads  # noqa: E402
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 
 import jaxmg_testing as jt  # noqa: E402
-from mpmd_launch import assert_all_passed, run_job  # noqa: E402
+from mpmd_launch import assert_all_passed, report_outputs, run_job  # noqa: E402
 
 
 def _gpus() -> list:
@@ -194,6 +194,27 @@ def test_failures_are_status_and_nan(request, dtype):
 
 
 @needs_mp
+@pytest.mark.parametrize("k", [2, 4])
+def test_status_names_the_row_of_a_on_several_gpus(k):
+    """The engine factors a symmetric tile permutation of A on more than one
+    GPU: the failing minor it reports is renumbered as A's row (what the
+    other engines report, and mpmd_worker.py's status check expects: 6 for
+    a diagonal A whose entry (5, 5) is negative, N = 4 k, T_A = 2)."""
+    if len(GPUS) < k:
+        pytest.skip(f"needs {k} GPUs")
+    mesh = _mesh(k)
+    n = 4 * k
+    for row in (5, n - 1, 0):
+        a = np.eye(n)
+        a[row, row] = -1.0
+        x, status = jaxmg.potrs(_on(mesh, a), np.ones((n, 1)), 2, mesh, SPECS,
+                                return_status=True)
+        assert int(status) == row + 1 and bool(jnp.all(jnp.isnan(x))), (row, int(status))
+        inv, status = jaxmg.potri(_on(mesh, a), 2, mesh, ROWS, return_status=True)
+        assert int(status) == row + 1 and bool(jnp.all(jnp.isnan(inv))), (row, int(status))
+
+
+@needs_mp
 def test_jit_grad_and_vmap_through_the_engine(request):
     rng = _rng(request)
     mesh = _mesh()
@@ -283,13 +304,18 @@ def _every_op(mesh: Mesh, n: int, T_A: int, dtype, seed: int) -> dict[str, np.nd
 
 
 @needs_mp
+@pytest.mark.parametrize("size", ["tiles", "tiny"])
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("dtype", jt.DTYPES, ids=jt.DTYPE_IDS)
-def test_one_process_several_gpus_matches_the_default_engine(monkeypatch, k, dtype):
+def test_one_process_several_gpus_matches_the_default_engine(monkeypatch, k, dtype, size):
+    """"tiles": several tiles per GPU; "tiny": the MPMD test's sizes (N = 4 k,
+    T_A = 2, tests/python/mpmd_worker.py's "all"), in one process, so that a
+    failure of the MPMD test is told apart from cuSOLVERMp on tiny blocks
+    over several ranks."""
     if len(GPUS) < k:
         pytest.skip(f"needs {k} GPUs")
     mesh = _mesh(k)
-    n, T_A = 128 * k + 64 * k, 64  # several tiles per GPU
+    n, T_A = (128 * k + 64 * k, 64) if size == "tiles" else (4 * k, 2)
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")
     got = _every_op(mesh, n, T_A, dtype, seed)
@@ -309,8 +335,16 @@ def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, m
     its results against the default engine's in this process."""
     if len(gpus) < nproc:
         pytest.skip(f"needs {nproc} GPUs")
-    results = run_job("all", nproc, platform="cuda", timeout_s=120.0, bound_s=550.0,
-                      extra_env={"JAXMG_TEST_OUT": str(tmp_path), "JAXMG_ENGINE": "cusolvermp"})
+    # Bounded below pytest's --timeout (240 s in the GPU runs) so that the
+    # processes' output is printed: a hung process dumps its threads' stacks
+    # (faulthandler, JAXMG_TEST_HANG_S) before the launcher's bound; on any
+    # failure every process's output (with JAXMG_TRACE's lines and NCCL's
+    # warnings) goes to stderr at once (report_outputs).
+    results = run_job("all", nproc, platform="cuda", timeout_s=120.0, bound_s=200.0,
+                      extra_env={"JAXMG_TEST_OUT": str(tmp_path), "JAXMG_ENGINE": "cusolvermp",
+                                 "JAXMG_TEST_HANG_S": "170", "JAXMG_TRACE": "1",
+                                 "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN")})
+    report_outputs(results, nproc, expect=15)
     assert_all_passed(results, nproc, expect=15)
     monkeypatch.delenv("JAXMG_ENGINE")
     n = 4 * nproc

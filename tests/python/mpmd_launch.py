@@ -69,6 +69,27 @@ def run_job(*args, bound_s: float = 100.0, **kwargs) -> dict[int, dict]:
     return finish_job(start_job(*args, **kwargs), bound_s)
 
 
+def report_outputs(results: dict, nproc: int, expect: int | None = None,
+                   tail: int = 20000) -> bool:
+    """Whether every process reported, none failed and (``expect``) each made
+    that many checks; if not, every process's output (its last ``tail``
+    characters) goes to the real stderr at once, past pytest's capture, so
+    that it reaches the log even when the run is cut before pytest's
+    summary."""
+    ok = all(i in results and not results[i]["failed"] and
+             (expect is None or len(results[i]["done"]) == expect) for i in range(nproc))
+    if not ok:
+        for i in range(nproc):
+            out = results["outputs"].get(i, "")
+            sys.__stderr__.write(f"\n===== MPMD process {i} of {nproc}: "
+                                 f"{'no RESULT line' if i not in results else 'its output'}"
+                                 f" ({len(out)} characters, the last {tail}) =====\n")
+            sys.__stderr__.write(out[-tail:] + "\n")
+        sys.__stderr__.write(f"===== end of the {nproc} MPMD processes' output =====\n")
+        sys.__stderr__.flush()
+    return ok
+
+
 def assert_all_passed(results: dict, nproc: int, expect: int) -> None:
     """Every process reported, with ``expect`` checks done and none failed."""
     for i in range(nproc):

@@ -372,7 +372,9 @@ def main() -> None:
                                process_id=me, local_device_ids=local)
     checks = Checks()
     # A hang shows where it hangs (before the launcher's bound kills it).
-    faulthandler.dump_traceback_later(80 if PLATFORM == "cpu" else 500, exit=True)
+    # JAXMG_TEST_HANG_S: sooner, for a launcher whose own bound is shorter.
+    hang_s = float(os.environ.get("JAXMG_TEST_HANG_S", "80" if PLATFORM == "cpu" else "500"))
+    faulthandler.dump_traceback_later(hang_s, exit=True)
     try:
         scenario(name, checks, me)
     except Exception:  # noqa: BLE001

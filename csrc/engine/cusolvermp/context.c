@@ -72,24 +72,67 @@ int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
                        c->a->rank, c->a->ranks);
 }
 
-int mp_check_factor(cusolverStatus_t st, const mp_call *c, const char *call,
-                    const int *d_info, jmg_error *err) {
-  if (st == CUSOLVER_STATUS_SUCCESS) return 0;
-  /* cuSOLVERMp 0.8's potrf returns CUSOLVER_STATUS_INTERNAL_ERROR for a
-   * matrix that is not positive definite (one H200, 2026-11-24,
-   * tests/gpu/test_gpu_cusolvermp.py::test_failures_are_status_and_nan):
-   * where it has also set info > 0, that is the numerical failure every
-   * engine reports as data, not an error. */
+int mp_agree_factor(mp_call *c, int rc, cusolverStatus_t st,
+                    const int *d_info, const char *call, int *info,
+                    jmg_error *err) {
+  /* This rank's info, whatever the status: cuSOLVERMp 0.8's potrf returns
+   * CUSOLVER_STATUS_INTERNAL_ERROR for a matrix that is not positive
+   * definite (one H200, 2026-11-24,
+   * tests/gpu/test_gpu_cusolvermp.py::test_failures_are_status_and_nan),
+   * with info > 0 set; on several ranks, whether every rank gets the info,
+   * or the failed status, is not documented. */
   int h = 0;
-  if (cudaMemcpyAsync(&h, d_info, sizeof h, cudaMemcpyDeviceToHost,
-                      c->stream) == cudaSuccess &&
-      cudaStreamSynchronize(c->stream) == cudaSuccess && h > 0)
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(&h, d_info, sizeof h,
+                                      cudaMemcpyDeviceToHost, c->stream),
+                      c->op, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
+  const int soft = rc == 0 && st != CUSOLVER_STATUS_SUCCESS;
+  /* Two agreements, on every rank whatever happened (no rank waits): the
+   * largest info > 0, and the worst failure (2: an error that is not the
+   * library's status, or info < 0: a bad argument; 1: a failed status). */
+  int v_info = rc == 0 && h > 0 ? h : 0;
+  int v_fail = rc != 0 || h < 0 ? 2 : soft ? 1 : 0;
+  jmg_error e_info, e_fail;
+  jmg_error_clear(&e_info);
+  jmg_error_clear(&e_fail);
+  int rc_info = c->a->comm_ops->max_int(c->a->comm, &v_info, c->a->device_ctx,
+                                        c->op, &e_info);
+  int rc_fail = c->a->comm_ops->max_int(c->a->comm, &v_fail, c->a->device_ctx,
+                                        c->op, &e_fail);
+  if (rc != 0) return rc;
+  if (rc_info != 0) {
+    jmg_error_copy(err, &e_info);
+    return rc_info;
+  }
+  if (rc_fail != 0) {
+    jmg_error_copy(err, &e_fail);
+    return rc_fail;
+  }
+  if (v_fail == 2)
+    return jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
+                         "failed on another rank, or info < 0 (an invalid "
+                         "argument) there; this rank's info %d",
+                         h);
+  /* Info > 0 on any rank: the numerical failure every engine reports as
+   * data, not an error, on every rank (a failed status beside it is its
+   * consequence). */
+  if (v_info > 0) {
+    *info = v_info;
     return 0;
-  int rc = mp_check(st, c, call, err);
-  size_t used = strlen(err->msg);
-  if (used < sizeof err->msg)
-    snprintf(err->msg + used, sizeof err->msg - used, "; info %d", h);
-  return rc;
+  }
+  if (v_fail == 1) {
+    if (!soft)
+      return jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
+                           "failed on another rank (info 0 on every rank)");
+    rc = mp_check(st, c, call, err);
+    size_t used = strlen(err->msg);
+    if (used < sizeof err->msg)
+      snprintf(err->msg + used, sizeof err->msg - used, "; info %d", h);
+    return rc;
+  }
+  *info = 0;
+  return 0;
 }
 
 static int check_layout(const mp_call *c, jmg_error *err) {

@@ -67,12 +67,11 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0) {
     rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                       c.op, err);
+    cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
     if (rc == 0)
-      rc = mp_check_factor(api->getrf(c.handle, a->n, a->n, m, 1, 1, da, ipiv, c.type,
-                               c.d_work, c.d_bytes, c.h_work, c.h_bytes,
-                               d_info),
-                    &c, "cusolverMpGetrf", d_info, err);
-    rc = mp_agree_info(&c, rc, d_info, "cusolverMpGetrf", &f, err);
+      st = api->getrf(c.handle, a->n, a->n, m, 1, 1, da, ipiv, c.type, c.d_work,
+                      c.d_bytes, c.h_work, c.h_bytes, d_info);
+    rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpGetrf", &f, err);
   }
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {

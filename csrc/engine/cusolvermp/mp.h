@@ -78,11 +78,15 @@ int64_t mp_numroc(int64_t n, int64_t nb, int iproc, int nprocs);
 /* 0, or err naming the library call and cuSOLVER's status. */
 int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
              jmg_error *err);
-/* mp_check for a factorization (potrf, getrf): a failed status with info >
- * 0 left in d_info is the numerical failure (0: info is then agreed as
- * usual), else the error of mp_check with the info it saw. */
-int mp_check_factor(cusolverStatus_t st, const mp_call *c, const char *call,
-                    const int *d_info, jmg_error *err);
+/* Step 3 after a factorization (potrf, getrf: rc, the outcome here before
+ * the call; st, its status): the largest info > 0 of any rank is the
+ * numerical failure (*info, 0 returned, on every rank, even where this
+ * rank's status failed with it); else a failed status or info < 0 on any
+ * rank is an error on every rank; else *info = 0. Collective (two
+ * agreements) whatever rc and st. */
+int mp_agree_factor(mp_call *c, int rc, cusolverStatus_t st,
+                    const int *d_info, const char *call, int *info,
+                    jmg_error *err);
 
 /* Step 3, after each library call (rc: its outcome here): the library's
  * device info (d_info) to the host, the same on every rank (the maximum).

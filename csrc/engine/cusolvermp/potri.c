@@ -59,12 +59,11 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
     if (rc == 0)
       rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                         c.op, err);
+    cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
     if (rc == 0)
-      rc = mp_check_factor(api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data,
-                               1, 1, da, c.type, c.d_work, c.d_bytes,
-                               c.h_work, c.h_bytes, d_info),
-                    &c, "cusolverMpPotrf", d_info, err);
-    rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrf", &f, err);
+      st = api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1, 1, da,
+                      c.type, c.d_work, c.d_bytes, c.h_work, c.h_bytes, d_info);
+    rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpPotrf", &f, err);
   }
   /* f > 0: not positive definite; A's content is unspecified (engine.h). */
   if (rc == 0 && f == 0) {

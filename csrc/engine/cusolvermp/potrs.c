@@ -97,12 +97,11 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0) {
     rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                       c.op, err);
+    cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
     if (rc == 0)
-      rc = mp_check_factor(api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data,
-                               1, 1, da, c.type, c.d_work, c.d_bytes,
-                               c.h_work, c.h_bytes, d_info),
-                    &c, "cusolverMpPotrf", d_info, err);
-    rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrf", &f, err);
+      st = api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1, 1, da,
+                      c.type, c.d_work, c.d_bytes, c.h_work, c.h_bytes, d_info);
+    rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpPotrf", &f, err);
   }
   /* f > 0: not positive definite; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
