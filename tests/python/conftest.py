@@ -56,8 +56,8 @@ def mesh(cpu_devices):
 
 @pytest.fixture(scope="session")
 def auto_mesh(cpu_devices):
-    """The same mesh with Auto axes (what check_grads' random cotangents
-    need: see test_derivatives.py)."""
+    """The same mesh with Auto axes (as NetKet builds them; where
+    test_derivatives.py runs check_grads)."""
     from jax.sharding import AxisType
 
     return jax.make_mesh((NDEV,), ("x",), devices=cpu_devices, axis_types=(AxisType.Auto,))

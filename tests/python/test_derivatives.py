@@ -1,11 +1,13 @@
 """Derivatives and vmap of potrs, potri and syevd on 4 CPU devices.
 
-check_grads (finite differences against forward and reverse mode) runs on a
-mesh with Auto axes: under Explicit axes (jax.make_mesh's default) JAX wants
-every cotangent typed with its output's sharding, which check_grads' random
-cotangents are not. Gradients of scalar losses are also checked under
-Explicit axes, against the same loss through jnp.linalg on the Hermitian
-matrix of a's upper triangle (the matrix the ops read).
+check_grads (finite differences against forward and reverse mode) takes
+every op to second order here on a mesh with Auto axes. That is this file's
+choice, not a limit: the plain forms run the ctx forms' local cores inside
+their own shard_map and differentiate on Explicit meshes too
+(test_mesh_derivatives.py runs check_grads on both kinds). Gradients of
+scalar losses are also checked under Explicit axes, against the same loss
+through jnp.linalg on the Hermitian matrix of a's upper triangle (the matrix
+the ops read).
 """
 
 from __future__ import annotations

@@ -187,3 +187,41 @@ def hermitian_times_columns(call: Call, a: jax.Array, v: jax.Array) -> jax.Array
         return jnp.conj(rows_j).T @ jax.lax.dynamic_slice_in_dim(v, j * r, r, axis=0)
 
     return ring_sum(call, hermitian_rows(call, a), term)
+
+
+def linear_solve(call: Call, a: jax.Array, r: jax.Array,
+                 matvec: Callable[[jax.Array], jax.Array],
+                 solve: Callable[[jax.Array], jax.Array],
+                 solve_transposed: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """A^-1 r (r: the leader's) as a linear map JAX can differentiate and
+    transpose: jax.lax.custom_linear_solve, with ``matvec`` (A v, the same
+    on every device), ``solve`` (the FFI solve: A^-1 of the leader's r, on
+    every device) and ``solve_transposed`` (A^-T of the leader's c, on every
+    device). Its transpose hands the cotangent's parts, summed over the axes
+    they may differ over, to ``solve_transposed``, and its result to the
+    leader alone (see this module's docstring).
+
+    Under vma typing, custom_linear_solve types its result as varying over
+    every axis its operands vary over, a's rows' axes included, although
+    every device holds the same x; r is typed so from the start, and the
+    result is retyped as the same on every device by one psum of x on the
+    leader and zeros elsewhere (exact)."""
+    checked = _compat.vma_checked()
+    if checked:
+        r = _compat.pvary(r, _compat.varying_axes(a) | set(call.axes))
+    like = _compat.varying_axes(r)
+
+    def typed_matvec(v: jax.Array) -> jax.Array:
+        return _compat.pvary(matvec(v), like)
+
+    def typed_solve(_: Any, r: jax.Array) -> jax.Array:
+        return _compat.pvary(solve(r), like)
+
+    def transpose_solve(_: Any, c: jax.Array) -> jax.Array:
+        summed = summed_axes(call, c)
+        return _compat.pvary(leader_only(solve_transposed(psum(c, summed)), summed), like)
+
+    x = jax.lax.custom_linear_solve(typed_matvec, r, typed_solve, transpose_solve)
+    if checked:
+        x = psum(leader_only(x, call.axes), call.axes)
+    return x

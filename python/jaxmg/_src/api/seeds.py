@@ -19,7 +19,7 @@ the ctx forms' status of shape (1,)), and one module shows them side by side.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import jax
 from jax.sharding import Mesh, PartitionSpec as P
@@ -70,14 +70,7 @@ def potrs(
       ``(x, status)`` where status is an int32 scalar: 0 on success, k > 0 when
       the leading minor of order k is not positive definite (x is then NaN).
     """
-    n, dtype = _checks.check_matrix("potrs", a)
-    _checks.check_rhs("potrs", b, n, dtype)
-    a, mesh, rows, g = _shard.prepare("potrs", a, n, T_A, mesh, in_specs, 2, pad)
-    b = _shard.onto(b, mesh, P())
-    b2 = b if b.ndim == 2 else b[:, None]
-    x, status = potrs_core.over_mesh(mesh, rows, g)(a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    _shard.settle_on_cpu((x, status), mesh)
+    x, status = run_solve("potrs", a, b, T_A, mesh, in_specs, pad, potrs_core.over_mesh)
     return (x, status) if return_status else x
 
 
@@ -108,16 +101,8 @@ def potrs_shardmap_ctx(
       (``jax.grad``, ``jax.jvp``, ``jax.vjp``, to any order), whatever the
       out_specs.
     """
-    rows, n, dtype = _checks.check_local_shard(
-        "potrs_shardmap_ctx", a, current_manual_axes(), axis_name
-    )
-    _checks.check_rhs("potrs_shardmap_ctx", b, n, dtype)
-    call = _manual.make_call("potrs_shardmap_ctx", rows, n, a, T_A, pad)
-    _native.load()
-    b2 = b if b.ndim == 2 else b[:, None]
-    x, status = potrs_core.local(call, a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    return x, status.reshape(1)
+    return _solve_in_shard_map("potrs_shardmap_ctx", potrs_core.local, a, b, T_A, pad,
+                               axis_name)
 
 
 def potri(
@@ -306,14 +291,7 @@ def lu_solve(
       as its condition number allows, as LAPACK's getrf/getrs. Differentiable
       in a and b, and batched by ``jax.vmap`` (one matrix after the other).
     """
-    n, dtype = _checks.check_matrix("lu_solve", a)
-    _checks.check_rhs("lu_solve", b, n, dtype)
-    a, mesh, rows, g = _shard.prepare("lu_solve", a, n, T_A, mesh, in_specs, 2, pad)
-    b = _shard.onto(b, mesh, P())
-    b2 = b if b.ndim == 2 else b[:, None]
-    x, status = lu_solve_core.over_mesh(mesh, rows, g)(a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    _shard.settle_on_cpu((x, status), mesh)
+    x, status = run_solve("lu_solve", a, b, T_A, mesh, in_specs, pad, lu_solve_core.over_mesh)
     return (x, status) if return_status else x
 
 
@@ -339,13 +317,62 @@ def lu_solve_shardmap_ctx(
       ``(x, status)`` as ``potrs_shardmap_ctx``: x with b's shape (the same
       on every device), the status of shape (1,). Differentiable in a and b.
     """
-    rows, n, dtype = _checks.check_local_shard(
-        "lu_solve_shardmap_ctx", a, current_manual_axes(), axis_name
-    )
-    _checks.check_rhs("lu_solve_shardmap_ctx", b, n, dtype)
-    call = _manual.make_call("lu_solve_shardmap_ctx", rows, n, a, T_A, pad)
+    return _solve_in_shard_map("lu_solve_shardmap_ctx", lu_solve_core.local, a, b, T_A, pad,
+                               axis_name)
+
+
+# --- what the solves (potrs, lu_solve) share -----------------------------------------------
+
+
+def run_solve(
+    op: str,
+    a: Any,
+    b: Any,
+    T_A: Any,
+    mesh: Any,
+    in_specs: Any,
+    pad: bool,
+    program: Callable[[Mesh, _checks.RowSharding, _shard.Geometry], Callable[..., Any]],
+    layout: Callable[[str, Any, Any, Any], tuple[Any, Any]] | None = None,
+    x_at: int = 0,
+) -> tuple[jax.Array, ...]:
+    """A solve over a whole mesh, as the plain forms (and JAXMg 1.x's ctx
+    forms at the global level, jaxmg._src.api.v1) make it: a and b checked,
+    the mesh and specs (``layout``'s, when given, else inferred where left
+    out), A onto the mesh (_shard.prepare), b replicated on it, a 1-D b as
+    one column; then ``program(mesh, rows, g)(a, b)``, whose outputs are
+    returned, x (at ``x_at``) in b's shape."""
+    n, dtype = _checks.check_matrix(op, a)
+    _checks.check_rhs(op, b, n, dtype)
+    if layout is not None:
+        mesh, in_specs = layout(op, a, mesh, in_specs)
+    a, mesh, rows, g = _shard.prepare(op, a, n, T_A, mesh, in_specs, 2, pad)
+    b = _shard.onto(b, mesh, P())
+    out = list(program(mesh, rows, g)(a, _columns(b)))
+    out[x_at] = _shaped_like(out[x_at], b)
+    _shard.settle_on_cpu(tuple(out), mesh)
+    return tuple(out)
+
+
+def _solve_in_shard_map(op: str, local: Callable[..., tuple[jax.Array, jax.Array]],
+                        a: jax.Array, b: jax.Array, T_A: int | None, pad: bool,
+                        axis_name: str | tuple[str, ...] | None) -> tuple[jax.Array, jax.Array]:
+    """A solve's ctx form (op: ``potrs_shardmap_ctx``, ...) on this device's
+    rows a: the checks, then the op's core ``local``; ``(x, status)``, x in
+    b's shape, the status of shape (1,)."""
+    rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name)
+    _checks.check_rhs(op, b, n, dtype)
+    call = _manual.make_call(op, rows, n, a, T_A, pad)
     _native.load()
-    b2 = b if b.ndim == 2 else b[:, None]
-    x, status = lu_solve_core.local(call, a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    return x, status.reshape(1)
+    x, status = local(call, a, _columns(b))
+    return _shaped_like(x, b), status.reshape(1)
+
+
+def _columns(b: jax.Array) -> jax.Array:
+    """b as N x k: a 1-D b as one column (the cores take N x k)."""
+    return b if b.ndim == 2 else b[:, None]
+
+
+def _shaped_like(x: jax.Array, b: jax.Array) -> jax.Array:
+    """x (N x k) in b's shape."""
+    return x if b.ndim == 2 else x[:, 0]

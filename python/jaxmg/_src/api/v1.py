@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -240,15 +240,17 @@ def _potrs_with_logdet(a: jax.Array, b: jax.Array, T_A: int | None = None,
                        return_status: bool = False,
                        pad: bool = True) -> tuple[jax.Array, ...]:
     """``seeds.potrs`` with log det A: (x, logdet) or (x, logdet, status)."""
-    n, dtype = _checks.check_matrix("potrs", a)
-    _checks.check_rhs("potrs", b, n, dtype)
-    a, mesh, rows, g = _shard.prepare("potrs", a, n, T_A, mesh, in_specs, 2, pad)
-    b = _shard.onto(b, mesh, P())
-    b2 = b if b.ndim == 2 else b[:, None]
-    _, x, logdet, status = _solve_program("potrs", mesh, rows, g, True)(a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    _shard.settle_on_cpu((x, logdet, status), mesh)
+    x, logdet, status = seeds.run_solve("potrs", a, b, T_A, mesh, in_specs, pad,
+                                        _without_work)
     return (x, logdet, status) if return_status else (x, logdet)
+
+
+def _without_work(mesh: Mesh, rows: _checks.RowSharding,
+                  g: _shard.Geometry) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, ...]]:
+    """potrs's program with log det A, A's work buffer dropped: (x, logdet,
+    status)."""
+    program = _solve_program("potrs", mesh, rows, g, True)
+    return lambda a, b: program(a, b)[1:]
 
 
 def potri(
@@ -342,21 +344,16 @@ def _inside_shard_map(op: str, positional: tuple[Any, ...], *, pad: Any, axis_na
             f"{', '.join(given)} belong to JAXMg 1.x's form, which takes the whole "
             "matrix and is called at the global level (eagerly or under jax.jit, outside "
             "shard_map)")
-    if len(positional) > 2:
-        raise TypeError(f"jaxmg.{op}: too many positional arguments")
-    if positional:
-        if pad is not _UNSET:
-            raise TypeError(f"jaxmg.{op}: pad given twice")
-        pad = positional[0]
+
+    def a_bool(pad: Any) -> None:
         if not isinstance(pad, (bool, np.bool_)):
             raise TypeError(
                 f"jaxmg.{op}: inside a shard_map body the argument after T_A is pad (a "
                 f"bool; the seeds' form), got {pad!r}; JAXMg 1.x's form, whose "
                 "argument there is the mesh, is called at the global level")
-    if len(positional) > 1:
-        if axis_name is not _UNSET:
-            raise TypeError(f"jaxmg.{op}: axis_name given twice")
-        axis_name = positional[1]
+
+    pad, axis_name = _after_T_A(op, positional, "pad", pad, _UNSET, a_bool,
+                                "axis_name", axis_name, _UNSET)
     pad = True if pad is _UNSET else _check_flag(op, "pad", pad)
     return pad, (None if axis_name is _UNSET else axis_name), None
 
@@ -371,27 +368,44 @@ def _at_global_level(op: str, positional: tuple[Any, ...], *, pad: Any, axis_nam
             "body; this call is at the global level (no shard_map), where jaxmg takes the "
             "whole matrix and reads its sharding from it or from the context mesh "
             "(JAXMg 1.x's form)")
-    if len(positional) > 2:
-        raise TypeError(f"jaxmg.{op}: too many positional arguments")
-    if positional:
-        if mesh is not None:
-            raise TypeError(f"jaxmg.{op}: mesh given twice")
-        mesh = positional[0]
+
+    def not_a_bool(mesh: Any) -> None:
         if isinstance(mesh, (bool, np.bool_)):
             raise TypeError(
                 f"jaxmg.{op}: at the global level (outside shard_map) the argument after "
                 f"T_A is the mesh (JAXMg 1.x's form), got {mesh!r}; pad= is a keyword "
                 "there. The seeds' form, whose argument there is pad, is called inside "
                 "a shard_map body on this device's rows")
-    if len(positional) > 1:
-        if matrix_specs is not None:
-            raise TypeError(f"jaxmg.{op}: matrix_specs given twice")
-        matrix_specs = positional[1]
+
+    mesh, matrix_specs = _after_T_A(op, positional, "mesh", mesh, None, not_a_bool,
+                                    "matrix_specs", matrix_specs, None)
     if mesh is not None:
         _checks.check_mesh(op, mesh)
     specs = _specs(op, in_specs, matrix_specs)
     pad = True if pad is _UNSET else _check_flag(op, "pad", pad)
     return pad, mesh, specs
+
+
+def _after_T_A(op: str, positional: tuple[Any, ...], first: str, first_value: Any,
+               first_unset: Any, check_first: Callable[[Any], None], second: str,
+               second_value: Any, second_unset: Any) -> tuple[Any, Any]:
+    """The two arguments a ctx form may take positionally after T_A (its
+    ``*positional``), ``first`` and ``second`` by name: each taken from
+    ``positional`` where it is there (``check_first`` judging the first),
+    else its keyword's value; refusing more than two, and one given both
+    ways (its keyword's value not its ``*_unset``)."""
+    if len(positional) > 2:
+        raise TypeError(f"jaxmg.{op}: too many positional arguments")
+    if positional:
+        if first_value is not first_unset:
+            raise TypeError(f"jaxmg.{op}: {first} given twice")
+        first_value = positional[0]
+        check_first(first_value)
+    if len(positional) > 1:
+        if second_value is not second_unset:
+            raise TypeError(f"jaxmg.{op}: {second} given twice")
+        second_value = positional[1]
+    return first_value, second_value
 
 
 # --- the ctx forms at the global level: the mesh and A's layout ---------------------------
@@ -495,17 +509,13 @@ def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *
                                         in_specs=in_specs)
     want_logdet = "return_logdet" in extra and _check_flag(
         op, "return_logdet", extra["return_logdet"])
-    n, dtype = _checks.check_matrix(op, a)
-    _checks.check_rhs(op, b, n, dtype)
-    a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 2, pad)
-    b = _shard.onto(b, mesh, P())
-    b2 = b if b.ndim == 2 else b[:, None]
-    program = _solve_program(op.removesuffix("_shardmap_ctx"), mesh, rows, g, want_logdet)
-    work, x, *rest = program(a, b2)
-    x = x if b.ndim == 2 else x[:, 0]
-    out = (work, x, *rest)
-    _shard.settle_on_cpu(out, mesh)
-    return out
+    base = op.removesuffix("_shardmap_ctx")
+
+    def solve(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+        return _solve_program(base, mesh, rows, g, want_logdet)
+
+    return seeds.run_solve(op, a, b, T_A, mesh, specs, pad, solve, layout=_global_layout,
+                           x_at=1)
 
 
 @functools.lru_cache(maxsize=256)

@@ -6,7 +6,9 @@ device.
 (x and the status; its rules: dx = A^-1 (db - dA x), the solve a linear map
 whose transpose is one more solve, with Aᵀ), ``local_work`` the same with
 A's work buffer in front (JAXMg 1.x's ctx forms hand it back), ``over_mesh``
-``local`` over a mesh. No API conventions here (see jaxmg._src.core).
+``local`` over a mesh: these three are the linear solves' (core/_solve.py),
+made from ``shard``, A v (one psum) and the solve with Aᵀ. No API
+conventions here (see jaxmg._src.core).
 
 The transpose. The C library reads a row-sharded A column-major, which for a
 general A is Aᵀ (not conj(A), as for the Hermitian ops): the engine factors
@@ -27,14 +29,11 @@ numbering (_shard.unpad_info: the identity's columns never pivot).
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _manual, _shard
+from jaxmg._src.core import _solve
 
 
 def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
@@ -76,74 +75,15 @@ def _matvec(call: _shard.Call, a: jax.Array, v: jax.Array) -> jax.Array:
     return _manual.psum(placed, call.axes)
 
 
-@functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
-    """``local``, derivative rules included, over the whole mesh, jitted."""
-    call = _shard.mesh_call("lu_solve", mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
-                                 in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())))
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """x = A^-1 b and the status inside any shard_map (b: the leader's),
-    differentiable in this device's rows a and in b (see _local_jvp)."""
-    return shard(call, a, b)[1:]
-
-
-@local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
-               tangents: tuple[jax.Array, jax.Array]):
-    """dx = A^-1 (db - dA x): dA x through one psum, A^-1 by one more jaxmg
-    solve (_linear_solve), whose transpose JAX takes for reverse mode."""
-    (a, b), (da, db) = primals, tangents
-    x, status = local(call, a, b)
-    dx = _linear_solve(call, a, db - _matvec(call, da, x))
-    return (x, status), (dx, _compat.zero_tangent(status))
-
-
-def _linear_solve(call: _shard.Call, a: jax.Array, r: jax.Array) -> jax.Array:
-    """A^-1 r (r: the leader's) as a linear map JAX can differentiate and
-    transpose: jax.lax.custom_linear_solve, with matvec A v (one psum), solve
-    the FFI solve and transpose_solve the FFI solve with Aᵀ (trans=1) of
-    the cotangent's parts summed, to the leader (see _manual). Typed as
-    potrs's (core/potrs.py's _linear_solve says why)."""
-    checked = _compat.vma_checked()
-    if checked:
-        r = _compat.pvary(r, _compat.varying_axes(a) | set(call.axes))
-    like = _compat.varying_axes(r)
-
-    def matvec(v: jax.Array) -> jax.Array:
-        return _compat.pvary(_matvec(call, a, v), like)
-
-    def solve(_: Any, r: jax.Array) -> jax.Array:
-        return _compat.pvary(shard(call, a, r)[1], like)
-
-    def transpose_solve(_: Any, c: jax.Array) -> jax.Array:
-        summed = _manual.summed_axes(call, c)
-        _, x, _ = shard(call, a, _manual.psum(c, summed), trans=1)
-        return _compat.pvary(_manual.leader_only(x, summed), like)
-
-    x = jax.lax.custom_linear_solve(matvec, r, solve, transpose_solve)
-    if checked:
-        x = _manual.psum(_manual.leader_only(x, call.axes), call.axes)
+def _solve_transposed(call: _shard.Call, a: jax.Array, c: jax.Array) -> jax.Array:
+    """A^-T c (c: the leader's): the FFI solve with Aᵀ (trans=1), no data
+    moved and no conjugation (see above)."""
+    _, x, _ = shard(call, a, c, trans=1)
     return x
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_work(call: _shard.Call, a: jax.Array,
-               b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``local`` with A's work buffer in front, for APIs that hand it back
-    (JAXMg 1.x's ctx forms): (work rows, x, status). The work buffer is the
-    solver's scratch, whose contents no API promises: it is held constant
-    (its tangent is zero); x's rule is ``local``'s."""
-    return shard(call, a, b)
-
-
-@local_work.defjvp
-def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
-                    tangents: tuple[jax.Array, jax.Array]):
-    (a, b), (da, db) = primals, tangents
-    work, x, status = local_work(call, a, b)
-    dx = _linear_solve(call, a, db - _matvec(call, da, x))
-    return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))
+# local, local_work, over_mesh: the module's docstring says what they are.
+_cores = _solve.solve_cores("lu_solve", shard, _matvec, _solve_transposed)
+local = _cores.local
+local_work = _cores.local_work
+over_mesh = _cores.over_mesh

@@ -2,8 +2,12 @@
 sharded over devices, b and x the same on every device.
 
 ``shard`` is one shard's FFI program, ``local`` the differentiable local core
-(x and the status; its rules: dx = A^-1 (db - dA x), the solve a linear map
-whose transpose is one more solve), ``over_mesh`` ``local`` over a mesh.
+(x and the status; its rules: dx = A^-1 (db - dA x), dA the Hermitian matrix
+of da's upper triangle, the solve a linear map whose transpose is one more
+solve), ``local_work`` the same with A's work buffer in front (JAXMg 1.x's
+ctx forms hand it back), ``over_mesh`` ``local`` over a mesh: these three
+are the linear solves' (core/_solve.py), made from ``shard``, A v (one psum)
+and the transposed solve.
 ``local_logdet`` adds log det A, read by the engines from the factor (its
 rule: d logdet = tr(A^-1 dA), with jaxmg's distributed inverse, potri). No
 API conventions here (see jaxmg._src.core).
@@ -12,13 +16,12 @@ API conventions here (see jaxmg._src.core).
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _compat, _manual, _shard
+from jaxmg._src.core import _solve
 from jaxmg._src.core import potri as potri_core
 
 
@@ -60,85 +63,18 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
     return (_shard.unpad_shard(work, g), x, *rest[:-1], _shard.unpad_info(rest[-1], g))
 
 
-@functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
-    """``local``, derivative rules included, over the whole mesh, jitted."""
-    call = _shard.mesh_call("potrs", mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
-                                 in_specs=(rows.spec, P(None, None)), out_specs=(P(None, None), P())))
+def _solve_transposed(call: _shard.Call, a: jax.Array, c: jax.Array) -> jax.Array:
+    """A^-T c (c: the leader's) by the FFI solve: A^-T = conj(A^-1 conj(.))
+    for Hermitian A."""
+    _, x, _ = shard(call, a, jnp.conj(c))
+    return jnp.conj(x)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """x = A^-1 b and the status inside any shard_map (b: the
-    leader's), differentiable in this device's rows a and in b (see
-    _local_jvp)."""
-    return shard(call, a, b)[1:]
-
-
-@local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
-               tangents: tuple[jax.Array, jax.Array]):
-    """dx = A^-1 (db - dA x), dA the Hermitian matrix of da's upper triangle:
-    dA x through one psum, A^-1 by one more jaxmg solve (_linear_solve),
-    whose transpose JAX takes for reverse mode."""
-    (a, b), (da, db) = primals, tangents
-    x, status = local(call, a, b)
-    dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
-    return (x, status), (dx, _compat.zero_tangent(status))
-
-
-def _linear_solve(call: _shard.Call, a: jax.Array, r: jax.Array) -> jax.Array:
-    """A^-1 r (r: the leader's) as a linear map JAX can differentiate and
-    transpose: jax.lax.custom_linear_solve, with matvec A v (one psum), solve
-    the FFI solve and transpose_solve its transpose (see _manual): the
-    cotangent's parts summed, A^-H of the sum to the leader.
-
-    Under vma typing, custom_linear_solve types its result as varying over
-    every axis its operands vary over, a's rows' axes included, although
-    every device holds the same x; r is typed so from the start, and the
-    result is retyped as the same on every device by one psum of x on the
-    leader and zeros elsewhere (exact)."""
-    checked = _compat.vma_checked()
-    if checked:
-        r = _compat.pvary(r, _compat.varying_axes(a) | set(call.axes))
-    like = _compat.varying_axes(r)
-
-    def matvec(v: jax.Array) -> jax.Array:
-        return _compat.pvary(_manual.hermitian_matvec(call, a, v), like)
-
-    def solve(_: Any, r: jax.Array) -> jax.Array:
-        return _compat.pvary(shard(call, a, r)[1], like)
-
-    def transpose_solve(_: Any, c: jax.Array) -> jax.Array:
-        # A^-T = conj(A^-1 conj(.)) for Hermitian A.
-        summed = _manual.summed_axes(call, c)
-        _, x, _ = shard(call, a, jnp.conj(_manual.psum(c, summed)))
-        return _compat.pvary(_manual.leader_only(jnp.conj(x), summed), like)
-
-    x = jax.lax.custom_linear_solve(matvec, r, solve, transpose_solve)
-    if checked:
-        x = _manual.psum(_manual.leader_only(x, call.axes), call.axes)
-    return x
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_work(call: _shard.Call, a: jax.Array,
-               b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``local`` with A's work buffer in front, for APIs that hand it back
-    (JAXMg 1.x's ctx forms): (work rows, x, status). The work buffer is the
-    solver's scratch, whose contents no API promises: it is held constant
-    (its tangent is zero); x's rule is ``local``'s."""
-    return shard(call, a, b)
-
-
-@local_work.defjvp
-def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
-                    tangents: tuple[jax.Array, jax.Array]):
-    (a, b), (da, db) = primals, tangents
-    work, x, status = local_work(call, a, b)
-    dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
-    return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))
+# local, local_work, over_mesh: the module's docstring says what they are.
+_cores = _solve.solve_cores("potrs", shard, _manual.hermitian_matvec, _solve_transposed)
+local = _cores.local
+local_work = _cores.local_work
+over_mesh = _cores.over_mesh
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -155,7 +91,7 @@ def _local_logdet_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
                       tangents: tuple[jax.Array, jax.Array]):
     (a, b), (da, db) = primals, tangents
     work, x, logdet, status = local_logdet(call, a, b)
-    dx = _linear_solve(call, a, db - _manual.hermitian_matvec(call, da, x))
+    dx = _cores.tangent(call, a, x, da, db)
     dlogdet = _logdet_tangent(call, a, da).astype(logdet.dtype)
     return ((work, x, logdet, status),
             (jnp.zeros_like(work), dx, dlogdet, _compat.zero_tangent(status)))
