@@ -18,6 +18,14 @@ real, 2/3 complex), whose eigenvalues lie in about [-2 sqrt(v N), 2 sqrt(v N)]
 (semicircle law); the diagonal shift 3 sqrt(v N) puts A's eigenvalues in
 about [sqrt(v N), 5 sqrt(v N)]: condition number about 5, like the GPU tests'
 matrices and the ceiling's.
+
+``general`` makes a non-symmetric matrix for lu_solve the same way, entry
+(i, j) a hash of (seed, i, j) mapped to [-1, 1) (both parts, complex), with
+no diagonal shift: no entry dominates its column, so partial pivoting swaps
+rows as it would on a user's matrix (an HPD matrix, or one with a large
+diagonal, would need no swap). Such a matrix is nonsingular with probability
+one, with a condition number of order N; LU with partial pivoting is
+backward stable on it, which is what the check measures.
 """
 
 from __future__ import annotations
@@ -80,6 +88,31 @@ def hpd_shard(n: int, dtype: Any, nparts: int, seed: jax.Array) -> jax.Array:
     rows = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 0) + first
     cols = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 1)
     return entries(rows, cols, n, dtype, seed)
+
+
+def general_shard(n: int, dtype: Any, nparts: int, seed: jax.Array) -> jax.Array:
+    """This device's rows of the general matrix (module docstring), inside a
+    shard_map over axis AXIS."""
+    dtype = jnp.dtype(dtype)
+    real = jnp.finfo(dtype).dtype.type
+    r = n // nparts
+    first = (jax.lax.axis_index(AXIS) * r).astype(jnp.uint32)
+    rows = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 0) + first
+    cols = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 1)
+    h = _mix(_mix(rows ^ _mix(seed ^ jnp.uint32(0x2545F491))) + cols * jnp.uint32(0x9E3779B9))
+    a = _uniform(h, real)
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        a = jax.lax.complex(a, _uniform(_mix(h ^ jnp.uint32(0x68E31DA4)), real))
+    return a.astype(dtype)
+
+
+def general(n: int, dtype: Any, mesh: Mesh, seed: int) -> jax.Array:
+    """A concrete non-symmetric matrix for lu_solve (module docstring), rows
+    sharded over mesh (1-D, axis AXIS)."""
+    f = _shard_map(lambda s: general_shard(n, dtype, mesh.size, s), mesh=mesh,
+                   in_specs=P(), out_specs=P(AXIS, None))
+    return jax.jit(f, out_shardings=NamedSharding(mesh, P(AXIS, None)))(
+        jnp.uint32(seed % 2 ** 32))
 
 
 def hpd_traced(n: int, dtype: Any, mesh: Mesh, seed: jax.Array) -> jax.Array:

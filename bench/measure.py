@@ -12,7 +12,9 @@ Checking: every timed run's result is checked (not timed) against the input,
 with random probe vectors, in the working precision at
 ``Precision.HIGHEST`` (no TF32 products):
 
-* potrs: ||A x - b|| / (||A|| ||x||), the normwise backward error;
+* potrs and lu_solve: ||A x - b|| / (||A|| ||x||), the normwise backward
+  error (lu_solve's A is a general random matrix, inputs.general: partial
+  pivoting swaps rows, as it would on a user's matrix);
 * potri: with Y = X V for a random N x 4 V, ||A Y - V|| / (||A|| ||Y||): the
   backward error of X as a solver, every entry of X taking part;
 * syevd: the larger of ||A V c - V (w c)|| / (max|w| ||c||) and
@@ -25,14 +27,25 @@ with random probe vectors, in the working precision at
 ||A|| is the Frobenius norm. A run whose residual is not below
 cases.tolerance, is not finite, or whose jaxmg status is not 0 makes the
 case FAIL: its time is kept in the CSV but never shown or plotted as valid.
+
+Which engine ran: with ``trace=True`` the warm-up call runs with
+JAXMG_TRACE=1 and its trace line (the C library's, on stderr) is kept in
+Measured.trace; Measured.engine and Measured.tile read the engine that ran
+and the T_A from it. ``environ`` sets JAXMG_* variables (read per call by the
+C library) for the duration of a measurement.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import statistics
+import sys
+import tempfile
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -57,10 +70,31 @@ class Measured:
     runs: int = 0
     residual: float | None = None
     compile_s: float | None = None
+    trace: list[str] = field(default_factory=list)  # the warm-up's JAXMG_TRACE lines
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def engine(self) -> str | None:
+        """The engine that ran the warm-up call, from its trace line (e.g.
+        ``cusolverdn-gather>cusolvermg`` when the gather engine fell back), or
+        None without a trace."""
+        for line in reversed(self.trace):
+            m = re.search(r", engine (\S+)$", line)
+            if m:
+                return m.group(1)
+        return None
+
+    @property
+    def tile(self) -> int | None:
+        """The T_A the warm-up call ran with, from its trace line."""
+        for line in reversed(self.trace):
+            m = re.search(r" T_A=(\d+) ", line)
+            if m:
+                return int(m.group(1))
+        return None
 
     def set_times(self, times: list[float]) -> None:
         self.median_s = statistics.median(times)
@@ -79,6 +113,50 @@ def frobenius(a: jax.Array) -> jax.Array:
 @jax.jit
 def _potrs_residual(a, b, x, anorm):
     return jnp.linalg.norm(_mm(a, x) - b) / (anorm * jnp.linalg.norm(x))
+
+
+@contextlib.contextmanager
+def environ(settings: dict[str, str | None]) -> Iterator[None]:
+    """Sets (value) or unsets (None) environment variables, and restores
+    them on exit. The C library reads JAXMG_ENGINE, JAXMG_POTRF and
+    JAXMG_TRACE at every call."""
+    saved = {k: os.environ.get(k) for k in settings}
+    try:
+        for k, v in settings.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def captured_trace(lines: list[str]) -> Iterator[None]:
+    """Runs the block with JAXMG_TRACE=1 and file descriptor 2 sent to a
+    temporary file; on exit appends the ``jaxmg trace`` lines written there to
+    ``lines`` and writes everything back to stderr."""
+    sys.stderr.flush()
+    saved_fd = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            with environ({"JAXMG_TRACE": "1"}):
+                yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            f.seek(0)
+            text = f.read().decode(errors="replace")
+            lines.extend(ln for ln in text.splitlines() if ln.startswith("jaxmg trace "))
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
 
 @jax.jit
@@ -112,7 +190,7 @@ def _eigvals_residual(a, w, anorm):
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
-    if op == "potrs":
+    if op in ("potrs", "lu_solve"):
         return float(_potrs_residual(a, b, out, anorm))
     if op == "eigvals":
         return float(_eigvals_residual(a, out, anorm))
@@ -131,6 +209,9 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
     if op == "potrs":
         def f(a, b):
             return jaxmg.potrs(a, b, tile, mesh, specs, return_status=True)
+    elif op == "lu_solve":
+        def f(a, b):
+            return jaxmg.lu_solve(a, b, tile, mesh, specs, return_status=True)
     elif op == "potri":
         def f(a, b):
             return jaxmg.potri(a, tile, mesh, specs[:1], return_status=True)
@@ -150,6 +231,9 @@ def jax_fn(op: str) -> Callable[..., Any]:
     if op == "potrs":
         def f(a, b):
             return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a, lower=True), b), None
+    elif op == "lu_solve":
+        def f(a, b):
+            return jnp.linalg.solve(a, b), None
     elif op == "potri":
         def f(a, b):
             return jnp.linalg.inv(a), None
@@ -171,22 +255,26 @@ def runs_for(repeats: int, max_case_s: float, warm_s: float) -> int:
 
 
 def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], seed: int,
-            repeats: int, max_case_s: float, log: Callable[[str], None]) -> Measured:
-    """Generates A (and b) on mesh, then times and checks fn(A, b)."""
+            repeats: int, max_case_s: float, log: Callable[[str], None],
+            trace: bool = False) -> Measured:
+    """Generates A (and b) on mesh, then times and checks fn(A, b); with
+    ``trace``, the warm-up call's JAXMG_TRACE lines go to Measured.trace."""
     tol = cases.tolerance(dtype, n)
     key = jax.random.PRNGKey(seed)
-    a = inputs.hpd(n, dtype, mesh, seed)
+    a = (inputs.general if op == "lu_solve" else inputs.hpd)(n, dtype, mesh, seed)
     b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, 1), dtype, mesh)
-         if op == "potrs" else jnp.zeros((), dtype))
+         if op in ("potrs", "lu_solve") else jnp.zeros((), dtype))
     anorm = frobenius(a)
     t0 = time.perf_counter()
     compiled = fn.lower(a, b).compile()
     compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(compiled(a, b))
-    warm_s = time.perf_counter() - t0
+    lines: list[str] = []
+    with captured_trace(lines) if trace else contextlib.nullcontext():
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(a, b))
+        warm_s = time.perf_counter() - t0
     del out
-    m = Measured(status="ok", compile_s=compile_s)
+    m = Measured(status="ok", compile_s=compile_s, trace=lines)
     worst, times = 0.0, []
     for i in range(runs_for(repeats, max_case_s, warm_s)):
         t0 = time.perf_counter()

@@ -58,13 +58,15 @@ IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
 # What runs unless --impls says otherwise (cuSOLVERMp needs the cuda13 extra).
 DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
 # Copies of A a case holds at once (A, its result, workspaces, the check's
-# probes and products), for the memory estimate.
-COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3}
+# probes and products), for the memory estimate (also bench/engines.py's).
+COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3, "lu_solve": 3}
 FIELDS = ("op", "dtype", "n", "impl", "status", "median_s", "min_s", "max_s", "runs",
           "residual", "compile_s", "speed_vs_jax")
 
 
-def _device_bytes(dev) -> int | None:
+def device_bytes(dev: jax.Device) -> int | None:
+    """The device's memory limit in bytes (XLA's allocator), or None where
+    the backend has no memory stats (CPU)."""
     try:
         stats = dev.memory_stats() or {}
     except Exception:  # noqa: BLE001  (not every backend has stats)
@@ -72,7 +74,7 @@ def _device_bytes(dev) -> int | None:
     return stats.get("bytes_limit")
 
 
-def _predict(prev: dict, key: tuple, n: int, runs: int, max_case_s: float) -> float | None:
+def predict(prev: dict, key: tuple, n: int, runs: int, max_case_s: float) -> float | None:
     """Seconds the measurement of key at n will take, from the largest
     smaller size measured: its median scaled by N^3, for runs + a warm-up."""
     smaller = [(m, t) for (k, m), t in prev.items() if k == key and m < n]
@@ -81,6 +83,19 @@ def _predict(prev: dict, key: tuple, n: int, runs: int, max_case_s: float) -> fl
     m, t = max(smaller)
     one = t * (n / m) ** 3
     return one * (measure.runs_for(runs, max_case_s, one) + 2)
+
+
+def skip_reason(need_bytes: float, limit_bytes: int | None, left_s: float,
+                guess_s: float | None) -> str | None:
+    """Why a measurement is not started, or None to start it: "skipped:
+    memory" when need_bytes (an estimate, bytes on the fullest device) is
+    above 90% of the device's limit, "skipped: budget" when no time is left or
+    the predicted time (predict) exceeds what is left."""
+    if limit_bytes is not None and need_bytes > 0.9 * limit_bytes:
+        return f"skipped: memory (~{need_bytes / 2**30:.0f} GiB)"
+    if left_s <= 0 or (guess_s is not None and guess_s > left_s):
+        return "skipped: budget"
+    return None
 
 
 def _log(msg: str) -> None:
@@ -95,7 +110,7 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
     start = time.perf_counter()
     dev = jax.devices()[0]
     mesh = Mesh(np.array([dev]), (inputs.AXIS,))
-    limit = _device_bytes(dev)
+    limit = device_bytes(dev)
     _log(f"one_gpu: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
          f"budget {budget_s:.0f} s, memory limit "
          f"{'unknown' if limit is None else f'{limit / 2**30:.1f} GiB'}")
@@ -111,32 +126,22 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
                 seed += 1
                 row = dict(op=op, dtype=dtype, n=n, impl=impl)
                 left = budget_s - (time.perf_counter() - start)
-                guess = _predict(times, (op, dtype, impl), n, repeats, max_case_s)
-                if limit is not None and need > 0.9 * limit:
-                    row["status"] = f"skipped: memory (~{need / 2**30:.0f} GiB)"
-                elif left <= 0 or (guess is not None and guess > left):
-                    row["status"] = "skipped: budget"
+                guess = predict(times, (op, dtype, impl), n, repeats, max_case_s)
+                skip = skip_reason(need, limit, left, guess)
+                if skip:
+                    row["status"] = skip
                 else:
                     if engine is None:
                         fn = measure.jax_fn(op)
                     else:
                         fn = measure.jaxmg_fn(op, None, mesh)
-                    saved = os.environ.get("JAXMG_ENGINE")
-                    if engine:
-                        os.environ["JAXMG_ENGINE"] = engine
-                    else:
-                        os.environ.pop("JAXMG_ENGINE", None)
                     try:
-                        m = measure.measure(op, dtype, n, mesh, fn, seed, repeats,
-                                            max_case_s, _log)
+                        with measure.environ({"JAXMG_ENGINE": engine or None}):
+                            m = measure.measure(op, dtype, n, mesh, fn, seed, repeats,
+                                                max_case_s, _log)
                     except Exception as e:  # noqa: BLE001  (a row, not a crash)
                         m = measure.Measured(status=f"error: {type(e).__name__}: "
                                              f"{str(e).splitlines()[0][:200]}")
-                    finally:
-                        if saved is None:
-                            os.environ.pop("JAXMG_ENGINE", None)
-                        else:
-                            os.environ["JAXMG_ENGINE"] = saved
                     row.update(status=m.status, median_s=m.median_s, min_s=m.min_s,
                                max_s=m.max_s, runs=m.runs, residual=m.residual,
                                compile_s=m.compile_s)
@@ -148,7 +153,7 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
                         row["speed_vs_jax"] = jax_s / m.median_s
                 rows.append(row)
                 _log(_line(row))
-                _write_csv(out / "results.csv", rows)
+                write_csv(out / "results.csv", rows)
     _log(f"one_gpu: done in {time.perf_counter() - start:.0f} s")
     return rows
 
@@ -206,12 +211,14 @@ def _line(r: dict) -> str:
             f"x{_fmt(r.get('speed_vs_jax'), '.2f')}")
 
 
-def _write_csv(path: pathlib.Path, rows: list[dict]) -> None:
+def write_csv(path: pathlib.Path, rows: list[dict],
+              fields: tuple[str, ...] = FIELDS) -> None:
+    """Writes rows (dicts) as CSV with the given columns (absent: empty)."""
     with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for r in rows:
-            w.writerow({k: r.get(k, "") for k in FIELDS})
+            w.writerow({k: "" if r.get(k) is None else r.get(k) for k in fields})
 
 
 def table(rows: list[dict]) -> str:
