@@ -7,7 +7,11 @@
 #   scripts/device-bench.sh OUT/bench                       # --preset h200x4
 #   scripts/device-bench.sh OUT/bench --ops potrs --n 65536 --tiles 1024 --gpus 4
 #   scripts/device-bench.sh OUT/largest --largest           # the largest float32 potrs
+#   scripts/device-bench.sh OUT/engines --engines --budget-s 400   # bench/engines.py
 #
+# With --engines first, bench/engines.py runs instead of bench/run.py (every
+# engine side by side on all GPUs; the rest of the arguments are its own) and
+# the ceiling is not built; it appends its own section to meta.txt.
 # RESULTS_DIR gets results.csv, table.txt, the PNG plots (or largest.txt and
 # largest.json) and meta.txt (date, machine, GPUs, commit); raw/ the logs
 # (the build, the ceiling's output, nvidia-smi). The layout of bench/results/.
@@ -44,16 +48,28 @@ commit="${JAXMG_COMMIT:-$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || tru
 } >"$results/meta.txt"
 cat "$results/meta.txt"
 
-if [ "${JAXMG_SKIP_BUILD:-0}" = 1 ] && [ -d "$jaxmg_site/jaxmg" ] && [ -x "$ceiling" ]; then
-  echo "== reusing the build in $jaxmg_site and $ceiling"
+engines=0
+[ "$1" = --engines ] && { engines=1; shift; }
+if [ "${JAXMG_SKIP_BUILD:-0}" = 1 ] && [ -d "$jaxmg_site/jaxmg" ] &&
+   { [ "$engines" = 1 ] || [ -x "$ceiling" ]; }; then
+  echo "== reusing the build in $jaxmg_site"
   jaxmg_use_site
 else
   jaxmg_build "$raw" || { echo "device-bench: build failed"; exit 1; }
-  jaxmg_build_ceiling "$ceiling" "$raw/ceiling-build.log" ||
+  [ "$engines" = 1 ] || jaxmg_build_ceiling "$ceiling" "$raw/ceiling-build.log" ||
     echo "device-bench: no ceiling binary; the benchmark runs without its column"
 fi
 
 cd "$jaxmg_root" || exit 1
+if [ "$engines" = 1 ]; then
+  echo "== engines: bench/engines.py $results $*"
+  # SIGTERM first: engines.py then writes the table and CSV of what it measured.
+  timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/engines.py "$results" "$@" \
+    2>&1 | tee "$raw/engines.log"
+  status="${PIPESTATUS[0]}"
+  echo "device-bench: exit $status; results in $results"
+  exit "$status"
+fi
 echo "== benchmark: bench/run.py $*"
 extra=()
 [ "$1" = --largest ] || extra=(--ceiling "$ceiling")
