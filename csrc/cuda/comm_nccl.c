@@ -39,7 +39,6 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,6 +46,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "common/runtime_lib.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 
@@ -72,55 +72,28 @@ typedef struct nccl_api {
   __typeof__(ncclGetVersion) *get_version;
 } nccl_api;
 
-static pthread_mutex_t g_path_mu = PTHREAD_MUTEX_INITIALIZER;
-static char g_path[4096];  /* "" : the soname */
-static int g_load_started; /* under g_path_mu: set_path refused after */
+static jmg_runtime_lib g_lib = JMG_RUNTIME_LIB_INIT(NCCL_SONAME);
 static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
 static nccl_api g_nccl;
-static int g_loaded;    /* 1 after a successful load */
-static char g_why[sizeof g_path + 512]; /* the reason of a failed load */
+static int g_loaded; /* 1 after a successful load */
+static char g_why[JMG_RUNTIME_LIB_PATH_MAX + 1024]; /* a failed load's reason */
 
 int jmg_nccl_set_path(const char *path) {
-  if (path == NULL) path = "";
-  int rc = 0;
-  pthread_mutex_lock(&g_path_mu);
-  if (strlen(path) >= sizeof g_path)
-    rc = -1;
-  else if (g_load_started)
-    rc = strcmp(g_path, path) == 0 ? 0 : -1;
-  else
-    snprintf(g_path, sizeof g_path, "%s", path);
-  pthread_mutex_unlock(&g_path_mu);
-  return rc;
+  return jmg_runtime_lib_set_path(&g_lib, path);
 }
 
-/* dlsym's void * into a function pointer slot (object to function pointer
- * conversion through memcpy: ISO C leaves the cast undefined). */
-static int lookup(void *lib, const char *name, void *slot, size_t size) {
-  void *p = dlsym(lib, name);
-  if (p == NULL) return -1;
-  memcpy(slot, &p, size < sizeof p ? size : sizeof p);
-  return 0;
-}
-
-#define NCCL_SYM(field, name)                                            \
-  do {                                                                   \
-    if (missing == NULL &&                                               \
-        lookup(lib, name, &g_nccl.field, sizeof g_nccl.field) != 0)      \
-      missing = name;                                                    \
+#define NCCL_SYM(field, name)                                               \
+  do {                                                                      \
+    if (missing == NULL && jmg_runtime_lib_lookup(lib, name, &g_nccl.field, \
+                                                  sizeof g_nccl.field) != 0) \
+      missing = name;                                                       \
   } while (0)
 
 static void load_once(void) {
-  char path[sizeof g_path];
-  pthread_mutex_lock(&g_path_mu);
-  g_load_started = 1;
-  snprintf(path, sizeof path, "%s", g_path[0] ? g_path : NCCL_SONAME);
-  pthread_mutex_unlock(&g_path_mu);
-  void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  char path[JMG_RUNTIME_LIB_PATH_MAX], why[512];
+  void *lib = jmg_runtime_lib_open(&g_lib, path, sizeof path, why, sizeof why);
   if (lib == NULL) {
-    const char *e = dlerror();
-    snprintf(g_why, sizeof g_why, "cannot load NCCL (%s): %s", path,
-             e ? e : "unknown reason");
+    snprintf(g_why, sizeof g_why, "cannot load NCCL (%s): %s", path, why);
     return;
   }
   const char *missing = NULL;
@@ -136,8 +109,8 @@ static void load_once(void) {
   NCCL_SYM(get_error_string, "ncclGetErrorString");
   NCCL_SYM(get_version, "ncclGetVersion");
   /* Optional (NCCL >= 2.13): the last error's details, for messages. */
-  if (lookup(lib, "ncclGetLastError", &g_nccl.get_last_error,
-             sizeof g_nccl.get_last_error) != 0)
+  if (jmg_runtime_lib_lookup(lib, "ncclGetLastError", &g_nccl.get_last_error,
+                             sizeof g_nccl.get_last_error) != 0)
     g_nccl.get_last_error = NULL;
   if (missing != NULL) {
     /* The library stays loaded (harmless); nothing of it is used. */

@@ -11,55 +11,30 @@
  * library. The series is told apart by a symbol 0.9 added
  * (cusolverMpGesvd): 0.8 or >= 0.9. */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/runtime_lib.h"
 #include "cuda/comm_nccl.h"
 #include "engine/cusolvermp/api.h"
 
 #define CUSOLVERMP_SONAME "libcusolverMp.so.0"
 #define CUSOLVERMP_EXTRA "pip install \"jaxmg[cuda13]\""
 
-static pthread_mutex_t g_path_mu = PTHREAD_MUTEX_INITIALIZER;
-static char g_path[4096];
-static int g_load_started;
+static jmg_runtime_lib g_lib = JMG_RUNTIME_LIB_INIT(CUSOLVERMP_SONAME);
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static jmg_mp_api g_api;
 static int g_loaded;
-static char g_why[sizeof g_path + 1024];
+static char g_why[JMG_RUNTIME_LIB_PATH_MAX + 1024];
 static const char *g_series = "";
 static int g_version; /* written once under the handle lock (context.c) */
 
 int jmg_cusolvermp_set_path(const char *path) {
-  if (path == NULL) path = "";
-  int rc = 0;
-  pthread_mutex_lock(&g_path_mu);
-  if (strlen(path) >= sizeof g_path)
-    rc = -1;
-  else if (g_load_started)
-    rc = strcmp(g_path, path) == 0 ? 0 : -1;
-  else
-    snprintf(g_path, sizeof g_path, "%s", path);
-  pthread_mutex_unlock(&g_path_mu);
-  return rc;
-}
-
-static int lookup(void *lib, const char *name, void *slot, size_t size) {
-  void *p = dlsym(lib, name);
-  if (p == NULL) return -1;
-  memcpy(slot, &p, size < sizeof p ? size : sizeof p);
-  return 0;
+  return jmg_runtime_lib_set_path(&g_lib, path);
 }
 
 static void load_once(void) {
-  char path[sizeof g_path];
-  pthread_mutex_lock(&g_path_mu);
-  g_load_started = 1;
-  snprintf(path, sizeof path, "%s", g_path[0] ? g_path : CUSOLVERMP_SONAME);
-  pthread_mutex_unlock(&g_path_mu);
-
   jmg_error err;
   jmg_error_clear(&err);
   if (jmg_nccl_load("cusolvermp", &err) != 0) {
@@ -69,19 +44,20 @@ static void load_once(void) {
              err.msg);
     return;
   }
-  void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  char path[JMG_RUNTIME_LIB_PATH_MAX], why[512];
+  void *lib = jmg_runtime_lib_open(&g_lib, path, sizeof path, why, sizeof why);
   if (lib == NULL) {
-    const char *e = dlerror();
     snprintf(g_why, sizeof g_why,
              "cuSOLVERMp is not installed or cannot be loaded (it comes with "
              CUSOLVERMP_EXTRA "): %s: %s",
-             path, e ? e : "unknown reason");
+             path, why);
     return;
   }
   const char *missing = NULL;
 #define JMG_MP_LOOKUP(field, name)                                       \
   if (missing == NULL &&                                                 \
-      lookup(lib, #name, &g_api.field, sizeof g_api.field) != 0)         \
+      jmg_runtime_lib_lookup(lib, #name, &g_api.field,                   \
+                             sizeof g_api.field) != 0)                   \
     missing = #name;
   JMG_MP_FUNCTIONS(JMG_MP_LOOKUP)
 #undef JMG_MP_LOOKUP
@@ -92,7 +68,12 @@ static void load_once(void) {
              path, missing);
     return;
   }
-  g_series = dlsym(lib, "cusolverMpGesvd") != NULL ? ">= 0.9" : "0.8";
+  /* gesvd came in 0.9: its presence tells the series. */
+  void *gesvd = NULL;
+  g_series = jmg_runtime_lib_lookup(lib, "cusolverMpGesvd", &gesvd,
+                                    sizeof gesvd) == 0
+                 ? ">= 0.9"
+                 : "0.8";
   g_loaded = 1;
 }
 
