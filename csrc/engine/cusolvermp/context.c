@@ -442,6 +442,26 @@ int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err) {
   return 0;
 }
 
+int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
+                 mp_rhs_solve_fn solve, void *ctx, jmg_error *err) {
+  int rc = mp_rhs_scatter(c, b, r, err);
+  for (int64_t j = 0; rc == 0 && j < r->nrhs; ++j) {
+    int s = 0;
+    rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c->stream),
+                      c->op, err);
+    if (rc == 0)
+      rc = mp_check(solve(c, mp_rhs_col(c, r, b, j), r->desc, d_info, ctx), c,
+                    call, err);
+    rc = mp_agree_info(c, rc, d_info, call, &s, err);
+    if (rc == 0 && s != 0)
+      rc = jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
+                         "info %d after a successful factorization", s);
+  }
+  if (rc == 0) rc = mp_rhs_gather(c, b, r, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
+  return rc;
+}
+
 int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   if (a->rows == 0 || a->cols == 0) return 0;

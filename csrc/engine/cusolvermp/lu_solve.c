@@ -14,6 +14,23 @@
 #include "cuda/check.h"
 #include "engine/cusolvermp/mp.h"
 
+/* What cusolverMpGetrs needs beside the column (mp_rhs_solve's ctx). */
+typedef struct mp_getrs_ctx {
+  jmg_mp_desc_t da;   /* the factored matrix's descriptor */
+  void *m;            /* the factored matrix: A, or Aᵀ in a scratch part */
+  const int64_t *ipiv; /* getrf's pivots */
+} mp_getrs_ctx;
+
+/* cusolverMpGetrs on one column (mp_rhs_solve). */
+static cusolverStatus_t solve_column(mp_call *c, void *col,
+                                     jmg_mp_desc_t col_desc, int *d_info,
+                                     void *ctx) {
+  const mp_getrs_ctx *g = ctx;
+  return c->api->getrs(c->handle, CUBLAS_OP_N, c->a->n, 1, g->m, 1, 1, g->da,
+                       g->ipiv, col, 1, 1, col_desc, c->type, c->d_work,
+                       c->d_bytes, c->h_work, c->h_bytes, d_info);
+}
+
 int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err) {
   (void)e;
@@ -75,25 +92,9 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   }
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
-    int s = 0;
-    rc = mp_rhs_scatter(&c, b, &r, err);
-    for (int64_t j = 0; rc == 0 && j < nrhs; ++j) {
-      rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
-                        c.op, err);
-      if (rc == 0)
-        rc = mp_check(api->getrs(c.handle, CUBLAS_OP_N, a->n, 1, m, 1, 1, da,
-                                 ipiv, mp_rhs_col(&c, &r, b, j), 1, 1, r.desc,
-                                 c.type, c.d_work, c.d_bytes, c.h_work,
-                                 c.h_bytes, d_info),
-                      &c, "cusolverMpGetrs", err);
-      rc = mp_agree_info(&c, rc, d_info, "cusolverMpGetrs", &s, err);
-      if (rc == 0 && s != 0)
-        rc = jmg_error_set(err, JMG_ECUSOLVER, c.op, "cusolverMpGetrs",
-                           "info %d after a successful factorization", s);
-    }
-    if (rc == 0) rc = mp_rhs_gather(&c, b, &r, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);
+    mp_getrs_ctx g = {da, m, ipiv};
+    rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpGetrs", solve_column, &g,
+                      err);
   }
   if (rc == 0) *info = f;
   mp_end(&c);

@@ -125,6 +125,18 @@ void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j);
  * solution from the owners' parts into every rank's b (collective). */
 int mp_rhs_scatter(mp_call *c, const void *b, mp_rhs *r, jmg_error *err);
 int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err);
+/* One right-hand side of a solve: the library's call for column `col` of
+ * the part, described by col_desc (d_info receives its info), with what
+ * the routine passes as ctx. */
+typedef cusolverStatus_t (*mp_rhs_solve_fn)(mp_call *c, void *col,
+                                            jmg_mp_desc_t col_desc,
+                                            int *d_info, void *ctx);
+/* Steps 3 with the solves between: scatters b, solves each column in turn
+ * (solve; the info agreed across ranks, a nonzero one after a successful
+ * factorization an error naming call), gathers the solution into every
+ * rank's b and waits for the stream. */
+int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
+                 mp_rhs_solve_fn solve, void *ctx, jmg_error *err);
 
 /* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
 int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err);

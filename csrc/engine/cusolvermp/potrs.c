@@ -54,6 +54,16 @@ static int gather_diag(mp_call *c, char *d_diag, void *diag, jmg_error *err) {
   return rc;
 }
 
+/* cusolverMpPotrs on one column (mp_rhs_solve); ctx: A's descriptor. */
+static cusolverStatus_t solve_column(mp_call *c, void *col,
+                                     jmg_mp_desc_t col_desc, int *d_info,
+                                     void *ctx) {
+  const jmg_local_matrix *a = c->a;
+  return c->api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, 1, a->data, 1,
+                       1, (jmg_mp_desc_t)ctx, col, 1, 1, col_desc, c->type,
+                       c->d_work, c->d_bytes, c->h_work, c->h_bytes, d_info);
+}
+
 int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                  int64_t nrhs, void *diag, int *info, jmg_error *err) {
   (void)e;
@@ -105,26 +115,10 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   }
   /* f > 0: not positive definite; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
-    int s = 0;
     if (diag != NULL) rc = gather_diag(&c, d_diag, diag, err);
-    if (rc == 0) rc = mp_rhs_scatter(&c, b, &r, err);
-    for (int64_t j = 0; rc == 0 && j < nrhs; ++j) {
-      rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
-                        c.op, err);
-      if (rc == 0)
-        rc = mp_check(api->potrs(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, 1,
-                                 a->data, 1, 1, da, mp_rhs_col(&c, &r, b, j),
-                                 1, 1, r.desc, c.type, c.d_work, c.d_bytes,
-                                 c.h_work, c.h_bytes, d_info),
-                      &c, "cusolverMpPotrs", err);
-      rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrs", &s, err);
-      if (rc == 0 && s != 0)
-        rc = jmg_error_set(err, JMG_ECUSOLVER, c.op, "cusolverMpPotrs",
-                           "info %d after a successful factorization", s);
-    }
-    if (rc == 0) rc = mp_rhs_gather(&c, b, &r, err);
     if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);
+      rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpPotrs", solve_column,
+                        da, err);
   }
   if (rc == 0) *info = f;
   mp_end(&c);
