@@ -4,10 +4,16 @@ Auto, set with jax.sharding.set_mesh), its solvers called unchanged, eagerly
 and under jit, against NumPy; nan_fallback; a short VMC_SR run. Skipped
 without GPUs or without netket."""
 
+import pathlib
+import sys
+
 import jax
 import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+import jaxmg_testing as jt  # noqa: E402
 
 nk = pytest.importorskip("netket")
 # Importing NetKet sets its own mesh (one axis "S" over all devices) as jax's
@@ -64,17 +70,5 @@ def test_nan_fallback_on_gpus(nk_mesh):
 
 @pytest.mark.timeout(300)
 def test_vmc_sr_with_the_distributed_cholesky_on_gpus(nk_mesh):
-    graph = nk.graph.Chain(8, pbc=True)
-    hilbert = nk.hilbert.Spin(0.5, N=8)
-    ham = nk.operator.IsingJax(hilbert, graph, h=1.0)
-    exact = float(nk.exact.lanczos_ed(ham)[0])
-    vstate = nk.vqs.MCState(nk.sampler.MetropolisLocal(hilbert, n_chains=16),
-                            nk.models.RBM(alpha=1, param_dtype=float),
-                            n_samples=512, seed=0, sampler_seed=1)
-    driver = nk.driver.VMC_SR(ham, nk.optimizer.Sgd(learning_rate=0.05),
-                              variational_state=vstate, diag_shift=0.01, use_ntk=True,
-                              linear_solver=nk.optimizer.solver.cholesky_distributed)
-    log = nk.logging.RuntimeLog()
-    driver.run(30, out=log, show_progress=False)
-    energy = float(np.asarray(log.data["Energy"]["Mean"]).real[-1])
+    energy, exact = jt.minsr_ising_chain(nk)
     assert abs(energy - exact) < 0.05 * abs(exact), (energy, exact)

@@ -78,19 +78,7 @@ def test_vmc_sr_with_the_distributed_cholesky_converges(nk_mesh):
     """minSR (use_ntk=True) on an 8-site transverse-field Ising chain: within
     5% of the exact ground-state energy in 30 steps, as with NetKet's plain
     cholesky solver (measured: both end at -10.24437 of -10.25166)."""
-    graph = nk.graph.Chain(8, pbc=True)
-    hilbert = nk.hilbert.Spin(0.5, N=8)
-    ham = nk.operator.IsingJax(hilbert, graph, h=1.0)
-    exact = float(nk.exact.lanczos_ed(ham)[0])
-    vstate = nk.vqs.MCState(nk.sampler.MetropolisLocal(hilbert, n_chains=16),
-                            nk.models.RBM(alpha=1, param_dtype=float),
-                            n_samples=512, seed=0, sampler_seed=1)
-    driver = nk.driver.VMC_SR(ham, nk.optimizer.Sgd(learning_rate=0.05),
-                              variational_state=vstate, diag_shift=0.01, use_ntk=True,
-                              linear_solver=nk.optimizer.solver.cholesky_distributed)
-    log = nk.logging.RuntimeLog()
-    driver.run(30, out=log, show_progress=False)
-    energy = float(np.asarray(log.data["Energy"]["Mean"]).real[-1])
+    energy, exact = jt.minsr_ising_chain(nk)
     assert abs(energy - exact) < 0.05 * abs(exact), (energy, exact)
 
 
