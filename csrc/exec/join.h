@@ -57,6 +57,9 @@ typedef struct jmg_op_call {
   const jmg_comm_ops *comm_ops;
   unsigned char comm_id[JMG_COMM_ID_MAX];
   void *device_ctx;
+  /* The rows of the grid the engine runs on (attribute grid_rows, 1 when
+   * absent: the 1 x P line; exec/local.h). */
+  int grid_rows;
 } jmg_op_call;
 
 /* Whether call runs in the local model (its engine's). */

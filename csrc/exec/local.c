@@ -124,6 +124,82 @@ int jmg_local_redistribute_vectors(jmg_local_view *v, int rc, jmg_error *err) {
   return named(v, rc, err);
 }
 
+/* ---- the grid -----------------------------------------------------------*/
+
+/* v->a on the line (1 x ranks) or on the call's grid. */
+static void describe_a(jmg_local_view *v, int on_grid) {
+  const jmg_local_regrid *g = &v->regrid;
+  v->a.grid_rows = on_grid ? g->grid_rows : 1;
+  v->a.grid_cols = on_grid ? g->grid_cols : v->ranks;
+  v->a.rows = on_grid ? g->rows : v->perm.n;
+  v->a.cols = on_grid ? g->cols : v->perm.local_cols;
+  v->a.ld = v->a.rows;
+}
+
+/* One move: pack A's part into one scratch part, agree, exchange into the
+ * other, unpack into A's place. */
+static int regrid(jmg_local_view *v, jmg_local_grid_dir dir, int rc,
+                  int skip, jmg_error *err) {
+  const jmg_local_regrid *g = &v->regrid;
+  const size_t elem = jmg_dtype_size(v->a.dtype);
+  const size_t bytes = (size_t)v->a.rows * (size_t)v->a.cols * elem;
+  const size_t tb = (size_t)(g->tile * g->tile) * elem;
+  const char *what = dir == JMG_LOCAL_TO_GRID ? "the move onto the grid"
+                                              : "the move back from the grid";
+  void *out = NULL, *in = NULL;
+  if (rc == 0 && !skip) rc = v->mem->alloc(&v->group, 0, bytes, &out, err);
+  if (rc == 0 && !skip) rc = v->mem->alloc(&v->group, 0, bytes, &in, err);
+  if (rc == 0 && !skip)
+    rc = named(v,
+               jmg_local_regrid_pack(g, dir, out, v->a.data, elem, copy2d, v,
+                                     err),
+               err);
+  rc = jmg_local_agree(v, rc, what, err);
+  if (rc == 0 && !skip) {
+    const jmg_comm_ops *c = v->comm_ops;
+    rc = c->group_begin(v->op, err);
+    for (int p = 0; rc == 0 && p < v->ranks; ++p) {
+      int64_t off, count = jmg_local_regrid_sends(g, dir, p, &off);
+      if (count > 0)
+        rc = c->send(v->comm, (const char *)out + (size_t)off * tb,
+                     (size_t)count * tb, p, v->device_ctx, v->op, err);
+    }
+    for (int p = 0; rc == 0 && p < v->ranks; ++p) {
+      int64_t off, count = jmg_local_regrid_recvs(g, dir, p, &off);
+      if (count > 0)
+        rc = c->recv(v->comm, (char *)in + (size_t)off * tb,
+                     (size_t)count * tb, p, v->device_ctx, v->op, err);
+    }
+    jmg_error ignored;
+    int erc = c->group_end(v->op, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = erc;
+    if (rc == 0)
+      rc = jmg_local_regrid_unpack(g, dir, v->a.data, in, elem, copy2d, v,
+                                   err);
+    if (rc == 0) describe_a(v, dir == JMG_LOCAL_TO_GRID);
+  }
+  jmg_error ignored;
+  if (out != NULL || in != NULL) {
+    /* The copies through them may still be queued. */
+    int s = v->mem->sync(&v->group, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+  }
+  if (out != NULL) v->mem->release(&v->group, 0, out, bytes);
+  if (in != NULL) v->mem->release(&v->group, 0, in, bytes);
+  jmg_trace_mark(dir == JMG_LOCAL_TO_GRID ? "onto the grid" : "off the grid");
+  return named(v, rc, err);
+}
+
+int jmg_local_to_grid(jmg_local_view *v, int rc, jmg_error *err) {
+  if (v->regrid.grid_rows <= 1) return rc; /* the line is the grid */
+  return regrid(v, JMG_LOCAL_TO_GRID, rc, 0, err);
+}
+
+int jmg_local_from_grid(jmg_local_view *v, int rc, int skip, jmg_error *err) {
+  if (v->regrid.grid_rows <= 1) return rc;
+  return regrid(v, JMG_LOCAL_FROM_GRID, rc, skip, err);
+}
+
 /* ---- outputs ------------------------------------------------------------*/
 
 int jmg_local_nan(jmg_local_view *v, void *ptr, size_t count, jmg_dtype dtype,
@@ -198,16 +274,22 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
                        v.engine->name);
   if (rc == 0)
     rc = jmg_local_perm_init(&v.perm, io->n, v.ranks, io->tile, v.op, err);
+  v.grid_rows = call->grid_rows > 1 ? call->grid_rows : 1;
+  if (rc == 0)
+    rc = jmg_local_regrid_init(&v.regrid, io->n, io->tile, v.ranks,
+                               v.grid_rows, v.rank, v.op, err);
   jmg_error open_err;
   int orc = open_comm(call, io->device_ctx, &v.comm,
                       rc == 0 ? err : &open_err);
   if (orc != 0) { /* no one can be told: the communicator is the only way */
     jmg_local_perm_free(&v.perm);
+    jmg_local_regrid_free(&v.regrid);
     return rc != 0 ? rc : orc;
   }
-  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d, rank %d", v.op,
-                  jmg_dtype_name(io->dtype), (long long)io->n,
-                  (long long)io->tile, v.ranks, v.rank);
+  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d (grid %d x %d), rank %d",
+                  v.op, jmg_dtype_name(io->dtype), (long long)io->n,
+                  (long long)io->tile, v.ranks, v.grid_rows,
+                  v.ranks / v.grid_rows, v.rank);
   jmg_trace_engine(v.engine->name);
   rc = jmg_local_agree(&v, rc, "the op's first step", err);
 
@@ -215,18 +297,14 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   if (rc == 0) {
     v.a.rank = v.rank;
     v.a.ranks = v.ranks;
-    v.a.grid_rows = 1;
-    v.a.grid_cols = v.ranks;
     v.a.comm_ops = v.comm_ops;
     v.a.comm = v.comm;
     v.a.n = io->n;
     v.a.mb = v.a.nb = io->tile;
     v.a.dtype = io->dtype;
     v.a.data = io->a;
-    v.a.rows = io->n;
-    v.a.cols = io->local_cols;
-    v.a.ld = io->n;
     v.a.device_ctx = io->device_ctx;
+    describe_a(&v, 0);
     rc = desc->local(&v, &info, err);
   }
   if (rc == 0) {
@@ -236,5 +314,6 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   }
   jmg_trace_end();
   jmg_local_perm_free(&v.perm);
+  jmg_local_regrid_free(&v.regrid);
   return named(&v, rc, err);
 }

@@ -43,10 +43,16 @@ typedef struct jmg_local_view {
   const jmg_comm_ops *comm_ops;
   jmg_comm *comm; /* this rank's end, open */
   int rank, ranks;
-  /* The rank's part of H: a 1 x ranks grid, mb = nb = T_A, rows n, cols
-   * local_cols, ld n, data io->a (once jmg_local_permute_a applied Π). */
+  /* The rank's part of H as the engine gets it, data io->a (once
+   * jmg_local_permute_a applied Π): on the line, a 1 x ranks grid, mb = nb
+   * = T_A, rows n, cols local_cols, ld n; after jmg_local_to_grid, on the
+   * call's grid (layout/local.h, "the grid"). */
   jmg_local_matrix a;
   jmg_local_perm perm; /* Π */
+  /* The call's grid (the Python layer's attribute grid_rows: 1, the line,
+   * unless A's rows are sharded over two mesh axes) and its moves. */
+  int grid_rows;
+  jmg_local_regrid regrid;
 } jmg_local_view;
 
 /* The participant's part of a local-model call (call->engine's model is
@@ -84,6 +90,16 @@ int jmg_local_permute_a(jmg_local_view *v, jmg_local_dir dir, jmg_error *err);
  * receives. Collective: every rank calls it with its rc so far (it agrees
  * before it communicates) and it returns the agreed outcome. */
 int jmg_local_redistribute_vectors(jmg_local_view *v, int rc, jmg_error *err);
+
+/* Moves A's part from the line onto the call's grid (before the engine)
+ * or back (for an output in A's place), through two scratch parts and one
+ * group of sends and receives; v->a then describes the part where it is.
+ * Nothing to do on a 1 x ranks grid. Collective: every rank calls it with
+ * its rc so far (it agrees before it communicates) and it returns the
+ * agreed outcome; from_grid moves nothing where skip (which must be the
+ * same on every rank, e.g. the solver's info != 0) but still agrees. */
+int jmg_local_to_grid(jmg_local_view *v, int rc, jmg_error *err);
+int jmg_local_from_grid(jmg_local_view *v, int rc, int skip, jmg_error *err);
 
 /* Fills count elements of dtype at ptr (this participant's) with NaN. */
 int jmg_local_nan(jmg_local_view *v, void *ptr, size_t count, jmg_dtype dtype,

@@ -59,6 +59,21 @@ static int plan_local(XLA_FFI_CallFrame *frame,
                          call->comm_ops->name, call->comm_ops->id_bytes,
                          JMG_COMM_ID_MAX);
   memcpy(call->comm_id, words + group * WORDS, JMG_COMM_ID_MAX);
+  /* The grid the engine runs on: grid_rows x (P / grid_rows), the Python
+   * layer's choice (A's rows over two mesh axes r and c: r rows); absent,
+   * the 1 x P line. */
+  int64_t grid_rows = 1;
+  if (jmg_ffi_has_attr(frame, "grid_rows")) {
+    rc = jmg_ffi_attr_i64(frame, op, "grid_rows", &grid_rows, err);
+    if (rc != 0) return rc;
+    if (grid_rows < 1 || grid_rows > call->key.nparts ||
+        call->key.nparts % grid_rows != 0)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "attribute grid_rows=%lld does not divide the "
+                           "group's %d devices",
+                           (long long)grid_rows, call->key.nparts);
+  }
+  call->grid_rows = (int)grid_rows;
   return 0;
 }
 
@@ -68,6 +83,7 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   const char *op = desc->name;
   memset(call, 0, sizeof *call);
   call->op = desc;
+  call->grid_rows = 1;
   io->dtype = head->dtype;
   io->n = head->n;
   io->local_cols = head->local_cols;

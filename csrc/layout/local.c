@@ -159,3 +159,112 @@ void jmg_local_redist_free(jmg_local_redist *r) {
   free(r->recv);
   memset(r, 0, sizeof *r);
 }
+
+/* ---- the grid ----------------------------------------------------------*/
+
+int jmg_local_regrid_init(jmg_local_regrid *g, int64_t n, int64_t tile,
+                          int ranks, int grid_rows, int rank, const char *op,
+                          jmg_error *err) {
+  memset(g, 0, sizeof *g);
+  if (n < 1 || tile < 1 || ranks < 1 || grid_rows < 1 ||
+      ranks % grid_rows != 0 || n % ranks != 0 || (n / ranks) % tile != 0 ||
+      rank < 0 || rank >= ranks)
+    return jmg_error_set(err, JMG_EINVAL, op, "layout",
+                         "a %d-row grid of %d ranks (rank %d) needs the rows "
+                         "divide the ranks, N divisible by the ranks and "
+                         "T_A dividing the shard size (N=%lld, T_A=%lld)",
+                         grid_rows, ranks, rank, (long long)n,
+                         (long long)tile);
+  g->rank = rank;
+  g->ranks = ranks;
+  g->grid_rows = grid_rows;
+  g->grid_cols = ranks / grid_rows;
+  g->myrow = rank % grid_rows;
+  g->mycol = rank / grid_rows;
+  g->n = n;
+  g->tile = tile;
+  g->ntiles = n / tile;
+  g->rows = n / grid_rows;
+  g->cols = n / g->grid_cols;
+  const size_t bytes = (size_t)ranks * sizeof(int64_t);
+  g->line = calloc(1, bytes);
+  g->line_off = calloc(1, bytes);
+  g->grid = calloc(1, bytes);
+  g->grid_off = calloc(1, bytes);
+  if (!g->line || !g->line_off || !g->grid || !g->grid_off) {
+    jmg_local_regrid_free(g);
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate the grid plan (%d ranks)", ranks);
+  }
+  const int64_t nt = g->ntiles, R = grid_rows, C = g->grid_cols;
+  /* Line tiles (I, J), J = s P + rank: to the grid rank of (I % R, J % C). */
+  for (int64_t J = rank; J < nt; J += ranks)
+    for (int64_t I = 0; I < nt; ++I) ++g->line[(I % R) + (J % C) * R];
+  /* Grid tiles (I, J), I = myrow + k R, J = mycol + l C: from line rank
+   * J % P. */
+  for (int64_t J = g->mycol; J < nt; J += C)
+    g->grid[J % ranks] += (nt - g->myrow + R - 1) / R;
+  for (int p = 1; p < ranks; ++p) {
+    g->line_off[p] = g->line_off[p - 1] + g->line[p - 1];
+    g->grid_off[p] = g->grid_off[p - 1] + g->grid[p - 1];
+  }
+  return 0;
+}
+
+void jmg_local_regrid_free(jmg_local_regrid *g) {
+  if (g == NULL) return;
+  free(g->line);
+  free(g->line_off);
+  free(g->grid);
+  free(g->grid_off);
+  memset(g, 0, sizeof *g);
+}
+
+/* Visits every tile of this rank's line part (side JMG_LOCAL_TO_GRID) or
+ * grid part (JMG_LOCAL_FROM_GRID), J ascending then I, with its slot in
+ * the packed buffer (grouped by peer, in that order within a peer) and its
+ * element offset in the part; pack copies part -> packed, else back. */
+static int regrid_walk(const jmg_local_regrid *g, jmg_local_grid_dir side,
+                       int pack, void *packed, void *part, size_t elem,
+                       jmg_copy2d_fn copy, void *ctx, jmg_error *err) {
+  const int64_t T = g->tile, nt = g->ntiles, R = g->grid_rows,
+                C = g->grid_cols, P = g->ranks;
+  const int line = side == JMG_LOCAL_TO_GRID;
+  const int64_t ld = line ? g->n : g->rows;
+  const int64_t *off = line ? g->line_off : g->grid_off;
+  int64_t *used = calloc((size_t)P, sizeof *used);
+  if (used == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, "", "malloc",
+                         "cannot allocate the grid move's cursors");
+  const size_t tb = (size_t)(T * T) * elem, pitch = (size_t)ld * elem;
+  int rc = 0;
+  const int64_t j0 = line ? g->rank : g->mycol, jstep = line ? P : C;
+  const int64_t i0 = line ? 0 : g->myrow, istep = line ? 1 : R;
+  for (int64_t J = j0, lj = 0; rc == 0 && J < nt; J += jstep, ++lj)
+    for (int64_t I = i0, li = 0; rc == 0 && I < nt; I += istep, ++li) {
+      const int peer = line ? (int)((I % R) + (J % C) * R) : (int)(J % P);
+      char *t = (char *)packed + (size_t)(off[peer] + used[peer]++) * tb;
+      char *a = (char *)part + (size_t)(lj * T) * pitch + (size_t)(li * T) * elem;
+      rc = pack ? copy(ctx, t, (size_t)T * elem, a, pitch, (size_t)T * elem,
+                       (size_t)T, err)
+                : copy(ctx, a, pitch, t, (size_t)T * elem, (size_t)T * elem,
+                       (size_t)T, err);
+    }
+  free(used);
+  return rc;
+}
+
+int jmg_local_regrid_pack(const jmg_local_regrid *g, jmg_local_grid_dir dir,
+                          void *packed, const void *part, size_t elem,
+                          jmg_copy2d_fn copy, void *ctx, jmg_error *err) {
+  return regrid_walk(g, dir, 1, packed, (void *)part, elem, copy, ctx, err);
+}
+
+int jmg_local_regrid_unpack(const jmg_local_regrid *g, jmg_local_grid_dir dir,
+                            void *part, const void *packed, size_t elem,
+                            jmg_copy2d_fn copy, void *ctx, jmg_error *err) {
+  /* What a move to the grid receives fills the grid part, and back. */
+  return regrid_walk(
+      g, dir == JMG_LOCAL_TO_GRID ? JMG_LOCAL_FROM_GRID : JMG_LOCAL_TO_GRID, 0,
+      (void *)packed, part, elem, copy, ctx, err);
+}

@@ -148,4 +148,75 @@ int jmg_local_redist_init(jmg_local_redist *r, const jmg_local_perm *p,
                           int rank, const char *op, jmg_error *err);
 void jmg_local_redist_free(jmg_local_redist *r);
 
+/* ---- the grid: A's part between the 1 x P layout and a 2D grid --------
+ *
+ * The engine may run on a grid_rows x grid_cols grid of the P ranks (rank r
+ * at grid row r % grid_rows, column r / grid_rows, engine/engine.h's
+ * column-major mapping) instead of the 1 x P one. Both hold the same H in
+ * tiles of T_A: on the line (1 x P), column tile J on rank J % P at local
+ * column tile J / P, every row (n x L, ld n); on the grid, tile (I, J) on
+ * the rank at grid row I % grid_rows, column J % grid_cols, at local tile
+ * (I / grid_rows, J / grid_cols) of its rows x cols part (ld rows). Both
+ * parts hold n² / P elements.
+ *
+ * A move packs each rank's tiles, grouped by the peer they go to, into a
+ * buffer of T_A x T_A tiles, exchanges one message per pair of ranks, and
+ * unpacks. Within a pair both sides list the tiles in the same order
+ * (column tile J ascending, then row tile I), so the message needs no
+ * header. */
+typedef enum {
+  JMG_LOCAL_TO_GRID = 0,   /* line -> grid */
+  JMG_LOCAL_FROM_GRID = 1, /* grid -> line */
+} jmg_local_grid_dir;
+
+typedef struct jmg_local_regrid {
+  int rank, ranks;
+  int grid_rows, grid_cols;
+  int myrow, mycol; /* this rank's place on the grid */
+  int64_t n, tile, ntiles; /* ntiles = n / T_A */
+  int64_t rows, cols;      /* this rank's grid part (ld rows) */
+  /* Per peer, in tiles: how many of this rank's line tiles belong to the
+   * peer's grid part (line[p]), at line_off[p] in this rank's packed
+   * buffer; and how many of its grid tiles belong to the peer's line part
+   * (grid[p]), at grid_off[p]. A move to the grid sends line[p] tiles to p
+   * and receives grid[p] from p; a move back, the other way round. */
+  int64_t *line, *line_off, *grid, *grid_off;
+} jmg_local_regrid;
+
+/* Plans rank's moves. Fails with JMG_EINVAL (naming op) unless grid_rows
+ * divides ranks, ranks divides n and T_A divides n / ranks. */
+int jmg_local_regrid_init(jmg_local_regrid *g, int64_t n, int64_t tile,
+                          int ranks, int grid_rows, int rank, const char *op,
+                          jmg_error *err);
+void jmg_local_regrid_free(jmg_local_regrid *g);
+
+/* The tiles this rank sends in a move dir to peer (its message's size, in
+ * tiles, at send_off) and receives from it. */
+static inline int64_t jmg_local_regrid_sends(const jmg_local_regrid *g,
+                                             jmg_local_grid_dir dir, int peer,
+                                             int64_t *off) {
+  *off = dir == JMG_LOCAL_TO_GRID ? g->line_off[peer] : g->grid_off[peer];
+  return dir == JMG_LOCAL_TO_GRID ? g->line[peer] : g->grid[peer];
+}
+static inline int64_t jmg_local_regrid_recvs(const jmg_local_regrid *g,
+                                             jmg_local_grid_dir dir, int peer,
+                                             int64_t *off) {
+  return jmg_local_regrid_sends(
+      g, dir == JMG_LOCAL_TO_GRID ? JMG_LOCAL_FROM_GRID : JMG_LOCAL_TO_GRID,
+      peer, off);
+}
+
+/* Packs the part a move dir sends (the line part for JMG_LOCAL_TO_GRID,
+ * the grid part for JMG_LOCAL_FROM_GRID) into packed (n² / P elements of
+ * elem bytes, T_A x T_A tiles), one copy per tile. */
+int jmg_local_regrid_pack(const jmg_local_regrid *g, jmg_local_grid_dir dir,
+                          void *packed, const void *part, size_t elem,
+                          jmg_copy2d_fn copy, void *ctx, jmg_error *err);
+/* Unpacks what a move dir received (packed, as the peers packed it) into
+ * the part it fills (the grid part for JMG_LOCAL_TO_GRID, the line part for
+ * JMG_LOCAL_FROM_GRID). */
+int jmg_local_regrid_unpack(const jmg_local_regrid *g, jmg_local_grid_dir dir,
+                            void *part, const void *packed, size_t elem,
+                            jmg_copy2d_fn copy, void *ctx, jmg_error *err);
+
 #endif

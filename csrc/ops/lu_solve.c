@@ -109,7 +109,8 @@ static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
 /* The local model (exec/local.h): the engine factors H = Π M Πᵀ (M = Aᵀ as
  * above) and solves with Hᵀ = Π A Πᵀ (transpose 1) or H (trans set), the
  * same choice as the leader's, with Π B for B: X = Πᵀ of its answer, on
- * every rank (B is never written). */
+ * every rank (B is never written). H goes onto the call's grid first; the
+ * factors stay there (not returned). */
 static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const jmg_engine *e = v->engine;
   const lu_solve_io *io = (const lu_solve_io *)v->io;
@@ -120,6 +121,7 @@ static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   if (rc == 0)
     rc = jmg_local_permute_rows(v, io->x, io->b, io->nrhs, JMG_LOCAL_APPLY,
                                 err);
+  rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
   if (rc == 0)
     rc = e->local.lu_solve(e, &v->a, io->x, io->nrhs, transpose, &info, err);

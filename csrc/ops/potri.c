@@ -39,12 +39,17 @@ static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
 
 /* The local model (exec/local.h): the engine inverts H = Π M Πᵀ in place,
  * both triangles; H⁻¹ = Π M⁻¹ Πᵀ, whose columns on each rank are already
- * its shard's columns of M⁻¹: only the rows go back (Πᵀ). */
+ * its shard's columns of M⁻¹: only the rows go back (Πᵀ). On a grid of
+ * several rows, H goes onto it before the engine and H⁻¹ back after. */
 static int potri_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   int info = 0;
   int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
   if (rc == 0) rc = v->engine->local.potri(v->engine, &v->a, &info, err);
+  /* Back to the line: every rank, agreeing on rc; nothing to move where
+   * the solver failed (info, the same on every rank). */
+  rc = jmg_local_from_grid(v, rc, info != 0, err);
   if (rc == 0 && info == 0)
     rc = jmg_local_permute_a(v, JMG_LOCAL_UNDO, err);
   else if (rc == 0)

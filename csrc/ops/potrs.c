@@ -152,7 +152,8 @@ static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
 }
 
 /* The local model (exec/local.h): every rank solves with its own copy of B
- * and writes its own X and log-determinant. The engine holds H = Π M Πᵀ,
+ * and writes its own X and log-determinant. The engine holds H = Π M Πᵀ
+ * (on the call's grid: its factor is not returned, so it stays there),
  * so it solves H (Π x) = Π b: X starts as Π B (B is never written) and
  * ends as Πᵀ of the engine's answer. The factor's diagonal comes in H's
  * order, which the sum does not see. */
@@ -173,6 +174,7 @@ static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   if (rc == 0)
     rc = jmg_local_permute_rows(v, io->x, io->b, io->nrhs, JMG_LOCAL_APPLY,
                                 err);
+  rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
   if (rc == 0) rc = e->local.potrs(e, &v->a, io->x, io->nrhs, diag, &info, err);
   if (rc == 0 && info != 0)

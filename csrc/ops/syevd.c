@@ -76,7 +76,8 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
 /* The local model (exec/local.h): H = Π M Πᵀ has M's eigenvalues (the
  * engine writes them on every rank) and eigenvectors Π V for M's V. The
  * engine returns H's in the block-cyclic column order: they are exchanged
- * to the contiguous one and their rows brought back (Πᵀ). After the
+ * to the contiguous one and their rows brought back (Πᵀ); on a grid of
+ * several rows they come back from it to the line first. After the
  * engine every rank agrees first: the exchange is collective, and it
  * depends on info, which is the same on every rank. */
 static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
@@ -86,6 +87,7 @@ static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
       jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
   int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
   if (rc == 0) rc = e->local.syevd(e, &v->a, io->w, io->want_vectors, &info, err);
   rc = jmg_local_agree(v, rc, "the eigenvectors' exchange", err);
@@ -93,6 +95,7 @@ static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
     rc = jmg_local_nan(v, io->w, (size_t)v->a.n, real, err);
     if (rc == 0) rc = jmg_local_nan_a(v, err);
   } else if (rc == 0 && io->want_vectors) {
+    rc = jmg_local_from_grid(v, rc, 0, err);
     rc = jmg_local_redistribute_vectors(v, rc, err);
   }
   *info_out = info;

@@ -200,6 +200,8 @@ typedef struct rank_job {
   int64_t n, tile;
   double *part; /* n x L, ld n */
   int fail;     /* the rc this rank brings */
+  int grid_rows; /* 0: the line */
+  int64_t grid_part_rows, grid_part_cols; /* v->a after the body */
   int rc;
   jmg_error err;
   void (*body)(struct rank_job *j, jmg_local_view *v);
@@ -223,6 +225,10 @@ static void *rank_main(void *arg) {
   if (j->rc == 0)
     j->rc = jmg_local_perm_init(&v.perm, j->n, j->ranks, j->tile, v.op,
                                 &j->err);
+  v.grid_rows = j->grid_rows > 1 ? j->grid_rows : 1;
+  if (j->rc == 0)
+    j->rc = jmg_local_regrid_init(&v.regrid, j->n, j->tile, j->ranks,
+                                  v.grid_rows, j->rank, v.op, &j->err);
   if (j->rc != 0) return NULL;
   v.a.rank = j->rank;
   v.a.ranks = j->ranks;
@@ -236,7 +242,10 @@ static void *rank_main(void *arg) {
   v.a.cols = j->n / j->ranks;
   v.a.ld = j->n;
   j->body(j, &v);
+  j->grid_part_rows = v.a.rows;
+  j->grid_part_cols = v.a.cols;
   jmg_local_perm_free(&v.perm);
+  jmg_local_regrid_free(&v.regrid);
   free(v.comm);
   return NULL;
 }
@@ -367,6 +376,92 @@ TEST(local_exec_redistribute_after_a_failure_moves_nothing) {
   CHECK_EQ(run_ranks(jobs, P), 0);
   CHECK_EQ(jobs[0].rc, -JMG_ECUDA);
   CHECK_EQ(jobs[1].rc, -JMG_EPEER);
+  CHECK(memcmp(parts, before, sizeof parts) == 0);
+  tc_delete(sh);
+}
+
+static void to_grid_body(rank_job *j, jmg_local_view *v) {
+  j->rc = jmg_local_to_grid(v, j->fail, &j->err);
+}
+
+static void round_trip_body(rank_job *j, jmg_local_view *v) {
+  j->rc = jmg_local_to_grid(v, j->fail, &j->err);
+  j->rc = jmg_local_from_grid(v, j->rc, 0, &j->err);
+}
+
+/* H's line parts (column tile J on rank J % P, all rows) go onto a
+ * R x (P / R) grid: each rank's part is then its 2D block-cyclic part of H
+ * (column-major rank mapping), and v->a says so; and back. */
+TEST(local_exec_grid_moves_give_the_2d_parts_and_back) {
+  static const int64_t cases[][4] = {{8, 4, 2, 2}, {24, 6, 3, 2}, {16, 4, 4, 2},
+                                     {32, 8, 2, 2}, {12, 2, 2, 3}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int64_t n = cases[c][0], T = cases[c][3];
+    const int P = (int)cases[c][1], R = (int)cases[c][2], C = P / R;
+    const int64_t L = n / P, part = n * L;
+    tc_shared *sh = tc_new(P);
+    double *h = malloc((size_t)(n * n) * sizeof *h);
+    double *parts = malloc((size_t)(n * n) * sizeof *parts);
+    CHECK(sh && h && parts);
+    for (int64_t i = 0; i < n * n; ++i) h[i] = (double)i - 0.5;
+    for (int round = 0; round < 2; ++round) {
+      rank_job jobs[TC_MAX_RANKS];
+      for (int r = 0; r < P; ++r) {
+        for (int64_t lc = 0; lc < L; ++lc)
+          memcpy(parts + r * part + lc * n, h + jmg_bc_global(lc, T, r, P) * n,
+                 (size_t)n * sizeof *h);
+        jobs[r] = (rank_job){.sh = sh, .rank = r, .ranks = P, .n = n,
+                             .tile = T, .part = parts + r * part,
+                             .grid_rows = R,
+                             .body = round ? round_trip_body : to_grid_body};
+      }
+      CHECK_EQ(run_ranks(jobs, P), 0);
+      for (int r = 0; r < P; ++r) {
+        CHECK_EQ(jobs[r].rc, 0);
+        CHECK_EQ(jobs[r].grid_part_rows, round ? n : n / R);
+        CHECK_EQ(jobs[r].grid_part_cols, round ? L : n / C);
+        for (int64_t e = 0; e < part; ++e) {
+          int64_t i, j;
+          if (round) { /* back on the line */
+            i = e % n;
+            j = jmg_bc_global(e / n, T, r, P);
+          } else {
+            i = jmg_bc_global(e % (n / R), T, r % R, R);
+            j = jmg_bc_global(e / (n / R), T, r / R, C);
+          }
+          if (parts[r * part + e] != h[i + j * n]) {
+            TEST_FAIL_AT("n=%lld P=%d R=%d round %d: rank %d element %lld is "
+                         "not H(%lld, %lld)",
+                         (long long)n, P, R, round, r, (long long)e,
+                         (long long)i, (long long)j);
+            return;
+          }
+        }
+      }
+    }
+    free(h), free(parts);
+    tc_delete(sh);
+  }
+}
+
+TEST(local_exec_grid_move_after_a_failure_moves_nothing_and_fails_all) {
+  const int P = 4;
+  tc_shared *sh = tc_new(P);
+  double parts[8 * 8], before[8 * 8];
+  for (int i = 0; i < 64; ++i) parts[i] = before[i] = i;
+  rank_job jobs[4];
+  for (int r = 0; r < P; ++r)
+    jobs[r] = (rank_job){.sh = sh, .rank = r, .ranks = P, .n = 8, .tile = 2,
+                         .part = parts + r * 16, .grid_rows = 2,
+                         .fail = r == 3 ? -JMG_ENOMEM : 0,
+                         .body = to_grid_body};
+  CHECK_EQ(run_ranks(jobs, P), 0);
+  CHECK_EQ(jobs[3].rc, -JMG_ENOMEM);
+  for (int r = 0; r < 3; ++r) {
+    CHECK_EQ(jobs[r].rc, -JMG_EPEER);
+    CHECK_CONTAINS(jobs[r].err.msg, "the move onto the grid");
+    CHECK_EQ(jobs[r].grid_part_rows, 8); /* still on the line */
+  }
   CHECK(memcmp(parts, before, sizeof parts) == 0);
   tc_delete(sh);
 }

@@ -310,6 +310,95 @@ TEST(local_layout_redistribution_is_a_matching_bijection) {
 }
 
 /* The host's copy2d (mem/mem.h): pitched rows, nothing past the width. */
+/* (n, P, grid rows, T_A): every grid shape of 1, 2, 4, 6 and 8 ranks. */
+static const int64_t g_grids[][4] = {
+    {4, 1, 1, 2},   {8, 2, 2, 2},  {8, 2, 1, 4},  {16, 4, 2, 2}, {16, 4, 4, 1},
+    {24, 4, 2, 3},  {32, 4, 1, 2}, {24, 6, 2, 2}, {24, 6, 3, 2}, {48, 6, 3, 4},
+    {32, 8, 2, 2},  {32, 8, 4, 2}, {64, 8, 8, 2}, {48, 8, 2, 3}};
+
+/* Moves every rank's line part of H onto the grid and back, simulating the
+ * messages: rank a's message to b is its packed tiles for b, which b
+ * unpacks from where its plan expects a's. Checks the grid parts against
+ * the 2D block-cyclic map and the round trip against the start. */
+TEST(local_layout_grid_moves_are_the_2d_block_cyclic_layout_and_back) {
+  for (size_t c = 0; c < sizeof g_grids / sizeof g_grids[0]; ++c) {
+    const int64_t n = g_grids[c][0], T = g_grids[c][3];
+    const int P = (int)g_grids[c][1], R = (int)g_grids[c][2], C = P / R;
+    const int64_t L = n / P, part = n * L;
+    jmg_local_regrid g[8];
+    double *h = malloc((size_t)(n * n) * sizeof *h);
+    double *line = malloc((size_t)(n * n) * sizeof *line);
+    double *back = malloc((size_t)(n * n) * sizeof *back);
+    double *grid = malloc((size_t)(n * n) * sizeof *grid);
+    double *out = malloc((size_t)(n * n) * sizeof *out);
+    double *in = malloc((size_t)(n * n) * sizeof *in);
+    CHECK(h && line && back && grid && out && in);
+    for (int64_t i = 0; i < n * n; ++i) h[i] = (double)i + 0.25;
+    for (int r = 0; r < P; ++r) {
+      jmg_error err;
+      CHECK_EQ(jmg_local_regrid_init(&g[r], n, T, P, R, r, "syevd", &err), 0);
+      CHECK_EQ(g[r].rows * g[r].cols, part);
+      for (int64_t lc = 0; lc < L; ++lc) /* the line: column tiles mod P */
+        memcpy(line + r * part + lc * n, h + jmg_bc_global(lc, T, r, P) * n,
+               (size_t)n * sizeof *h);
+    }
+    for (int dir = 0; dir < 2; ++dir) {
+      const jmg_local_grid_dir d = dir ? JMG_LOCAL_FROM_GRID : JMG_LOCAL_TO_GRID;
+      for (int r = 0; r < P; ++r) {
+        jmg_error err;
+        CHECK_EQ(jmg_local_regrid_pack(&g[r], d, out + r * part,
+                                       (dir ? grid : line) + r * part,
+                                       sizeof(double), host_copy2d, NULL, &err),
+                 0);
+      }
+      for (int a = 0; a < P; ++a)
+        for (int b = 0; b < P; ++b) {
+          int64_t so, ro;
+          const int64_t sent = jmg_local_regrid_sends(&g[a], d, b, &so);
+          const int64_t got = jmg_local_regrid_recvs(&g[b], d, a, &ro);
+          CHECK_EQ(sent, got);
+          memcpy(in + b * part + ro * T * T, out + a * part + so * T * T,
+                 (size_t)(sent * T * T) * sizeof *in);
+        }
+      for (int r = 0; r < P; ++r) {
+        jmg_error err;
+        CHECK_EQ(jmg_local_regrid_unpack(&g[r], d, (dir ? back : grid) + r * part,
+                                         in + r * part, sizeof(double),
+                                         host_copy2d, NULL, &err),
+                 0);
+      }
+    }
+    for (int r = 0; r < P; ++r) {
+      const int row = r % R, col = r / R;
+      const double *gp = grid + r * part;
+      for (int64_t lj = 0; lj < n / C; ++lj)
+        for (int64_t li = 0; li < n / R; ++li) {
+          const int64_t i = jmg_bc_global(li, T, row, R);
+          const int64_t j = jmg_bc_global(lj, T, col, C);
+          if (gp[li + lj * (n / R)] != h[i + j * n]) {
+            TEST_FAIL_AT("n=%lld P=%d R=%d T=%lld: rank %d (%lld, %lld) is "
+                         "not H(%lld, %lld)",
+                         (long long)n, P, R, (long long)T, r, (long long)li,
+                         (long long)lj, (long long)i, (long long)j);
+            return;
+          }
+        }
+    }
+    CHECK(memcmp(back, line, (size_t)(n * n) * sizeof *line) == 0);
+    for (int r = 0; r < P; ++r) jmg_local_regrid_free(&g[r]);
+    free(h), free(line), free(back), free(grid), free(out), free(in);
+  }
+}
+
+TEST(local_layout_grid_rejects_rows_that_do_not_divide_the_ranks) {
+  jmg_local_regrid g;
+  jmg_error err;
+  CHECK_EQ(jmg_local_regrid_init(&g, 24, 2, 6, 4, 0, "potrs", &err), -JMG_EINVAL);
+  CHECK_CONTAINS(err.op, "potrs");
+  CHECK_CONTAINS(err.msg, "4-row grid of 6 ranks");
+  CHECK_EQ(jmg_local_regrid_init(&g, 24, 5, 4, 2, 0, "potrs", &err), -JMG_EINVAL);
+}
+
 TEST(host_mem_copy2d_copies_pitched_rows) {
   const jmg_mem *m = jmg_host_mem();
   void *ctx = NULL;

@@ -16,6 +16,7 @@ is the skip's)."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import pathlib
 import subprocess
@@ -368,3 +369,51 @@ def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, m
                 part = ref[tuple(slice(*s) for s in idx)]
                 err = np.abs(np.load(path) - part).max() / max(np.abs(ref).max(), 1.0)
                 assert err < jt.tol(dtype, n), f"{op} {dtype} {path.name}: {err:.3g}"
+
+
+# --- a 2D process grid: P(r, c) (skipped below r c GPUs) -----------------------
+
+
+@needs_mp
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=["f64", "c64"])
+@pytest.mark.parametrize("grid", [(2, 1), (2, 2), (4, 1)], ids=["2x1", "2x2", "4x1"])
+def test_a_2d_process_grid_matches_the_default_engine(monkeypatch, capfd, grid, dtype):
+    """A sharded P(r, c) (1.x's matrix_specs, NetKet's process_grid) runs on an
+    r x c grid (JAXMG_TRACE's line says so): A's part moves onto the grid over
+    NCCL and back. Every op against the default engine, the eigenvectors by
+    their residual."""
+    r, c = grid
+    if len(GPUS) < r * c:
+        pytest.skip(f"needs {r * c} GPUs")
+    mesh = Mesh(np.array(GPUS[:r * c]).reshape(r, c), ("r", "c"))
+    spec = P("r", "c")
+    n, T_A = 96 * r * c, 32
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"seed {seed}")
+
+    def every_op() -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        a = jt.make_hpd(rng, n, dtype)
+        h = jt.make_hermitian(rng, n, dtype)
+        g = (jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n)).astype(dtype)
+        b = jt.make_rhs(rng, n, 2, dtype)
+        on = functools.partial(jax.device_put, device=NamedSharding(mesh, spec))
+        x, logdet = jaxmg.potrs(on(a), b, T_A, mesh, matrix_specs=spec, return_logdet=True)
+        w, v = jaxmg.syevd(on(h), T_A, mesh, matrix_specs=spec)
+        assert jt.eig_residual(h, np.asarray(w), np.asarray(v)) < jt.tol(dtype, n)
+        out = {"potrs": x, "logdet": logdet, "syevd": w,
+               "potri": jaxmg.potri(on(a), T_A, mesh, matrix_specs=spec),
+               "lu_solve": jaxmg.lu_solve(on(g), b, T_A, mesh, matrix_specs=spec)}
+        return {k: np.asarray(val) for k, val in out.items()}
+
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    got = every_op()
+    lines = [line for line in capfd.readouterr().err.splitlines()
+             if line.startswith("jaxmg trace") and "engine cusolvermp" in line]
+    assert lines and all(f"(grid {r} x {c})" in line for line in lines), lines[:4]
+    monkeypatch.delenv("JAXMG_ENGINE")
+    want = every_op()
+    for op in got:
+        scale = max(np.abs(want[op]).max(), 1.0)
+        err = np.abs(got[op] - want[op]).max() / scale
+        assert err < jt.tol(dtype, n) * 10, (op, err)

@@ -110,6 +110,32 @@ def test_a_call_carries_nodes_and_comm_id_as_attributes(cpu_devices):
     assert [int(v) for v in values] == list(comm)
 
 
+def test_the_process_grid_follows_the_two_axes_of_a_rows():
+    """A's rows over two mesh axes (P(r, c) read as rows over both) run on an
+    r x c grid; over one axis (or three), on the 1 x P line."""
+    sizes = {"r": 2, "c": 4, "z": 3}
+    assert _shard.local_grid_rows(("r", "c"), sizes) == 2
+    assert _shard.local_grid_rows(("c", "r"), sizes) == 4
+    assert _shard.local_grid_rows(("r",), sizes) == 1
+    assert _shard.local_grid_rows(("r", "c", "z"), sizes) == 1
+    assert _shard.local_grid_rows(("r", "z"), {"r": 4, "z": 1}) == 4  # 4 x 1
+
+
+def test_a_call_carries_grid_rows_for_a_grid_of_several_rows(cpu_devices):
+    """The attribute grid_rows goes with comm_id when the grid has several
+    rows, and is left out on the line (the C library's default, 1)."""
+    mesh = Mesh(np.array(cpu_devices).reshape(2, 2), ("r", "c"))
+    rows = _checks.check_specs("potrs", mesh, (P(("r", "c"), None), P(None, None)), 2)
+    g = _shard.geometry("potrs", 8, 4, 2, True)
+    comm = _mode.comm_id_attr([bytes([5]) * 128])
+    fn = lambda call: jax.jit(_shard.mapped(  # noqa: E731
+        functools.partial(potrs_core.local, call), mesh, in_specs=(rows.spec, P(None, None)),
+        out_specs=(P(None, None), P()))).lower(np.eye(8), np.ones((8, 1))).as_text()
+    on_grid = fn(_shard.Call(g, rows.axes, rows.others, 1, comm_id=comm, grid_rows=2))
+    assert "grid_rows = 2 : i64" in on_grid, on_grid
+    assert "grid_rows" not in fn(_shard.Call(g, rows.axes, rows.others, 1, comm_id=comm))
+
+
 def test_cusolvermp_availability_says_why_on_cpu():
     if _native.load()["CUDA"]:
         pytest.skip("the CUDA library is loaded here")

@@ -70,13 +70,14 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
                 f"into the shard_map with in_specs P({rows.spec[0]!r}, None), or "
                 f"mark it with jax.lax.pcast(a, {tuple(missing)!r}, to='varying')"
             )
-    comm = None
+    comm, grid_rows = None, 1
     if g.engine in _shard.LOCAL_ENGINES:
         sizes = _compat.current_manual_axes()
         ngroups = int(np.prod([sizes[name] for name in rows.others], dtype=np.int64))
         comm = _mode.ambient_comm_ids(ngroups, _mode.ambient_job_id(op, rows.nparts))
+        grid_rows = _shard.local_grid_rows(rows.axes, sizes)
     return Call(g, rows.axes, rows.others, _shard.mesh_id([], rows.axes + rows.others),
-                nodes=nodes, comm_id=comm)
+                nodes=nodes, comm_id=comm, grid_rows=grid_rows)
 
 
 def shard_index(call: Call) -> jax.Array:

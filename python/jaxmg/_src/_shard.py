@@ -77,8 +77,9 @@ class Call:
     shard_map, where the mesh is not known: see _mode.ambient_job_id) and
     every shard's process (``pids``, MPMD only); the most nodes a group
     spans (``nodes``) and, for an engine of the local model, every group's
-    communicator id (``comm_id``, _mode.comm_id_attr). Hashable, so that it
-    can be a custom_jvp's non-differentiable argument."""
+    communicator id (``comm_id``, _mode.comm_id_attr) and the rows of the
+    process grid it runs on (``grid_rows``, see local_grid_rows). Hashable,
+    so that it can be a custom_jvp's non-differentiable argument."""
 
     g: Geometry
     axes: tuple[str, ...]
@@ -88,6 +89,7 @@ class Call:
     pids: tuple[int, ...] | None = None
     nodes: int = 1
     comm_id: tuple[int, ...] | None = None
+    grid_rows: int = 1
 
     @property
     def axis(self) -> Any:
@@ -176,6 +178,21 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
 # The engines of the local model (engine/engine.h, JMG_MODEL_LOCAL): their
 # calls carry a communicator id per group (attribute comm_id, _mode.py).
 LOCAL_ENGINES = frozenset({"cusolvermp"})
+
+
+def local_grid_rows(axes: Sequence[str], sizes: Any) -> int:
+    """The rows r of the r x c process grid an engine of the local model
+    runs on (the attribute ``grid_rows``; exec/local.h): A's rows sharded
+    over two mesh axes, as ``P(r, c)`` is read (1.x's 2D process grid,
+    NetKet's ``process_grid``), make a grid of the first axis's size by the
+    second's (r x 1 included); over one axis (or more than two), the 1 x P
+    line. The C
+    library moves A's part onto the grid over NCCL before the solver and
+    back after it where the result is in A's place. ``sizes``: the mesh's
+    axis sizes by name."""
+    if len(axes) != 2:
+        return 1
+    return int(sizes[axes[0]])
 
 
 # Numbers every traced call: the C library keys its rendezvous on it, so that
@@ -290,6 +307,8 @@ def ffi_call(
         attrs["pids"] = np.asarray(pids, dtype=np.int64)
     if call.comm_id is not None:
         attrs["comm_id"] = np.asarray(call.comm_id, dtype=np.int64)
+        if call.grid_rows > 1:  # attribute grid_rows defaults to 1
+            attrs["grid_rows"] = np.int64(call.grid_rows)
     return target(*operands, **attrs)
 
 
@@ -365,10 +384,11 @@ def mesh_call(op: str, mesh: Mesh, rows: Any, g: Geometry) -> Call:
     job = _mode.call_job_id(op, mesh, rows.axes, rows.others)
     pids = tuple(int(p) for p in _mode.group_pids(mesh, rows.axes, rows.others)) if job else None
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
-    comm = (_mode.mesh_comm_ids(mesh, rows.axes, rows.others, job)
-            if g.engine in LOCAL_ENGINES else None)
+    local = g.engine in LOCAL_ENGINES
+    comm = _mode.mesh_comm_ids(mesh, rows.axes, rows.others, job) if local else None
+    grid_rows = local_grid_rows(rows.axes, mesh.shape) if local else 1
     return Call(g, rows.axes, rows.others, mesh_id(ids, mesh.axis_names), job, pids,
-                nodes, comm)
+                nodes, comm, grid_rows)
 
 
 def mapped(
