@@ -2266,11 +2266,12 @@ static jmg_ffi_platform local_platform(const jmg_comm_ops *(*comm)(void)) {
   return p;
 }
 
-static const char k_local_names[] = "T_Acomm_idjob_idmesh_id";
+static const char k_local_names[] = "T_Acomm_idjob_idmesh_idgrid_rows";
 #define NAME_L_T_A k_local_names, 3
 #define NAME_L_COMM_ID (k_local_names + 3), 7
 #define NAME_L_JOB_ID (k_local_names + 10), 6
 #define NAME_L_MESH_ID (k_local_names + 16), 7
+#define NAME_L_GRID_ROWS (k_local_names + 23), 9
 
 TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
   bound_rendezvous();
@@ -2285,14 +2286,17 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
     const char *label;
     const jmg_comm_ops *(*comm)(void);
     XLA_FFI_Array *id;
+    int64_t grid_rows; /* 0: no attribute */
     const char *says[3];
   } cases[] = {
-      {"no communicator", NULL, &comm_id,
+      {"no communicator", NULL, &comm_id, 0,
        {"local-test", "local model", "has no communicator"}},
-      {"no comm_id", never_comm, NULL,
+      {"no comm_id", never_comm, NULL, 0,
        {"comm_id", "Python layer", "local-test"}},
-      {"short comm_id", never_comm, &short_id,
+      {"short comm_id", never_comm, &short_id, 0,
        {"comm_id", "8 words", "Python layer"}},
+      {"grid rows not dividing the group", never_comm, &comm_id, 2,
+       {"grid_rows=2", "does not divide", "1 devices"}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     const jmg_ffi_platform platform = local_platform(cases[c].comm);
@@ -2305,6 +2309,8 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
     fb_attr_i64(&f, NAME_L_T_A, 2);
     if (cases[c].id != NULL)
       fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, cases[c].id);
+    if (cases[c].grid_rows != 0)
+      fb_attr_i64(&f, NAME_L_GRID_ROWS, cases[c].grid_rows);
     /* MPMD: a local-model call reaches neither the process rendezvous nor
      * share/ (the platform has none: the leader model would refuse). */
     fb_attr_i64(&f, NAME_L_JOB_ID, 77);
