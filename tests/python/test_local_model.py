@@ -154,3 +154,23 @@ def test_where_the_libraries_are_looked_for(tmp_path, monkeypatch):
         assert _native.nccl_path() == str(tmp_path / "nvidia/nccl/lib/libnccl.so.2")
     monkeypatch.setenv("JAXMG_CUSOLVERMP_LIB", "/elsewhere/libcusolverMp.so.0")
     assert _native.cusolvermp_path() == "/elsewhere/libcusolverMp.so.0"
+
+
+def test_ambient_ids_are_numbered_per_kind_of_call(monkeypatch):
+    """Inside the user's shard_map the ids' keys are numbered per kind of
+    call (op, axes, sizes): a call of another kind that only some processes
+    make (and trace) does not shift the keys of the calls they all make."""
+    seen = []
+    monkeypatch.setattr(_mode, "share_comm_ids",
+                        lambda tags, makers, me, job, make, cache: (
+                            seen.append(list(tags)), [bytes(128)] * len(tags))[1])
+    monkeypatch.setattr(_mode, "_ambient_calls", {})
+    solve = ("potrs", ("x",), (4,))
+    other = ("syevd", ("x",), (2,))
+    _mode.ambient_comm_ids(1, 7, solve)
+    _mode.ambient_comm_ids(2, 7, other)  # made by this process only, say
+    _mode.ambient_comm_ids(1, 7, solve)
+    first, extra, second = seen
+    assert first[0].endswith("-0-0") and second[0].endswith("-1-0"), seen
+    assert first[0].rsplit("-", 2)[0] == second[0].rsplit("-", 2)[0] != extra[0].rsplit("-", 2)[0]
+    assert [t.rsplit("-", 2)[1:] for t in extra] == [["0", "0"], ["0", "1"]]

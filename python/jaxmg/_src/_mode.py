@@ -43,7 +43,7 @@ import itertools
 import os
 import secrets
 import socket
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -228,8 +228,9 @@ _COMM_KEY = "jaxmg/comm/{:x}/{}"
 _NO_ID = bytes(_native.COMM_ID_BYTES)
 # (job, group tag) -> id: one communicator per device set.
 _comm_ids: dict[tuple[int, str], bytes] = {}
-# Calls from inside the user's own shard_map, numbered (see ambient_comm_ids).
-_ambient_calls = itertools.count()
+# Calls from inside the user's own shard_map, numbered per kind of call (see
+# ambient_comm_ids).
+_ambient_calls: dict[tuple[Any, ...], Any] = {}
 
 
 def device_set_tag(device_ids: Sequence[int]) -> str:
@@ -305,13 +306,19 @@ def mesh_comm_ids(mesh: Mesh, axes: Sequence[str], others: Sequence[str],
     return comm_id_attr(share_comm_ids(tags, makers, me, job, _native.comm_new_id, _comm_ids))
 
 
-def ambient_comm_ids(ngroups: int, job: int) -> tuple[int, ...]:
+def ambient_comm_ids(ngroups: int, job: int, kind: tuple[Any, ...] = ()) -> tuple[int, ...]:
     """The attribute ``comm_id`` of a call from inside the user's own
     shard_map, where the devices of each group are not known: fresh ids for
     every group, made by process 0 (NCCL lets any process make an id) under
-    a key numbered by such calls (every process makes the same calls in the
-    same order). A retrace makes new communicators."""
-    k = next(_ambient_calls)
-    tags = [f"ambient-{k}-{g}" for g in range(ngroups)]
+    a key numbered by such calls of the same ``kind`` (the op, the rows'
+    axes and their sizes: every process makes the same calls of a kind in
+    the same order, and a call of another kind that only some processes
+    make does not shift the numbering). A process that waits for an id
+    nobody makes (a call that process 0 never makes) fails after
+    JAXMG_RENDEZVOUS_TIMEOUT with a message saying so. A retrace makes new
+    communicators."""
+    k = next(_ambient_calls.setdefault(kind, itertools.count()))
+    name = hashlib.blake2b(repr(kind).encode(), digest_size=6).hexdigest()
+    tags = [f"ambient-{name}-{k}-{g}" for g in range(ngroups)]
     return comm_id_attr(share_comm_ids(tags, [0] * ngroups, jax.process_index(), job,
                                        _native.comm_new_id, None))
