@@ -222,6 +222,8 @@ def run(out: pathlib.Path, devices: list, sizes: dict[str, tuple[int, ...]],
                 row["status"] = f"skipped: error at N={failed[(op, name)]}"
             elif n % k and e.env is not None:
                 row["status"] = f"n/a: N not a multiple of {k} devices"
+            elif name == "cusolverdn-gather" and k == 1:
+                row["status"] = "n/a: one device, nothing to gather"
             else:
                 row["status"] = one_gpu.skip_reason(
                     need_bytes(op, dtype, n, name, k), limit, left, guess) or "running"
