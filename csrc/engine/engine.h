@@ -181,8 +181,9 @@ typedef struct jmg_leader_routines {
    *      u->ndev * u->local_cols of them.
    *   vt: NULL, or Vᴴ's first k rows (all cols with full): vt->n rows,
    *      cols columns (vt->local_cols = a->local_cols).
-   * *info: the solver's (> 0: it did not converge; the ops layer fills
-   * every output with NaN). */
+   * *info: the solver's (> 0: it did not converge; LAPACK's -4: A has a
+   * NaN entry, which gesdd refuses; the ops layer fills every output with
+   * NaN for any nonzero info). */
   int (*gesvd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *s,
                const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                int *info, jmg_error *err);

@@ -25,9 +25,12 @@
  *        type), [U (local_cols x m or k), only with want_u,] [Vh (rows x n:
  *        this shard's rows of Vh), only with want_vh,] status; attrs T_A,
  *        mesh_id, m (A's rows: the group is m / local_cols), want_u,
- *        want_vh, full_matrices.
- * A decomposition that fails (info > 0: the solver did not converge)
- * gives that info as status and NaN in S, U and Vh, no error. */
+ *        want_vh, full_matrices (these three optional bools, absent: 0;
+ *        optional so that the handler reads them before it counts the
+ *        frame's results).
+ * A decomposition that fails (info > 0: the solver did not converge; on
+ * CPU -4 too, LAPACK's gesdd's word for an A with a NaN entry) gives that
+ * info as status and NaN in S, U and Vh, no error. */
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -104,14 +107,17 @@ const jmg_op_desc jmg_gesvd_op = {
             [GESVD_WANT_U] = {.name = "want_u",
                               .from = JMG_FROM_ATTR,
                               .boolean = 1,
+                              .optional = 1,
                               .offset = offsetof(gesvd_io, want_u)},
             [GESVD_WANT_VH] = {.name = "want_vh",
                                .from = JMG_FROM_ATTR,
                                .boolean = 1,
+                               .optional = 1,
                                .offset = offsetof(gesvd_io, want_vh)},
             [GESVD_FULL] = {.name = "full_matrices",
                             .from = JMG_FROM_ATTR,
                             .boolean = 1,
+                            .optional = 1,
                             .offset = offsetof(gesvd_io, full)},
             [GESVD_K] = {.name = "k",
                          .from = JMG_FROM_DIM,
