@@ -22,4 +22,10 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
                                int m, int n, const void *A, int lda, void *B,
                                int ldb);
 
+/* C = Aᵀ, the plain transpose (not conjugated), of the rows x cols A: C is
+ * cols x rows (cublas<t>geam; C must not overlap A). */
+cublasStatus_t jmg_cublas_transpose(cublasHandle_t h, jmg_dtype t, int rows,
+                                    int cols, const void *A, int lda, void *C,
+                                    int ldc);
+
 #endif
