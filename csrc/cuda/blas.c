@@ -43,25 +43,23 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
   }
 }
 
-cublasStatus_t jmg_cublas_transpose(cublasHandle_t h, jmg_dtype t, int rows,
-                                    int cols, const void *A, int lda, void *C,
-                                    int ldc) {
+cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int m, int n,
+                               const void *A, int lda, void *C, int ldc) {
   const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0),
                         zero = jmg_cuda_scalar_of(t, 0.0);
-  /* C = 1 Aᵀ + 0 C: cuBLAS's in-place form (B = C, ldb = ldc, no op). */
-  const cublasOperation_t tr = CUBLAS_OP_T, no = CUBLAS_OP_N;
   switch (t) {
     case JMG_F32:
-      return cublasSgeam(h, tr, no, cols, rows, &one.s, A, lda, &zero.s, C,
+      return cublasSgeam(h, op, CUBLAS_OP_N, m, n, &one.s, A, lda, &zero.s, C,
                          ldc, C, ldc);
     case JMG_F64:
-      return cublasDgeam(h, tr, no, cols, rows, &one.d, A, lda, &zero.d, C,
+      return cublasDgeam(h, op, CUBLAS_OP_N, m, n, &one.d, A, lda, &zero.d, C,
                          ldc, C, ldc);
     case JMG_C64:
-      return cublasCgeam(h, tr, no, cols, rows, &one.c, A, lda, &zero.c, C,
+      return cublasCgeam(h, op, CUBLAS_OP_N, m, n, &one.c, A, lda, &zero.c, C,
                          ldc, C, ldc);
     default:
-      return cublasZgeam(h, tr, no, cols, rows, &one.z, A, lda, &zero.z, C,
+      return cublasZgeam(h, op, CUBLAS_OP_N, m, n, &one.z, A, lda, &zero.z, C,
                          ldc, C, ldc);
   }
 }

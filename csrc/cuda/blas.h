@@ -22,10 +22,11 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
                                int m, int n, const void *A, int lda, void *B,
                                int ldb);
 
-/* C = Aᵀ, the plain transpose (not conjugated), of the rows x cols A: C is
- * cols x rows (cublas<t>geam; C must not overlap A). */
-cublasStatus_t jmg_cublas_transpose(cublasHandle_t h, jmg_dtype t, int rows,
-                                    int cols, const void *A, int lda, void *C,
-                                    int ldc);
+/* C (m x n) = op(A) (op: CUBLAS_OP_N, _T or _C), through cublas<t>geam with
+ * beta 0 (C passed as B, as geam allows in place with transb N); C must
+ * not overlap A. */
+cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int m, int n,
+                               const void *A, int lda, void *C, int ldc);
 
 #endif

@@ -6,7 +6,7 @@
  * decomposed through its plain transpose X = Mᵀ (cols x rows, tall), made
  * in the workspace: X = U2 S VT2 gives M = VT2ᵀ S U2ᵀ, so M's U is VT2ᵀ and
  * its Vᴴ is U2ᵀ (plain transposes: no conjugation, since Xᵀ = M exactly),
- * each transposed out of the workspace into its output by cuBLAS. */
+ * each transposed out of the workspace into its output by cuBLAS (geam). */
 #include <limits.h>
 
 #include "common/trace.h"
@@ -87,11 +87,10 @@ int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
     if (want_xvt) xvt = at + x_bytes + xu_bytes;
     rc = JMG_CUBLAS_TRY(cublasSetStream(call.h->blas[0], call.stream), op, err);
     if (rc == 0)
-      rc = JMG_CUBLAS_TRY(jmg_cublas_transpose(call.h->blas[0], a->dtype,
-                                               (int)rows, (int)cols,
-                                               a->data[0], (int)rows, x,
-                                               (int)cols),
-                          op, err);
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_T, (int)cols,
+                          (int)rows, a->data[0], (int)rows, x, (int)cols),
+          op, err);
   }
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
@@ -102,16 +101,15 @@ int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
         op, err);
   /* Wide: M's Vᴴ = X's Uᵀ (vt->n x cols), M's U = X's Vᴴᵀ (rows x rows). */
   if (rc == 0 && !tall && vt != NULL)
-    rc = JMG_CUBLAS_TRY(jmg_cublas_transpose(call.h->blas[0], a->dtype,
-                                             (int)xm, (int)xu_cols, xu,
-                                             (int)xm, vt->data[0],
-                                             (int)xu_cols),
-                        op, err);
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_T, (int)xu_cols,
+                        (int)xm, xu, (int)xm, vt->data[0], (int)xu_cols),
+        op, err);
   if (rc == 0 && !tall && u != NULL)
-    rc = JMG_CUBLAS_TRY(jmg_cublas_transpose(call.h->blas[0], a->dtype,
-                                             (int)xn, (int)xn, xvt, (int)xn,
-                                             u->data[0], (int)rows),
-                        op, err);
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_T, (int)xn,
+                        (int)xn, xvt, (int)xn, u->data[0], (int)rows),
+        op, err);
   if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
   jmg_trace_mark("gesvd");
   *info = h_info;
