@@ -33,11 +33,13 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/cuda_lu.c
   csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c
+  csrc/engine/cusolverdn/gesvd.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c
   csrc/engine/gather/potri.c
   csrc/engine/gather/syevd.c
   csrc/engine/gather/lu_solve.c
+  csrc/engine/gather/gesvd.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c
   csrc/cuda/comm_nccl.c

@@ -42,3 +42,24 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
       return cublasZtrsm(h, side, uplo, op, diag, m, n, &one.z, A, lda, B, ldb);
   }
 }
+
+cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int m, int n,
+                               const void *A, int lda, void *C, int ldc) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0),
+                        zero = jmg_cuda_scalar_of(t, 0.0);
+  switch (t) {
+    case JMG_F32:
+      return cublasSgeam(h, op, CUBLAS_OP_N, m, n, &one.s, A, lda, &zero.s, C,
+                         ldc, C, ldc);
+    case JMG_F64:
+      return cublasDgeam(h, op, CUBLAS_OP_N, m, n, &one.d, A, lda, &zero.d, C,
+                         ldc, C, ldc);
+    case JMG_C64:
+      return cublasCgeam(h, op, CUBLAS_OP_N, m, n, &one.c, A, lda, &zero.c, C,
+                         ldc, C, ldc);
+    default:
+      return cublasZgeam(h, op, CUBLAS_OP_N, m, n, &one.z, A, lda, &zero.z, C,
+                         ldc, C, ldc);
+  }
+}

@@ -22,4 +22,11 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
                                int m, int n, const void *A, int lda, void *B,
                                int ldb);
 
+/* C (m x n) = op(A) (op: CUBLAS_OP_N, _T or _C), through cublas<t>geam with
+ * beta 0 (C passed as B, as geam allows in place with transb N); C must
+ * not overlap A. */
+cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int m, int n,
+                               const void *A, int lda, void *C, int ldc);
+
 #endif

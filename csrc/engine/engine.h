@@ -121,12 +121,13 @@ typedef struct jmg_local_matrix {
 
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
-  const char *op; /* "potrs", "potri", "syevd", "lu_solve" */
+  const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd" */
   int nparts;     /* participants (devices) in the call's group */
   int nodes;      /* hosts the group spans (1: one node; the leader model
                    * needs one node, the local model runs on any) */
   jmg_dtype dtype;
   int64_t n;
+  int64_t m;    /* A's rows: n but for gesvd's m x n A (0 reads as n) */
   int64_t tile; /* T_A */
 } jmg_problem;
 
@@ -167,6 +168,25 @@ typedef struct jmg_leader_routines {
   int (*lu_solve)(const struct jmg_engine *e, const jmg_dist_matrix *a,
                   void *b, int64_t nrhs, int transpose, int *info,
                   jmg_error *err);
+  /* The singular value decomposition M = U S Vᴴ of a rectangular matrix,
+   * with k = min(rows, cols). Every matrix here is in the CONTIGUOUS layout
+   * and not square: a jmg_dist_matrix whose n is its number of ROWS (and
+   * leading dimension), each device holding local_cols consecutive columns
+   * (device d columns d*local_cols ...), tile unused.
+   *   a: M, a->n rows and cols = a->ndev * a->local_cols columns; its
+   *      content afterwards is unspecified.
+   *   s: the k singular values, real, descending, in participant 0's
+   *      memory.
+   *   u: NULL, or U's first k columns (all a->n with full), a->n rows:
+   *      u->ndev * u->local_cols of them.
+   *   vt: NULL, or Vᴴ's first k rows (all cols with full): vt->n rows,
+   *      cols columns (vt->local_cols = a->local_cols).
+   * *info: the solver's (> 0: it did not converge; LAPACK's -4: A has a
+   * NaN entry, which gesdd refuses; the ops layer fills every output with
+   * NaN for any nonzero info). */
+  int (*gesvd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *s,
+               const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
+               int *info, jmg_error *err);
 } jmg_leader_routines;
 
 /* The routines of JMG_MODEL_LOCAL, called by every rank at once on its

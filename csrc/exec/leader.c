@@ -83,6 +83,9 @@ static int view_init(jmg_leader_view *v, const jmg_op_call *call,
                   jmg_dtype_name(first->dtype), (long long)first->n,
                   (long long)first->tile, own, nparts);
   jmg_trace_engine(v->engine != NULL ? v->engine->name : "none");
+  /* A rectangular A (gesvd) stays in its contiguous layout: no plan, and
+   * jmg_leader_permute moves nothing. */
+  if (v->desc->rows_scalar > 0) return 0;
   /* On one device every T_A gives the same layout (each column where it
    * is): plan it as one tile, one unit, rather than n / T_A units that map
    * to themselves. */

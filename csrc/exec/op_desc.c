@@ -79,6 +79,23 @@ static size_t elem_size(const jmg_op_buf *b, jmg_dtype dtype) {
   }
 }
 
+int64_t jmg_op_rows(const jmg_op_desc *op, const jmg_shard_io *io) {
+  if (op->rows_scalar <= 0) return io->n;
+  return *jmg_op_scalar_slot(&op->scalars[op->rows_scalar - 1], io);
+}
+
+int64_t jmg_op_ret_index(const jmg_op_desc *op, const jmg_op_buf *b,
+                         const jmg_shard_io *io) {
+  if (b->ret == JMG_FFI_LAST) return jmg_op_nrets_in(op, io) - 1;
+  int64_t index = b->ret;
+  for (int i = 0; i < op->nbufs; ++i) {
+    const jmg_op_buf *o = &op->bufs[i];
+    if (o->ret >= 0 && o->ret < b->ret && !jmg_op_buf_present(op, o, io))
+      --index;
+  }
+  return index;
+}
+
 size_t jmg_op_buf_bytes(const jmg_op_desc *op, const jmg_op_buf *b,
                         const jmg_shard_io *io) {
   size_t bytes = elem_size(b, io->dtype);
@@ -96,10 +113,13 @@ int jmg_op_check_local(const jmg_op_desc *op, const jmg_shard_io *io,
                          "N=%lld, shard=%lld, T_A=%lld)",
                          (long long)io->n, (long long)io->local_cols,
                          (long long)io->tile);
-  if (io->local_cols * nparts != io->n)
+  const int64_t rows = jmg_op_rows(op, io);
+  if (io->local_cols * nparts != rows)
     return jmg_error_set(err, JMG_EINVAL, name, "arguments",
-                         "shard of %lld rows times %d shards is not N=%lld",
-                         (long long)io->local_cols, nparts, (long long)io->n);
+                         "shard of %lld rows times %d shards is not %s=%lld",
+                         (long long)io->local_cols, nparts,
+                         op->rows_scalar > 0 ? "A's rows M" : "N",
+                         (long long)rows);
   for (int i = 0; i < jmg_op_nbuffers(op); ++i) {
     const jmg_op_buf *b = jmg_op_buffer(op, i);
     if (*jmg_op_buf_slot(b, io) == NULL && jmg_op_buf_present(op, b, io))

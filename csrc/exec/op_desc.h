@@ -81,7 +81,7 @@ typedef enum {
 
 #define JMG_OP_MAX_RANK 2
 #define JMG_OP_MAX_BUFS 4    /* own buffers of an op */
-#define JMG_OP_MAX_SCALARS 4 /* own scalars of an op */
+#define JMG_OP_MAX_SCALARS 8 /* own scalars of an op */
 
 typedef struct jmg_op_buf {
   const char *name; /* as messages say it: "B" */
@@ -96,7 +96,8 @@ typedef struct jmg_op_buf {
   size_t offset; /* of its pointer (void *) in the op's io struct */
   /* 0: always there. k > 0: an optional result, there only when the op's
    * boolean scalar k - 1 is 1 (else its pointer is NULL and the frame has
-   * one result less: status stays the last). */
+   * one result less: the results after it move up one place, and status
+   * stays the last). */
   int if_scalar;
 } jmg_op_buf;
 
@@ -124,6 +125,14 @@ typedef struct jmg_op_desc {
   jmg_op_buf bufs[JMG_OP_MAX_BUFS];
   int nscalars;
   jmg_op_scalar scalars[JMG_OP_MAX_SCALARS];
+  /* 0: A is square, n x n, its shards' rows make n (every op but gesvd).
+   * k > 0: A is m x n, any m and n (gesvd): its shards are local_cols of
+   * its m rows each (read column-major: n x local_cols, the columns of Aᵀ),
+   * and m is the op's scalar k - 1, an attribute, which also gives the
+   * group's size (m / local_cols, ffi/decode.c). Such an op has no
+   * block-cyclic permutation in the leader model (exec/leader.c plans
+   * none). */
+  int rows_scalar;
   /* The op's steps in the leader model, between the leader's view of all
    * shards being made and every status being written (exec/leader.h):
    * sets *info to the solver's info. */
@@ -162,9 +171,18 @@ int64_t jmg_op_dim(const jmg_op_desc *op, const jmg_shard_io *io, int dim);
 size_t jmg_op_buf_bytes(const jmg_op_desc *op, const jmg_op_buf *b,
                         const jmg_shard_io *io);
 
+/* A's rows: the op's rows scalar (rows_scalar), else n (square A). */
+int64_t jmg_op_rows(const jmg_op_desc *op, const jmg_shard_io *io);
+
+/* The index in the frame's results of op's result b in a call as io
+ * describes it: its ret, less one for every optional result before it
+ * that the call does not want (see if_scalar); status is the last. */
+int64_t jmg_op_ret_index(const jmg_op_desc *op, const jmg_op_buf *b,
+                         const jmg_shard_io *io);
+
 /* Checks one participant's io before it joins: the sizes (N, shard, T_A at
- * least 1; nparts shards make N; no scalar negative) and every buffer
- * of the call present. */
+ * least 1; nparts shards make N, or A's rows for a rectangular op; no
+ * scalar negative) and every buffer of the call present. */
 int jmg_op_check_local(const jmg_op_desc *op, const jmg_shard_io *io,
                        int nparts, jmg_error *err);
 

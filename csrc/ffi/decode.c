@@ -256,8 +256,8 @@ XLA_FFI_Error *jmg_ffi_error(const XLA_FFI_CallFrame *frame,
 }
 
 int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
-                        int64_t nargs, int64_t nrets, jmg_ffi_head *out,
-                        jmg_error *err) {
+                        int64_t nargs, int64_t nrets, const char *rows_attr,
+                        jmg_ffi_head *out, jmg_error *err) {
   memset(out, 0, sizeof *out);
   int rc = jmg_ffi_check_counts(frame, op, nargs, nrets, err);
   if (rc == 0) rc = jmg_ffi_arg(frame, op, 0, "A", 2, &out->a, err);
@@ -268,6 +268,21 @@ int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
   /* This shard of A: local_cols rows of n, i.e. n x local_cols column-major. */
   out->local_cols = out->a.dims[0];
   out->n = out->a.dims[1];
+  if (rows_attr != NULL) {
+    /* A rectangular A (op_desc.h, rows_scalar): its rows say the group. */
+    rc = jmg_ffi_attr_i64(frame, op, rows_attr, &out->m, err);
+    if (rc != 0) return rc;
+    if (out->local_cols < 1 || out->m < 1 || out->m % out->local_cols != 0 ||
+        out->m / out->local_cols > INT32_MAX)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                           "A's shard has %lld of A's %s=%lld rows: the "
+                           "shard's rows must divide them",
+                           (long long)out->local_cols, rows_attr,
+                           (long long)out->m);
+    out->nparts = (int)(out->m / out->local_cols);
+    return 0;
+  }
+  out->m = out->n;
   if (out->local_cols < 1 || out->n % out->local_cols != 0 ||
       out->n / out->local_cols > INT32_MAX)
     return jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
@@ -304,9 +319,8 @@ static int decode_buffer_of(const XLA_FFI_CallFrame *frame,
   if (b->arg >= 0) {
     rc = jmg_ffi_arg(frame, op->name, b->arg, b->name, b->rank, &buf, err);
   } else {
-    const int64_t ret =
-        b->ret == JMG_FFI_LAST ? jmg_op_nrets_in(op, io) - 1 : b->ret;
-    rc = jmg_ffi_ret(frame, op->name, ret, b->name, b->rank, &buf, err);
+    rc = jmg_ffi_ret(frame, op->name, jmg_op_ret_index(op, b, io), b->name,
+                     b->rank, &buf, err);
   }
   if (rc != 0) return rc;
   for (int k = 0; own < op->nbufs && k < op->nscalars; ++k) {

@@ -88,14 +88,17 @@ typedef struct jmg_ffi_head {
   jmg_ffi_buffer shard; /* the last argument */
   jmg_dtype dtype;      /* A's */
   int64_t n, local_cols;
-  int nparts; /* n / local_cols */
+  int64_t m;  /* A's rows: n, or a rectangular op's attribute */
+  int nparts; /* m / local_cols */
 } jmg_ffi_head;
 
 /* Checks the counts of arguments and results and decodes the head of the
- * frame (A and the shard position, A's element type and shape). */
+ * frame (A and the shard position, A's element type and shape). rows_attr:
+ * NULL for a square A, else the attribute that holds a rectangular A's rows
+ * (exec/op_desc.h, rows_scalar). */
 int jmg_ffi_decode_head(const XLA_FFI_CallFrame *frame, const char *op,
-                        int64_t nargs, int64_t nrets, jmg_ffi_head *out,
-                        jmg_error *err);
+                        int64_t nargs, int64_t nrets, const char *rows_attr,
+                        jmg_ffi_head *out, jmg_error *err);
 
 /* Decodes the rest of op's frame into io (op's io struct; its call-wide
  * fields already set from head), as op's description says: its scalars

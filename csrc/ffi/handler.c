@@ -62,8 +62,10 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
    * frame has. */
   int rc = jmg_ffi_decode_scalars(frame, op, 1, io, &err);
   if (rc == 0)
-    rc = jmg_ffi_decode_head(frame, op->name, jmg_op_nargs(op),
-                             jmg_op_nrets_in(op, io), &head, &err);
+    rc = jmg_ffi_decode_head(
+        frame, op->name, jmg_op_nargs(op), jmg_op_nrets_in(op, io),
+        op->rows_scalar > 0 ? op->scalars[op->rows_scalar - 1].name : NULL,
+        &head, &err);
   if (rc == 0) rc = jmg_ffi_plan(frame, platform, op, &head, &call, io, &err);
   if (rc != 0) return jmg_ffi_error(frame, &err);
   /* From here on a failure must release the other participants. */

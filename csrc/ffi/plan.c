@@ -180,6 +180,7 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                                .nodes = (int)nodes,
                                .dtype = io->dtype,
                                .n = io->n,
+                               .m = head->m,
                                .tile = io->tile};
   if (jmg_engine_select(platform->engines, &problem, &call->config,
                         &call->engine, err) != 0)

@@ -1,8 +1,9 @@
 """jaxmg: multi-GPU dense linear algebra for JAX.
 
 Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
-eigendecompositions (``syevd``) and general solves by LU (``lu_solve``) of a
-row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
+eigendecompositions (``syevd``), general solves by LU (``lu_solve``) and
+singular value decompositions (``gesvd``, of a rectangular or square matrix)
+of a row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
 GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.
 
@@ -10,7 +11,8 @@ One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
 1.x's call forms (``matrix_specs``, ``donate=``, the ``*_shardmap_ctx`` forms
 called at the global level on the whole matrix, as NetKet does); see
 ``jaxmg._src.api.v1`` for how a call is read, for every op but ``potri``
-(whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri).
+(whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri)
+and ``gesvd`` (1.x's form only: the seeds have no SVD).
 """
 
 from jaxmg._src._native import cusolvermp_available
@@ -19,6 +21,8 @@ from jaxmg._src.api.seeds import potri_shardmap_ctx
 # The seeds' forms (0.x) and JAXMg 1.x's under the same names: jaxmg._src.api.v1
 # says which a call means.
 from jaxmg._src.api.v1 import (
+    gesvd,
+    gesvd_shardmap_ctx,
     lu_solve,
     lu_solve_shardmap_ctx,
     potri,
@@ -39,5 +43,7 @@ __all__ = [
     "syevd_shardmap_ctx",
     "lu_solve",
     "lu_solve_shardmap_ctx",
+    "gesvd",
+    "gesvd_shardmap_ctx",
     "cusolvermp_available",
 ]

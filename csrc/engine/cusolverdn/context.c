@@ -25,8 +25,9 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
   call->group.device_ctx = a->device_ctx;
   call->mem = jmg_cuda_mem();
   call->saved_device = -1;
-  /* The table's supports refuses other groups; this guards the routines. */
-  if (a->ndev != 1 || a->local_cols != a->n)
+  /* The table's supports refuses other groups; this guards the routines
+   * (gesvd's matrix alone is rectangular, engine.h). */
+  if (a->ndev != 1 || (a->local_cols != a->n && strcmp(op, "gesvd") != 0))
     return jmg_error_set(err, JMG_EINTERNAL, op, "cuSOLVERDn",
                          "called on %d GPUs (%lld of %lld columns here); it "
                          "runs on one",
@@ -141,5 +142,6 @@ const jmg_engine jmg_cusolverdn_engine = {
             .potri = jmg_dn_potri,
             .syevd = jmg_dn_syevd,
             .lu_solve = jmg_dn_lu_solve,
+            .gesvd = jmg_dn_gesvd,
         },
 };

@@ -22,7 +22,8 @@
  * compute the same thing from the same bytes (the Python layer accounts for
  * the conjugation of a row-sharded Hermitian A, see ops/ops.h).
  *
- * One file per routine (potrs.c, potri.c, syevd.c, lu_solve.c), the
+ * One file per routine (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c:
+ * its matrix alone is rectangular, engine.h), the
  * factorization that potrs and potri share in cholesky.c, the call frame and
  * the table here. */
 #ifndef JMG_ENGINE_CUSOLVERDN_DN_H
@@ -98,5 +99,8 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err);
 int jmg_dn_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err);
+int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
+                 const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
+                 int *info, jmg_error *err);
 
 #endif

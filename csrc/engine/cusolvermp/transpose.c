@@ -19,34 +19,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/blas.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
 #include "cuda/handles.h"
 #include "engine/cusolvermp/mp.h"
-
-/* C (m x n) = op(A) through cublas?geam with beta 0 (C passed as B, as
- * geam allows in place with transb N). */
-static cublasStatus_t geam(cublasHandle_t h, jmg_dtype t, cublasOperation_t op,
-                           int m, int n, const void *A, int lda, void *C,
-                           int ldc) {
-  jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
-  jmg_cuda_scalar zero = jmg_cuda_scalar_of(t, 0.0);
-  switch (t) {
-    case JMG_F32:
-      return cublasSgeam(h, op, CUBLAS_OP_N, m, n, &one.s, A, lda, &zero.s, C,
-                         ldc, C, ldc);
-    case JMG_F64:
-      return cublasDgeam(h, op, CUBLAS_OP_N, m, n, &one.d, A, lda, &zero.d, C,
-                         ldc, C, ldc);
-    case JMG_C64:
-      return cublasCgeam(h, op, CUBLAS_OP_N, m, n, &one.c, A, lda, &zero.c, C,
-                         ldc, C, ldc);
-    case JMG_C128:
-      return cublasZgeam(h, op, CUBLAS_OP_N, m, n, &one.z, A, lda, &zero.z, C,
-                         ldc, C, ldc);
-  }
-  return CUBLAS_STATUS_INVALID_VALUE;
-}
 
 /* The lower triangle (and diagonal) of an n x n block, packed (trttp), and
  * unpacked into another block, leaving its strict upper triangle (tpttr). */
@@ -136,7 +113,7 @@ int mp_transpose(mp_call *c, const void *src, void *dst, int conj,
     for (int64_t p = c->myrow; sending && rc == 0 && p < T; p += R) {
       int64_t rows = block_len(a, p), cols = block_len(a, r);
       rc = JMG_CUBLAS_TRY(
-          geam(h, a->dtype, op, (int)cols, (int)rows,
+          jmg_cublas_geam(h, a->dtype, op, (int)cols, (int)rows,
                (const char *)src + block_off(c, p, r), (int)a->ld,
                (char *)s->send + off, (int)cols),
           c->op, err);

@@ -45,12 +45,14 @@ static int copy_all(jmg_gather_call *c, int to_buf, jmg_gather_layout layout,
   int rc = m->lanes_open(&c->group, a->ndev, &lanes, err);
   if (rc != 0) return rc;
   char *buf = c->buf;
-  if (!to_buf && layout == JMG_GATHER_TO_CONTIGUOUS) {
+  if (layout == JMG_GATHER_TO_CONTIGUOUS) {
     const size_t shard =
         (size_t)a->n * (size_t)a->local_cols * jmg_dtype_size(a->dtype);
     for (int d = 0; rc == 0 && d < a->ndev; ++d)
-      rc = m->lane_copy(&c->group, lanes, d, a->data[d], d,
-                        buf + (size_t)d * shard, 0, shard, err);
+      rc = to_buf ? m->lane_copy(&c->group, lanes, d, buf + (size_t)d * shard,
+                                 0, a->data[d], d, shard, err)
+                  : m->lane_copy(&c->group, lanes, d, a->data[d], d,
+                                 buf + (size_t)d * shard, 0, shard, err);
   } else {
     const int64_t ntiles = (a->n + a->tile - 1) / a->tile;
     for (int64_t k = 0; rc == 0 && k < ntiles; ++k) {
@@ -69,15 +71,24 @@ static int copy_all(jmg_gather_call *c, int to_buf, jmg_gather_layout layout,
 
 int jmg_gather_begin(jmg_gather_call *c, const char *op,
                      const jmg_dist_matrix *a, jmg_error *err) {
+  return jmg_gather_begin_in(c, op, a, JMG_GATHER_TO_CYCLIC, err);
+}
+
+int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
+                        const jmg_dist_matrix *a, jmg_gather_layout layout,
+                        jmg_error *err) {
   memset(c, 0, sizeof *c);
   c->op = op;
   c->a = a;
   c->group.n = a->ndev;
   c->group.device_ctx = a->device_ctx;
   c->mem = jmg_cuda_mem();
-  c->bytes = (size_t)a->n * (size_t)a->n * jmg_dtype_size(a->dtype);
-  /* The table's supports refuses one GPU; this guards the routines. */
-  if (a->ndev < 2 || a->local_cols * a->ndev != a->n || a->tile < 1)
+  const int64_t cols = a->local_cols * a->ndev; /* n but for gesvd's */
+  c->bytes = (size_t)a->n * (size_t)cols * jmg_dtype_size(a->dtype);
+  /* The table's supports refuses one GPU; this guards the routines. A
+   * rectangular matrix (gesvd's) comes in the contiguous layout. */
+  if (a->ndev < 2 || a->tile < 1 ||
+      (cols != a->n && layout != JMG_GATHER_TO_CONTIGUOUS))
     return jmg_error_set(err, JMG_EINTERNAL, op, "gather",
                          "called on %d GPUs with %lld of %lld columns each "
                          "(T_A %lld); it gathers several equal shards",
@@ -92,7 +103,7 @@ int jmg_gather_begin(jmg_gather_call *c, const char *op,
     return rc;
   }
   jmg_trace_mark("gather buffer");
-  rc = copy_all(c, 1, JMG_GATHER_TO_CYCLIC, err);
+  rc = copy_all(c, 1, layout, err);
   jmg_trace_mark("gather");
   if (rc != 0) {
     /* Only the buffer was written (A's shards were only read): a want of
@@ -103,8 +114,8 @@ int jmg_gather_begin(jmg_gather_call *c, const char *op,
   c->one_data[0] = c->buf;
   c->one.ndev = 1;
   c->one.n = a->n;
-  c->one.tile = a->n;
-  c->one.local_cols = a->n;
+  c->one.tile = cols;
+  c->one.local_cols = cols;
   c->one.dtype = a->dtype;
   c->one.data = c->one_data;
   c->one.device_ctx = a->device_ctx; /* its first: participant 0's */
@@ -164,16 +175,21 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   one.nparts = 1;
   const jmg_engine *dn = JMG_GATHER_ONE, *mg = JMG_GATHER_DISTRIBUTED;
   if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len)) return 0;
+  /* An op the distributed engine lacks (gesvd) has no fall back to judge:
+   * where its copy does not fit, its routine says so. */
   char mg_why[128];
-  if (mg->supports != NULL && !mg->supports(mg, p, mg_why, sizeof mg_why)) {
+  if (jmg_engine_has(mg, p->op) && mg->supports != NULL &&
+      !mg->supports(mg, p, mg_why, sizeof mg_why)) {
     snprintf(why, why_len, "its fall back %s cannot: %s", mg->name, mg_why);
     return 0;
   }
   /* The gathered copy's size in bytes must be a size_t. */
+  const int64_t rows = p->m > 0 ? p->m : p->n;
   if (p->n > 0 &&
-      (uint64_t)p->n > SIZE_MAX / (uint64_t)p->n / jmg_dtype_size(p->dtype)) {
-    snprintf(why, why_len, "N=%lld: an N x N copy is too large to address",
-             (long long)p->n);
+      (uint64_t)rows > SIZE_MAX / (uint64_t)p->n / jmg_dtype_size(p->dtype)) {
+    snprintf(why, why_len,
+             "%lld x %lld: the gathered copy is too large to address",
+             (long long)rows, (long long)p->n);
     return 0;
   }
   return 1;
@@ -190,5 +206,6 @@ const jmg_engine jmg_gather_engine = {
             .potri = jmg_gather_potri,
             .syevd = jmg_gather_syevd,
             .lu_solve = jmg_gather_lu_solve,
+            .gesvd = jmg_gather_gesvd,
         },
 };

@@ -64,6 +64,13 @@ typedef struct jmg_gather_call {
   jmg_dist_matrix one; /* the one-GPU view of buf, for cuSOLVERDn */
 } jmg_gather_call;
 
+/* The layouts an op's result goes back to A's shards in (and a
+ * rectangular A comes in). */
+typedef enum {
+  JMG_GATHER_TO_CYCLIC,    /* tile k to device k % ndev (syevd's vectors) */
+  JMG_GATHER_TO_CONTIGUOUS /* device d: columns d*local_cols ... (potri) */
+} jmg_gather_layout;
+
 /* Locks the device set, takes the N x N buffer on participant 0 and copies
  * A into it, in global column order. Returns 0; -JMG_ENOMEM, having written
  * nothing of A's shards or B, when the buffer (or anything else) cannot be
@@ -72,11 +79,13 @@ typedef struct jmg_gather_call {
 int jmg_gather_begin(jmg_gather_call *c, const char *op,
                      const jmg_dist_matrix *a, jmg_error *err);
 
-/* The layouts an op's result goes back to A's shards in. */
-typedef enum {
-  JMG_GATHER_TO_CYCLIC,    /* tile k to device k % ndev (syevd's vectors) */
-  JMG_GATHER_TO_CONTIGUOUS /* device d: columns d*local_cols ... (potri) */
-} jmg_gather_layout;
+/* The same for an A in layout (jmg_gather_begin: the block-cyclic one):
+ * gesvd's rectangular A, n x (ndev * local_cols), comes in the contiguous
+ * layout (engine.h), and the buffer is that size. */
+int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
+                        const jmg_dist_matrix *a, jmg_gather_layout layout,
+                        jmg_error *err);
+
 
 /* Copies the N x N buffer back into A's shards, in layout. */
 int jmg_gather_scatter(jmg_gather_call *c, jmg_gather_layout layout,
@@ -99,5 +108,8 @@ int jmg_gather_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                      int want_vectors, int *info, jmg_error *err);
 int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                         int64_t nrhs, int transpose, int *info, jmg_error *err);
+int jmg_gather_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
+                     const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
+                     int full, int *info, jmg_error *err);
 
 #endif

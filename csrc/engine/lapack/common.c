@@ -9,7 +9,8 @@
 void jmg_lapack_move_columns(const jmg_dist_matrix *a, void *full, int to_full,
                              int contiguous) {
   const size_t col_bytes = (size_t)a->n * jmg_dtype_size(a->dtype);
-  for (int64_t j = 0; j < a->n; ++j) {
+  const int64_t cols = (int64_t)a->ndev * a->local_cols; /* n, if square */
+  for (int64_t j = 0; j < cols; ++j) {
     int dev = (int)(j / a->local_cols);
     int64_t lc = j % a->local_cols;
     if (!contiguous) jmg_cyclic_locate(j, a->ndev, a->tile, &dev, &lc);
@@ -74,5 +75,6 @@ const jmg_engine jmg_lapack_engine = {
             .potri = jmg_lapack_potri,
             .syevd = jmg_lapack_syevd,
             .lu_solve = jmg_lapack_lu_solve,
+            .gesvd = jmg_lapack_gesvd,
         },
 };

@@ -1,6 +1,6 @@
 /* The LAPACK engine's parts (internal to engine/lapack/): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
- * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c).
+ * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c).
  *
  * CPU devices share host memory, so the engine gathers the distributed
  * columns into one matrix, runs LAPACK (routines handed over from SciPy at
@@ -13,7 +13,8 @@
 
 #include "engine/engine.h"
 
-/* Copies between the distributed columns and a full column-major matrix;
+/* Copies between the distributed columns and a full column-major matrix
+ * (a->n rows, a->ndev * a->local_cols columns: n x n for the square ops);
  * the distributed ones are block-cyclic, or contiguous if `contiguous`. */
 void jmg_lapack_move_columns(const jmg_dist_matrix *a, void *full, int to_full,
                              int contiguous);
@@ -36,5 +37,8 @@ int jmg_lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
 int jmg_lapack_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                         int64_t nrhs, int transpose, int *info,
                         jmg_error *err);
+int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
+                     const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
+                     int full, int *info, jmg_error *err);
 
 #endif

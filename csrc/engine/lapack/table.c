@@ -29,6 +29,7 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, "getrf") == 0) slot = (void **)&r->getrf;
     if (strcmp(rest, "getrs") == 0) slot = (void **)&r->getrs;
     if (strcmp(rest, family_name((jmg_dtype)t, "syevd")) == 0) slot = &r->syevd;
+    if (strcmp(rest, "gesdd") == 0) slot = &r->gesdd;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;
     atomic_thread_fence(memory_order_release);

@@ -30,6 +30,16 @@ typedef void (*jmg_heevd_fn)(char *jobz, char *uplo, int *n, void *a, int *lda,
                              void *w, void *work, int *lwork, void *rwork,
                              int *lrwork, int *iwork, int *liwork, int *info);
 
+/* sgesdd / dgesdd */
+typedef void (*jmg_gesdd_fn)(char *jobz, int *m, int *n, void *a, int *lda,
+                             void *s, void *u, int *ldu, void *vt, int *ldvt,
+                             void *work, int *lwork, int *iwork, int *info);
+/* cgesdd / zgesdd */
+typedef void (*jmg_cgesdd_fn)(char *jobz, int *m, int *n, void *a, int *lda,
+                              void *s, void *u, int *ldu, void *vt, int *ldvt,
+                              void *work, int *lwork, void *rwork, int *iwork,
+                              int *info);
+
 typedef struct jmg_lapack_routines {
   jmg_potrf_fn potrf;
   jmg_potrs_fn potrs;
@@ -37,6 +47,7 @@ typedef struct jmg_lapack_routines {
   void *syevd; /* jmg_syevd_fn for real dtypes, jmg_heevd_fn for complex */
   jmg_getrf_fn getrf;
   jmg_getrs_fn getrs;
+  void *gesdd; /* jmg_gesdd_fn for real dtypes, jmg_cgesdd_fn for complex */
 } jmg_lapack_routines;
 
 /* Registers one routine by its LAPACK name. Returns 0, or -JMG_EINVAL for a

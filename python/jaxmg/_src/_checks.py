@@ -21,15 +21,17 @@ SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64),
                     np.dtype(np.complex64), np.dtype(np.complex128))
 
 
-def check_matrix(op: str, a: Any) -> tuple[int, np.dtype]:
-    """``a`` must be a square 2-D array of a supported dtype; returns (N, dtype)."""
+def check_matrix(op: str, a: Any, square: bool = True) -> tuple[int, np.dtype]:
+    """``a`` must be a square 2-D array of a supported dtype (any 2-D shape
+    when not ``square``: gesvd's); returns (N, its rows, and dtype)."""
     shape = getattr(a, "shape", None)
     dtype = getattr(a, "dtype", None)
     if shape is None or dtype is None:
         raise TypeError(f"jaxmg.{op}: a must be an array, got {type(a).__name__}")
     if len(shape) != 2:
-        raise ValueError(f"jaxmg.{op}: a must be 2-D (N x N), got shape {tuple(shape)}")
-    if shape[0] != shape[1]:
+        raise ValueError(f"jaxmg.{op}: a must be 2-D ({'N x N' if square else 'M x N'}), "
+                         f"got shape {tuple(shape)}")
+    if square and shape[0] != shape[1]:
         raise ValueError(f"jaxmg.{op}: a must be square, got shape {tuple(shape)}")
     dtype = np.dtype(dtype)
     if dtype not in SUPPORTED_DTYPES:
@@ -37,7 +39,7 @@ def check_matrix(op: str, a: Any) -> tuple[int, np.dtype]:
             f"jaxmg.{op}: a has dtype {dtype}; supported are float32, float64, "
             "complex64 and complex128"
         )
-    if shape[0] < 1:
+    if shape[0] < 1 or shape[1] < 1:
         raise ValueError(f"jaxmg.{op}: a must not be empty, got shape {tuple(shape)}")
     return int(shape[0]), dtype
 
@@ -258,11 +260,13 @@ def check_divisible(op: str, n: int, nparts: int) -> None:
 
 
 def check_local_shard(
-    op: str, a: Any, manual_axes: dict[str, int], axis_name: Any
+    op: str, a: Any, manual_axes: dict[str, int], axis_name: Any, square: bool = True
 ) -> tuple[RowSharding, int, np.dtype]:
     """For the ``*_shardmap_ctx`` forms: ``a`` is this device's (N/devices, N)
-    rows of A, inside a shard_map over ``manual_axes``; ``axis_name`` names the
-    axes A's rows are sharded over (may be omitted with a single axis)."""
+    rows of A (any (M/devices, N) when not ``square``: gesvd's), inside a
+    shard_map over ``manual_axes``; ``axis_name`` names the axes A's rows are
+    sharded over (may be omitted with a single axis). Returns the rows'
+    sharding, A's columns N and its dtype."""
     if not manual_axes:
         raise ValueError(f"jaxmg.{op} must be called inside jax.shard_map")
     if axis_name is None:
@@ -285,9 +289,11 @@ def check_local_shard(
     shape = getattr(a, "shape", None)
     if shape is None or getattr(a, "dtype", None) is None:
         raise TypeError(f"jaxmg.{op}: a must be an array, got {type(a).__name__}")
-    if len(shape) != 2 or shape[0] < 1 or shape[1] != shape[0] * nparts:
+    if len(shape) != 2 or shape[0] < 1 or shape[1] < 1 or (
+            square and shape[1] != shape[0] * nparts):
+        want = f"(N/{nparts}, N)" if square else f"(M/{nparts}, N)"
         raise ValueError(
-            f"jaxmg.{op}: a must be this device's (N/{nparts}, N) rows of A, got "
+            f"jaxmg.{op}: a must be this device's {want} rows of A, got "
             f"shape {tuple(shape)}"
         )
     dtype = np.dtype(a.dtype)

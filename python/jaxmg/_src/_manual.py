@@ -50,17 +50,19 @@ Call = _shard.Call
 
 
 def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
-              pad: bool, exact: bool = False) -> Call:
+              pad: bool, exact: bool = False,
+              geometry: _shard.Geometry | None = None) -> Call:
     """The checks every ctx form makes before tracing anything, then its Call:
     T_A (chosen when left out; one that divides the shard when ``exact`` or
-    not ``pad``), the padding geometry, and, under
+    not ``pad``), the padding geometry (``geometry``'s when given: an op
+    that chooses its own, gesvd), and, under
     ``check_vma=True``, that ``a`` is typed as varying over the rows' axes
     (it holds this device's rows; a value typed the same on every device
     cannot be, and its derivative would be read as one shared value)."""
     platform = _native.platform_of(jax.default_backend())
     nodes = _mode.ambient_nodes(rows.nparts)
-    g = _shard.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad,
-                               exact or not pad, platform, nodes)
+    g = geometry or _shard.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A,
+                                           pad, exact or not pad, platform, nodes)
     if _compat.vma_checked():
         missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]
         if missing:
