@@ -241,6 +241,10 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
  * table. LAPACK for CPU devices (engine/lapack/). */
 extern const jmg_engine jmg_lapack_engine;
 
+/* LAPACK in the local model on CPU devices (engine/lapack_local/): rank 0
+ * gathers A over the threads communicator; chosen only by JAXMG_ENGINE. */
+extern const jmg_engine jmg_lapack_local_engine;
+
 /* cuSOLVERDn for a group of one CUDA GPU (engine/cusolverdn/), and
  * cuSOLVERMg for CUDA GPUs, one or several (engine/cusolvermg/); device
  * contexts: jmg_cuda_device. Defined in libjaxmg_cuda.so only. */
