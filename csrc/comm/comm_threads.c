@@ -468,9 +468,9 @@ static int tc_group_end(const char *op, jmg_error *err) {
   return rc;
 }
 
-/* An operation issued outside a group is a group of its own. */
+/* Every operation opens a group of its own (nested in the caller's, if
+ * any) and closes it here: outside a group it runs at once. */
 static int one(int rc, const char *op, jmg_error *err) {
-  if (g_pend.depth > 1) return rc; /* inside the caller's group */
   jmg_error ignored;
   int erc = tc_group_end(op, rc == 0 ? err : &ignored);
   return rc != 0 ? rc : erc;
