@@ -16,8 +16,9 @@
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.
- *                     cuSOLVERMp (engine/cusolvermp/) works so; its
- *                     executor is exec/local.c.
+ *                     cuSOLVERMp (engine/cusolvermp/) works so, and on
+ *                     CPU devices lapack-local (engine/lapack_local/,
+ *                     for testing); their executor is exec/local.c.
  *
  * Memory is not the engines' business: copies, copy lanes, allocations, NaN
  * fills and waits are the platform's memory module (mem/mem.h: host_mem.c on

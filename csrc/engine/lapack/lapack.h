@@ -1,4 +1,5 @@
-/* The LAPACK engine's parts (internal to engine/lapack/): the gather of the
+/* The LAPACK engine's parts (internal to engine/lapack/, whose *_full
+ * functions engine/lapack_local/ calls too): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
  * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c).
  *
