@@ -2,8 +2,9 @@
  * call (engine/engine.h) use to talk to each other, across processes and
  * nodes, without a leader and without shared memory.
  *
- * CUDA's is NCCL (cuda/comm_nccl.c, libnccl loaded at run time); CPU
- * devices have none (no local-model engine runs there). A communicator
+ * CUDA's is NCCL (cuda/comm_nccl.c, libnccl loaded at run time); the CPU
+ * platform's joins threads of one process (comm/comm_threads.c, for the
+ * lapack-local engine). A communicator
  * joins the ranks of one group: it is opened once per (id, rank) and cached
  * until the process exits. The id is made by one rank (make_id) and handed
  * to the others by the Python layer (through JAX's distributed key-value
@@ -65,5 +66,10 @@ typedef struct jmg_comm_ops {
  * path the Python layer set (jaxmg_nccl_set_path), else by its soname.
  * Defined in libjaxmg_cuda.so only. */
 const jmg_comm_ops *jmg_nccl_comm(void);
+
+/* The threads of one process, over host memory (comm/comm_threads.c): the
+ * CPU platform's. Its ids name nothing outside the process that made them,
+ * so it cannot span processes: opening another process's id is refused. */
+const jmg_comm_ops *jmg_threads_comm(void);
 
 #endif

@@ -16,8 +16,9 @@
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.
- *                     cuSOLVERMp (engine/cusolvermp/) works so; its
- *                     executor is exec/local.c.
+ *                     cuSOLVERMp (engine/cusolvermp/) works so, and on
+ *                     CPU devices lapack-local (engine/lapack_local/,
+ *                     for testing); their executor is exec/local.c.
  *
  * Memory is not the engines' business: copies, copy lanes, allocations, NaN
  * fills and waits are the platform's memory module (mem/mem.h: host_mem.c on
@@ -260,6 +261,10 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
 /* The engines, as objects so that a platform's list of them is a constant
  * table. LAPACK for CPU devices (engine/lapack/). */
 extern const jmg_engine jmg_lapack_engine;
+
+/* LAPACK in the local model on CPU devices (engine/lapack_local/): rank 0
+ * gathers A over the threads communicator; chosen only by JAXMG_ENGINE. */
+extern const jmg_engine jmg_lapack_local_engine;
 
 /* cuSOLVERDn for a group of one CUDA GPU (engine/cusolverdn/), and
  * cuSOLVERMg for CUDA GPUs, one or several (engine/cusolvermg/); device

@@ -1,7 +1,9 @@
 /* The CPU platform and its registration table: the handlers libjaxmg_cpu.so
  * exports, one per op, registered by the Python layer for platform "cpu". */
+#include <stdint.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "engine/lapack/table.h"
 #include "ffi/handler.h"
 #include "ops/ops.h"
@@ -29,7 +31,8 @@ static int cpu_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   return 0;
 }
 
-static const jmg_engine *const g_cpu_engines[] = {&jmg_lapack_engine, NULL};
+static const jmg_engine *const g_cpu_engines[] = {
+    &jmg_lapack_engine, &jmg_lapack_local_engine, NULL};
 
 static const jmg_ffi_platform g_cpu = {
     .name = "cpu",
@@ -42,7 +45,7 @@ static const jmg_ffi_platform g_cpu = {
     .copy_local = cpu_copy_local,
     .async = 1,
     .share = jmg_host_share,
-    .comm = NULL, /* no local-model engine on CPU devices */
+    .comm = jmg_threads_comm, /* lapack-local's: threads of this process */
 };
 
 /* The handlers, one per op. */
@@ -60,4 +63,27 @@ JMG_FFI_EXPORT_ENGINE_CHECK(jaxmg_engine_check_cpu, &g_cpu)
 /* Called by the Python layer at import with SciPy's LAPACK pointers. */
 JMG_EXPORT int jaxmg_cpu_register_lapack(const char *name, void *fn) {
   return jmg_lapack_register(name, fn);
+}
+
+/* A new id of the CPU platform's communicator for a group (the CUDA
+ * library exports the same symbol for NCCL's): 0, or -1 and the reason. */
+JMG_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err_msg,
+                                 size_t errlen) {
+  jmg_error err;
+  jmg_error_clear(&err);
+  int rc = 0;
+  if (out == NULL || len < JMG_COMM_ID_MAX)
+    rc = jmg_error_set(&err, JMG_EINVAL, "comm_new_id", NULL,
+                       "the buffer holds %zu bytes; an id needs %d",
+                       out == NULL ? (size_t)0 : len, JMG_COMM_ID_MAX);
+  if (rc == 0) {
+    memset(out, 0, len);
+    rc = jmg_threads_comm()->make_id(out, "comm_new_id", &err);
+  }
+  if (rc != 0) {
+    if (err_msg != NULL && errlen > 0) jmg_error_format(&err, err_msg, errlen);
+    return -1;
+  }
+  if (err_msg != NULL && errlen > 0) err_msg[0] = '\0';
+  return 0;
 }

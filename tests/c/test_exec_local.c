@@ -1,10 +1,7 @@
 /* The local executor's collective steps (exec/local.h) on host memory, one
- * thread per rank, over a communicator for threads of this process written
- * here (comm/comm.h's contract: max_int waits for every rank; sends and
- * receives issued between group_begin and group_end run as one, matched in
- * issue order per pair of ranks). The platform's own communicator (NCCL)
- * needs GPUs: the GPU tests run these steps over it. */
-#include <limits.h>
+ * thread per rank, over the CPU platform's communicator (comm/comm.h,
+ * comm/comm_threads.c: the ranks are threads of this process). The GPU
+ * tests run these steps over NCCL. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,184 +10,26 @@
 #include "exec/local.h"
 #include "test.h"
 
-/* ---- a communicator for threads ---------------------------------------- */
-
 #define TC_MAX_RANKS 8
-#define TC_MAX_MSGS 256
 
-typedef struct tc_msg {
-  const void *buf;
-  size_t bytes;
-} tc_msg;
-
+/* A fresh communicator id: one per test case (its ranks are its own). */
 typedef struct tc_shared {
-  int ranks;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int arrived, gen, acc, result;
-  /* fifo[src][dst]: the sends of the current group, in issue order. */
-  tc_msg fifo[TC_MAX_RANKS][TC_MAX_RANKS][TC_MAX_MSGS];
-  int head[TC_MAX_RANKS][TC_MAX_RANKS], tail[TC_MAX_RANKS][TC_MAX_RANKS];
+  unsigned char id[JMG_COMM_ID_MAX];
 } tc_shared;
 
-struct jmg_comm {
-  tc_shared *sh;
-  int rank;
-};
-
-typedef struct tc_op {
-  int send; /* 1: send, 0: recv */
-  jmg_comm *c;
-  void *buf;
-  size_t bytes;
-  int peer;
-} tc_op;
-
-static _Thread_local tc_op tc_pending[TC_MAX_MSGS * 2];
-static _Thread_local int tc_npending, tc_in_group;
-
-static int tc_make_id(void *id, const char *op, jmg_error *err) {
-  (void)id;
-  return jmg_error_set(err, JMG_EINTERNAL, op, "tc", "ids are made by tests");
-}
-
-static int tc_open(const void *id, int rank, int ranks, void *device_ctx,
-                   jmg_comm **out, const char *op, jmg_error *err) {
-  (void)device_ctx;
-  tc_shared *sh;
-  memcpy(&sh, id, sizeof sh);
-  if (ranks != sh->ranks)
-    return jmg_error_set(err, JMG_EINVAL, op, "tc", "ranks %d != %d", ranks,
-                         sh->ranks);
-  jmg_comm *c = malloc(sizeof *c);
-  if (c == NULL) return jmg_error_set(err, JMG_ENOMEM, op, "tc", "malloc");
-  c->sh = sh;
-  c->rank = rank;
-  *out = c;
-  return 0;
-}
-
-static void *tc_native(jmg_comm *c) { return c; }
-
-/* The maximum of every rank's v, once all have arrived. */
-static int tc_reduce(tc_shared *sh, int v) {
-  pthread_mutex_lock(&sh->mu);
-  if (sh->arrived == 0) sh->acc = INT_MIN;
-  if (v > sh->acc) sh->acc = v;
-  const int gen = sh->gen;
-  if (++sh->arrived == sh->ranks) {
-    sh->result = sh->acc;
-    sh->arrived = 0;
-    ++sh->gen;
-    pthread_cond_broadcast(&sh->cv);
-  } else {
-    while (sh->gen == gen) pthread_cond_wait(&sh->cv, &sh->mu);
+static tc_shared *tc_new(int ranks) {
+  (void)ranks; /* the first open says */
+  tc_shared *sh = calloc(1, sizeof *sh);
+  jmg_error err;
+  jmg_error_clear(&err);
+  if (sh != NULL && jmg_threads_comm()->make_id(sh->id, "test", &err) != 0) {
+    free(sh);
+    return NULL;
   }
-  const int r = sh->result;
-  pthread_mutex_unlock(&sh->mu);
-  return r;
+  return sh;
 }
 
-static int tc_max_int(jmg_comm *c, int *value, void *device_ctx,
-                      const char *op, jmg_error *err) {
-  (void)device_ctx, (void)op, (void)err;
-  *value = tc_reduce(c->sh, *value);
-  return 0;
-}
-
-static int tc_bcast(jmg_comm *c, void *buf, size_t bytes, int root,
-                    void *device_ctx, const char *op, jmg_error *err) {
-  (void)c, (void)buf, (void)bytes, (void)root, (void)device_ctx;
-  return jmg_error_set(err, JMG_EUNSUPPORTED, op, "tc", "no bcast");
-}
-
-static int tc_group_begin(const char *op, jmg_error *err) {
-  (void)op, (void)err;
-  tc_in_group = 1;
-  tc_npending = 0;
-  return 0;
-}
-
-static int tc_post(int send, jmg_comm *c, void *buf, size_t bytes, int peer,
-                   const char *op, jmg_error *err) {
-  if (!tc_in_group || tc_npending == TC_MAX_MSGS * 2)
-    return jmg_error_set(err, JMG_EINTERNAL, op, "tc", "outside a group");
-  tc_op o = {send, c, buf, bytes, peer};
-  tc_pending[tc_npending++] = o;
-  return 0;
-}
-
-static int tc_send(jmg_comm *c, const void *buf, size_t bytes, int peer,
-                   void *device_ctx, const char *op, jmg_error *err) {
-  (void)device_ctx;
-  return tc_post(1, c, (void *)buf, bytes, peer, op, err);
-}
-
-static int tc_recv(jmg_comm *c, void *buf, size_t bytes, int peer,
-                   void *device_ctx, const char *op, jmg_error *err) {
-  (void)device_ctx;
-  return tc_post(0, c, buf, bytes, peer, op, err);
-}
-
-/* Every rank posts its sends, all meet, every rank takes its receives in
- * order, all meet again (the senders' buffers stay valid until then). */
-static int tc_group_end(const char *op, jmg_error *err) {
-  tc_in_group = 0;
-  if (tc_npending == 0) return 0;
-  tc_shared *sh = tc_pending[0].c->sh;
-  const int me = tc_pending[0].c->rank;
-  pthread_mutex_lock(&sh->mu);
-  for (int i = 0; i < tc_npending; ++i) {
-    const tc_op *o = &tc_pending[i];
-    if (!o->send) continue;
-    int *t = &sh->tail[me][o->peer];
-    tc_msg m = {o->buf, o->bytes};
-    sh->fifo[me][o->peer][(*t)++] = m;
-  }
-  pthread_mutex_unlock(&sh->mu);
-  tc_reduce(sh, 0);
-  int bad = 0;
-  for (int i = 0; i < tc_npending; ++i) {
-    const tc_op *o = &tc_pending[i];
-    if (o->send) continue;
-    pthread_mutex_lock(&sh->mu);
-    int *h = &sh->head[o->peer][me];
-    tc_msg m = {NULL, 0};
-    if (*h < sh->tail[o->peer][me]) m = sh->fifo[o->peer][me][(*h)++];
-    pthread_mutex_unlock(&sh->mu);
-    if (m.buf == NULL || m.bytes != o->bytes)
-      bad = 1;
-    else
-      memcpy(o->buf, m.buf, o->bytes);
-  }
-  bad = tc_reduce(sh, bad);
-  pthread_mutex_lock(&sh->mu);
-  if (me == 0) memset(sh->head, 0, sizeof sh->head);
-  pthread_mutex_unlock(&sh->mu);
-  tc_reduce(sh, 0);
-  pthread_mutex_lock(&sh->mu);
-  if (me == 0) memset(sh->tail, 0, sizeof sh->tail);
-  pthread_mutex_unlock(&sh->mu);
-  tc_reduce(sh, 0);
-  if (bad)
-    return jmg_error_set(err, JMG_EINTERNAL, op, "tc",
-                         "a receive had no matching send of its size");
-  return 0;
-}
-
-static const jmg_comm_ops g_tc = {
-    .name = "threads",
-    .id_bytes = sizeof(void *),
-    .make_id = tc_make_id,
-    .open = tc_open,
-    .native = tc_native,
-    .max_int = tc_max_int,
-    .bcast = tc_bcast,
-    .group_begin = tc_group_begin,
-    .group_end = tc_group_end,
-    .send = tc_send,
-    .recv = tc_recv,
-};
+static void tc_delete(tc_shared *sh) { free(sh); }
 
 /* ---- ranks -------------------------------------------------------------- */
 
@@ -215,13 +54,12 @@ static void *rank_main(void *arg) {
   v.mem = jmg_host_mem();
   v.group.n = 1;
   v.group.device_ctx = &v.device_ctx;
-  v.comm_ops = &g_tc;
+  v.comm_ops = jmg_threads_comm();
   v.rank = j->rank;
   v.ranks = j->ranks;
   jmg_error_clear(&j->err);
-  unsigned char id[JMG_COMM_ID_MAX] = {0};
-  memcpy(id, &j->sh, sizeof j->sh);
-  j->rc = g_tc.open(id, j->rank, j->ranks, NULL, &v.comm, v.op, &j->err);
+  j->rc = v.comm_ops->open(j->sh->id, j->rank, j->ranks, NULL, &v.comm, v.op,
+                          &j->err);
   if (j->rc == 0)
     j->rc = jmg_local_perm_init(&v.perm, j->n, j->ranks, j->tile, v.op,
                                 &j->err);
@@ -246,8 +84,7 @@ static void *rank_main(void *arg) {
   j->grid_part_cols = v.a.cols;
   jmg_local_perm_free(&v.perm);
   jmg_local_regrid_free(&v.regrid);
-  free(v.comm);
-  return NULL;
+  return NULL; /* the communicator stays open (comm_threads.c) */
 }
 
 static int run_ranks(rank_job *jobs, int ranks) {
@@ -256,21 +93,6 @@ static int run_ranks(rank_job *jobs, int ranks) {
     if (pthread_create(&t[r], NULL, rank_main, &jobs[r]) != 0) return -1;
   for (int r = 0; r < ranks; ++r) pthread_join(t[r], NULL);
   return 0;
-}
-
-static tc_shared *tc_new(int ranks) {
-  tc_shared *sh = calloc(1, sizeof *sh);
-  if (sh == NULL) return NULL;
-  sh->ranks = ranks;
-  pthread_mutex_init(&sh->mu, NULL);
-  pthread_cond_init(&sh->cv, NULL);
-  return sh;
-}
-
-static void tc_delete(tc_shared *sh) {
-  pthread_mutex_destroy(&sh->mu);
-  pthread_cond_destroy(&sh->cv);
-  free(sh);
 }
 
 /* ---- tests -------------------------------------------------------------- */

@@ -167,9 +167,9 @@ def test_ambient_ids_are_numbered_per_kind_of_call(monkeypatch):
     monkeypatch.setattr(_mode, "_ambient_calls", {})
     solve = ("potrs", ("x",), (4,))
     other = ("syevd", ("x",), (2,))
-    _mode.ambient_comm_ids(1, 7, solve)
-    _mode.ambient_comm_ids(2, 7, other)  # made by this process only, say
-    _mode.ambient_comm_ids(1, 7, solve)
+    _mode.ambient_comm_ids(1, 7, solve, "CUDA")
+    _mode.ambient_comm_ids(2, 7, other, "CUDA")  # made by this process only, say
+    _mode.ambient_comm_ids(1, 7, solve, "CUDA")
     first, extra, second = seen
     assert first[0].endswith("-0-0") and second[0].endswith("-1-0"), seen
     assert first[0].rsplit("-", 2)[0] == second[0].rsplit("-", 2)[0] != extra[0].rsplit("-", 2)[0]

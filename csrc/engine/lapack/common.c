@@ -23,12 +23,21 @@ void jmg_lapack_move_columns(const jmg_dist_matrix *a, void *full, int to_full,
   }
 }
 
-int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
-                      int *n_int, jmg_error *err) {
-  if (a->n > INT_MAX)
+int jmg_lapack_int(int64_t n, const char *what, const char *op, int *out,
+                   jmg_error *err) {
+  if (n > INT_MAX)
     return jmg_error_set(err, JMG_EINVAL, op, "LAPACK",
-                         "N=%lld exceeds LAPACK's 32-bit int", (long long)a->n);
-  *n_int = (int)a->n;
+                         "%s=%lld exceeds LAPACK's 32-bit int", what,
+                         (long long)n);
+  *out = (int)n;
+  return 0;
+}
+
+int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
+                      jmg_error *err) {
+  int n_int;
+  int rc = jmg_lapack_int(a->n, "N", op, &n_int, err);
+  if (rc != 0) return rc;
   size_t bytes = (size_t)a->n * (size_t)a->n * jmg_dtype_size(a->dtype);
   *full = malloc(bytes ? bytes : 1);
   if (*full == NULL)

@@ -1,4 +1,5 @@
-/* The LAPACK engine's parts (internal to engine/lapack/): the gather of the
+/* The LAPACK engine's parts (internal to engine/lapack/, whose *_full
+ * functions engine/lapack_local/ calls too): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
  * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c).
  *
@@ -20,13 +21,37 @@ void jmg_lapack_move_columns(const jmg_dist_matrix *a, void *full, int to_full,
                              int contiguous);
 
 /* Gathers the block-cyclic a into a new n x n matrix (*full, to be freed)
- * and checks that n fits LAPACK's int (*n_int). */
+ * after checking that n fits LAPACK's int. */
 int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
-                      int *n_int, jmg_error *err);
+                      jmg_error *err);
+
+/* 0 where n fits LAPACK's int (*out), else an error naming op and what
+ * (e.g. "N", "NRHS"). */
+int jmg_lapack_int(int64_t n, const char *what, const char *op, int *out,
+                   jmg_error *err);
 
 /* For a full column-major n x n matrix: overwrites the strict upper triangle
  * with the conjugate transpose of the strict lower one. */
 void jmg_lapack_fill_upper(void *full, int64_t n, jmg_dtype dtype);
+
+/* The LAPACK work of each op on one full column-major n x n matrix in host
+ * memory (lda n), with the meanings of engine.h's leader routines: shared
+ * by this engine (after its gather) and by lapack-local
+ * (engine/lapack_local/, on rank 0 after its gather over the
+ * communicator). Each checks that its routines were registered and that
+ * n and nrhs fit LAPACK's int; *info as engine.h says; potri leaves both
+ * triangles of the inverse in full, syevd the eigenvectors (want_vectors)
+ * in full's columns. b: n x nrhs, lda n, overwritten by X. diag: NULL or n
+ * reals, filled when the factorization succeeds. */
+int jmg_lapack_potrs_full(jmg_dtype dtype, int64_t n, void *full, void *b,
+                          int64_t nrhs, void *diag, int *info, jmg_error *err);
+int jmg_lapack_potri_full(jmg_dtype dtype, int64_t n, void *full, int *info,
+                          jmg_error *err);
+int jmg_lapack_syevd_full(jmg_dtype dtype, int64_t n, void *full, void *w,
+                          int want_vectors, int *info, jmg_error *err);
+int jmg_lapack_lu_solve_full(jmg_dtype dtype, int64_t n, void *full, void *b,
+                             int64_t nrhs, int transpose, int *info,
+                             jmg_error *err);
 
 int jmg_lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                      int64_t nrhs, void *diag, int *info, jmg_error *err);

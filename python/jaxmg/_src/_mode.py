@@ -296,17 +296,20 @@ def comm_id_attr(ids: Sequence[bytes]) -> tuple[int, ...]:
 def mesh_comm_ids(mesh: Mesh, axes: Sequence[str], others: Sequence[str],
                   job: int) -> tuple[int, ...]:
     """The attribute ``comm_id`` of a call over a whole mesh: the id of every
-    group this process takes part in (made by the group's first process),
-    zeros for the others; kept per device set."""
+    group this process takes part in (made by the group's first process, by
+    the communicator of the mesh's platform), zeros for the others; kept per
+    device set (CPU and GPU devices of one number are different sets)."""
     grid = groups(mesh, axes, others)
     me = jax.process_index()
-    tags = [device_set_tag([d.id for d in row])
+    platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
+    tags = [f"{platform}-{device_set_tag([d.id for d in row])}"
             if any(d.process_index == me for d in row) else None for row in grid]
     makers = [int(row[0].process_index) for row in grid]
-    return comm_id_attr(share_comm_ids(tags, makers, me, job, _native.comm_new_id, _comm_ids))
+    return comm_id_attr(share_comm_ids(tags, makers, me, job,
+                                       lambda: _native.comm_new_id(platform), _comm_ids))
 
 
-def ambient_comm_ids(ngroups: int, job: int, kind: tuple[Any, ...] = ()) -> tuple[int, ...]:
+def ambient_comm_ids(ngroups: int, job: int, kind: tuple[Any, ...], platform: str) -> tuple[int, ...]:
     """The attribute ``comm_id`` of a call from inside the user's own
     shard_map, where the devices of each group are not known: fresh ids for
     every group, made by process 0 (NCCL lets any process make an id) under
@@ -316,9 +319,9 @@ def ambient_comm_ids(ngroups: int, job: int, kind: tuple[Any, ...] = ()) -> tupl
     make does not shift the numbering). A process that waits for an id
     nobody makes (a call that process 0 never makes) fails after
     JAXMG_RENDEZVOUS_TIMEOUT with a message saying so. A retrace makes new
-    communicators."""
+    communicators. ``platform``: whose communicator ("CUDA", "cpu")."""
     k = next(_ambient_calls.setdefault(kind, itertools.count()))
     name = hashlib.blake2b(repr(kind).encode(), digest_size=6).hexdigest()
     tags = [f"ambient-{name}-{k}-{g}" for g in range(ngroups)]
     return comm_id_attr(share_comm_ids(tags, [0] * ngroups, jax.process_index(), job,
-                                       _native.comm_new_id, None))
+                                       lambda: _native.comm_new_id(platform), None))

@@ -241,19 +241,22 @@ def cusolvermp_available() -> tuple[bool, str]:
     return ok, "" if ok else why.value.decode(errors="replace")
 
 
-# Bytes of one communicator id (NCCL's unique id): 16 int64 in attribute comm_id.
+# Bytes of one communicator id (NCCL's unique id, and the CPU threads
+# communicator's): 16 int64 in attribute comm_id.
 COMM_ID_BYTES = 128
 
 
-def comm_new_id() -> bytes:
-    """A new communicator id (NCCL's ncclGetUniqueId, through the CUDA
-    library), to hand to every participant of one group. RuntimeError naming
-    the cause when it cannot be made (e.g. libnccl missing)."""
+def comm_new_id(platform: str) -> bytes:
+    """A new communicator id of ``platform``'s communicator ("CUDA": NCCL's
+    ncclGetUniqueId; "cpu": the threads communicator of this process, which
+    the lapack-local engine uses), through that platform's library, to hand
+    to every participant of one group. RuntimeError naming the cause when it
+    cannot be made (e.g. libnccl missing)."""
     load()
-    lib = _LIBS.get("CUDA")
+    lib = _LIBS.get(platform)
     if lib is None:
-        raise RuntimeError("jaxmg: a communicator id needs jaxmg's CUDA library, "
-                           "which is not loaded")
+        raise RuntimeError(f"jaxmg: a communicator id of platform {platform!r} needs "
+                           f"jaxmg's {platform} library, which is not loaded")
     fn = lib.jaxmg_comm_new_id
     fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
     fn.restype = ctypes.c_int
