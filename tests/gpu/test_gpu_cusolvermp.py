@@ -224,15 +224,16 @@ def test_jit_grad_and_vmap_through_the_engine(request):
     b = jt.make_rhs(rng, n, 2, np.float64)
     solve = jax.jit(lambda a, b: jaxmg.potrs(a, b, T_A, mesh, SPECS))
     assert jt.solve_backward_error(a, solve(a, b), b) < jt.tol(np.float64, n)
-    # JAX's own tolerances for float64 (finite differences; 1e-6 was tighter
-    # than their error: 1.3e-6 relative seen on an H200).
-    check_grads(lambda a, b: jaxmg.potrs(a, b, T_A, mesh, SPECS), (a, b), order=1,
-                modes=("fwd", "rev"))
+    # JAX's own tolerances for float64, with central differences of step
+    # 1e-6 rather than JAX's 1e-4: with fresh inputs the 1e-4 step's own
+    # error reached 8e-5 relative (an H100, seed 1650766075), past the
+    # tolerance; at 1e-6 it is 1e4 times smaller and rounding stays ~1e-10.
+    fd = dict(order=1, modes=("fwd", "rev"), eps=1e-6)
+    check_grads(lambda a, b: jaxmg.potrs(a, b, T_A, mesh, SPECS), (a, b), **fd)
     check_grads(lambda a: jaxmg.syevd(a, T_A, mesh, ROWS, return_eigenvectors=False),
-                (jt.make_separated(rng, n, np.float64),), order=1, modes=("fwd", "rev"))
+                (jt.make_separated(rng, n, np.float64),), **fd)
     check_grads(lambda a: jaxmg.lu_solve(a, b, T_A, mesh, SPECS),
-                (jt.make_general(rng, n, np.float64) + 3 * np.sqrt(n) * np.eye(n),),
-                order=1, modes=("fwd", "rev"))
+                (jt.make_general(rng, n, np.float64) + 3 * np.sqrt(n) * np.eye(n),), **fd)
     batch_a = np.stack([jt.make_hpd(rng, n, np.float64) for _ in range(3)])
     batch_b = np.stack([jt.make_rhs(rng, n, 2, np.float64) for _ in range(3)])
     xs = jax.jit(jax.vmap(lambda a, b: jaxmg.potrs(a, b, T_A, mesh, SPECS)))(batch_a, batch_b)
