@@ -33,6 +33,14 @@ typedef struct jmg_comm jmg_comm; /* one rank's end of a communicator */
 typedef struct jmg_comm_ops {
   const char *name; /* "nccl" */
   size_t id_bytes;  /* <= JMG_COMM_ID_MAX */
+  /* 1: a communicator costs next to nothing to open (threads of one
+   * process), and the platform may run a program's independent calls in
+   * different orders on different devices (XLA:CPU does): the local
+   * executor then opens one per call site (ffi/plan.c writes the call
+   * site's identity into the id's last 8 bytes, which make_id leaves zero),
+   * so that two calls never meet on one communicator. 0 (NCCL): one per
+   * group of devices, whose calls every device makes in program order. */
+  int per_call_site;
   /* Not collective: makes a new id (on one rank; the others receive it). */
   int (*make_id)(void *id, const char *op, jmg_error *err);
   /* Opens (or finds in the cache) rank's end of the communicator of ranks

@@ -13,8 +13,9 @@
  * (id, rank) is the state itself. Neither is ever freed: a pool thread of
  * XLA may still be waiting inside at exit, and freeing under it would be a
  * use after free; a state is a few hundred bytes plus ranks² queue heads,
- * one per group of devices the program calls jaxmg on, and the OS reclaims
- * it at exit.
+ * one per call site and group of devices (the local executor opens one per
+ * call site: .per_call_site below, comm/comm.h), and the OS reclaims it at
+ * exit.
  *
  * Messages. Every point-to-point operation, broadcast and max_int is a
  * message between a pair of ranks on a channel (p2p, bcast, max): a send
@@ -539,7 +540,8 @@ static int tc_max_int(jmg_comm *c, int *value, void *device_ctx,
 
 static const jmg_comm_ops g_threads_ops = {
     .name = "threads",
-    .id_bytes = JMG_COMM_ID_MAX,
+    .id_bytes = sizeof(tc_id), /* make_id zeroes the rest of the 128 */
+    .per_call_site = 1,
     .make_id = tc_make_id,
     .open = tc_open,
     .native = tc_native,

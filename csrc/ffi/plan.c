@@ -59,6 +59,14 @@ static int plan_local(XLA_FFI_CallFrame *frame,
                          call->comm_ops->name, call->comm_ops->id_bytes,
                          JMG_COMM_ID_MAX);
   memcpy(call->comm_id, words + group * WORDS, JMG_COMM_ID_MAX);
+  if (call->comm_ops->per_call_site) { /* comm/comm.h: one per call site */
+    const uint64_t site = (uint64_t)call->key.mesh_id;
+    if (call->comm_ops->id_bytes + sizeof site > JMG_COMM_ID_MAX)
+      return jmg_error_set(err, JMG_EINTERNAL, op, "communicator",
+                           "the %s id leaves no room for the call site",
+                           call->comm_ops->name);
+    memcpy(call->comm_id + JMG_COMM_ID_MAX - sizeof site, &site, sizeof site);
+  }
   /* The grid the engine runs on: grid_rows x (P / grid_rows), the Python
    * layer's choice (A's rows over two mesh axes r and c: r rows); absent,
    * the 1 x P line. */

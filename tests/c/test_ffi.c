@@ -2266,12 +2266,13 @@ static jmg_ffi_platform local_platform(const jmg_comm_ops *(*comm)(void)) {
   return p;
 }
 
-static const char k_local_names[] = "T_Acomm_idjob_idmesh_idgrid_rows";
+static const char k_local_names[] = "T_Acomm_idjob_idmesh_idgrid_rowscall_id";
 #define NAME_L_T_A k_local_names, 3
 #define NAME_L_COMM_ID (k_local_names + 3), 7
 #define NAME_L_JOB_ID (k_local_names + 10), 6
 #define NAME_L_MESH_ID (k_local_names + 16), 7
 #define NAME_L_GRID_ROWS (k_local_names + 23), 9
+#define NAME_L_CALL_ID (k_local_names + 32), 7
 
 TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
   bound_rendezvous();
@@ -2348,5 +2349,58 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
   CHECK(r.is_error);
   CHECK_CONTAINS(r.msg, "opened");
   CHECK_EQ(atomic_load(&g_local_reached), 1);
+  CHECK_EQ(status, -7);
+}
+
+/* A communicator of the per-call-site kind (comm/comm.h): records the id
+ * it is asked to open, then refuses. */
+static unsigned char g_opened_id[JMG_COMM_ID_MAX];
+static int recording_open(const void *id, int rank, int ranks,
+                          void *device_ctx, jmg_comm **out, const char *op,
+                          jmg_error *err) {
+  (void)rank, (void)ranks, (void)device_ctx, (void)out;
+  memcpy(g_opened_id, id, JMG_COMM_ID_MAX);
+  return jmg_error_set(err, JMG_EINTERNAL, op, "test", "opened");
+}
+static const jmg_comm_ops g_site_comm = {.name = "per-site",
+                                         .id_bytes = 64,
+                                         .per_call_site = 1,
+                                         .open = recording_open};
+static const jmg_comm_ops *site_comm(void) { return &g_site_comm; }
+
+/* Its calls open one communicator per call site: the id's first bytes as
+ * the Python layer made them, its last 8 the call site's, different for two
+ * sites of one device set and the same for two calls of one site. */
+TEST(ffi_local_model_opens_one_communicator_per_call_site_where_asked) {
+  bound_rendezvous();
+  const int64_t n = 4;
+  double a[16] = {0};
+  int32_t shard = 0, status = -7;
+  int64_t words[16];
+  for (int i = 0; i < 16; ++i) words[i] = 1000 + i;
+  XLA_FFI_Array comm_id = {XLA_FFI_DataType_S64, 16, words};
+  unsigned char seen[3][JMG_COMM_ID_MAX];
+  const int64_t sites[3] = {1, 2, 1};
+  const jmg_ffi_platform platform = local_platform(site_comm);
+  for (int c = 0; c < 3; ++c) {
+    frame_builder f;
+    fb_init(&f, fake_api(), fresh_run_id());
+    fb_arg(&f, XLA_FFI_DataType_F64, a, 2, n, n);
+    fb_arg(&f, XLA_FFI_DataType_S32, &shard, 0, 0, 0);
+    fb_ret(&f, XLA_FFI_DataType_F64, a, 2, n, n);
+    fb_ret(&f, XLA_FFI_DataType_S32, &status, 0, 0, 0);
+    fb_attr_i64(&f, NAME_L_T_A, 2);
+    fb_attr_i64(&f, NAME_L_CALL_ID, sites[c]);
+    fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, &comm_id);
+    fb_attr_i64(&f, NAME_L_MESH_ID, 5);
+    memset(g_opened_id, 0, sizeof g_opened_id);
+    xla_result r = take_error(jmg_ffi_handle(&f.frame, &platform, &jmg_potri_op));
+    CHECK(r.is_error);
+    CHECK_CONTAINS(r.msg, "opened");
+    memcpy(seen[c], g_opened_id, JMG_COMM_ID_MAX);
+    CHECK(memcmp(seen[c], words, JMG_COMM_ID_MAX - 8) == 0);
+  }
+  CHECK(memcmp(seen[0], seen[1], JMG_COMM_ID_MAX) != 0);
+  CHECK(memcmp(seen[0], seen[2], JMG_COMM_ID_MAX) == 0);
   CHECK_EQ(status, -7);
 }

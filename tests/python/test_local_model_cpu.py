@@ -257,6 +257,34 @@ def test_groups_of_a_mesh_solve_their_own_matrices(cpu_devices, rng):
     assert jt.solve_backward_error(2 * a + np.eye(n), x[1], b) < 1e-13
 
 
+def test_independent_calls_in_one_program_keep_their_own_messages(cpu_devices, rng):
+    """XLA:CPU may run a program's independent jaxmg calls in different
+    orders on different devices; each call site has its own communicator
+    (comm/comm.h, per_call_site; the C test
+    ffi_local_model_opens_one_communicator_per_call_site_where_asked checks
+    the ids), so the calls never meet. Here: three independent solves and
+    an eigendecomposition in one jit, run several times, each right (the
+    reordering itself was not provoked on this machine, with or without
+    per-site communicators)."""
+    mesh = Mesh(np.array(cpu_devices), ("x",))
+    n = 16
+    mats = [jt.make_hpd(rng, n, np.float64) * (k + 1) for k in range(3)]
+    h = jt.make_hermitian(rng, n, np.float64)
+    b = jt.make_rhs(rng, n, 2, np.float64)
+
+    @jax.jit
+    def program(a0, a1, a2, h, b):
+        xs = [jaxmg.potrs(a, b, 2, mesh, (P("x", None), P(None, None))) for a in (a0, a1, a2)]
+        return xs, jaxmg.syevd(h, 2, mesh, (P("x", None),))
+
+    args = [put(a, mesh, P("x", None)) for a in (*mats, h)] + [rep(b, mesh)]
+    for _ in range(5):
+        xs, (w, v) = program(*args)
+        for a, x in zip(mats, xs):
+            assert jt.solve_backward_error(a, np.asarray(x), b) < 1e-13
+        assert jt.eig_residual(h, np.asarray(w), np.asarray(v)) < 1e-12
+
+
 def test_a_group_of_one_device(cpu_devices, rng):
     n = 10
     mesh = Mesh(np.array(cpu_devices[:1]), ("x",))
