@@ -45,10 +45,16 @@ def _problem(rng, mesh, dtype, definite=True):
 SOLVERS = ("cholesky_distributed", "pinv_smooth_distributed")
 
 
+@pytest.mark.parametrize("engine", [None, "lapack-local"], ids=["default", "local-model"])
 @pytest.mark.parametrize("grid", [None, (2, 2)], ids=["default-grid", "grid-2x2"])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
 @pytest.mark.parametrize("name", SOLVERS)
-def test_distributed_solvers_eager_and_jit(nk_mesh, rng, name, dtype, grid):
+def test_distributed_solvers_eager_and_jit(nk_mesh, rng, monkeypatch, name, dtype, grid,
+                                           engine):
+    """Also in the local model (lapack-local on CPU devices, as cuSOLVERMp
+    runs it on GPUs), where process_grid=(2, 2) runs on a 2 x 2 grid."""
+    if engine:
+        monkeypatch.setenv("JAXMG_ENGINE", engine)
     solver = getattr(nk.optimizer.solver, name)
     a, b, A, B = _problem(rng, nk_mesh, dtype)
     ref = np.linalg.solve(a, b)
