@@ -187,6 +187,19 @@ def _eigvals_residual(a, w, anorm):
     return jnp.where(ascending, jnp.maximum(r1, r2), jnp.inf)
 
 
+@jax.jit
+def _gesvd_residual(a, u, s, vh, c):
+    """max(||A c - U diag(s) Vh c|| / (s_max ||c||), ||Uᴴ U c - c|| / ||c||,
+    ||Vh Vhᴴ c - c|| / ||c||), inf unless s descends."""
+    sc = s.astype(c.dtype)[:, None]
+    cn = jnp.linalg.norm(c)
+    r1 = jnp.linalg.norm(_mm(a, c) - _mm(u, sc * _mm(vh, c))) / (jnp.max(s) * cn)
+    r2 = jnp.linalg.norm(_mm(jnp.conj(u).T, _mm(u, c)) - c) / cn
+    r3 = jnp.linalg.norm(_mm(vh, _mm(jnp.conj(vh).T, c)) - c) / cn
+    descending = jnp.all(jnp.diff(s) <= 0)
+    return jnp.where(descending, jnp.maximum(r1, jnp.maximum(r2, r3)), jnp.inf)
+
+
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
@@ -197,6 +210,8 @@ def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.A
     probe = inputs.replicated_normal(key, (a.shape[0], PROBES), a.dtype, mesh)
     if op == "potri":
         return float(_potri_residual(a, out, probe, anorm))
+    if op == "gesvd":
+        return float(_gesvd_residual(a, *out, probe))
     w, vecs = out
     return float(_syevd_residual(a, w, vecs, probe))
 
@@ -219,6 +234,10 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
         def f(a, b):
             return jaxmg.syevd(a, tile, mesh, specs[:1], return_eigenvectors=False,
                                return_status=True)
+    elif op == "gesvd":
+        def f(a, b):
+            u, s, vh, status = jaxmg.gesvd(a, tile, mesh, specs[0], return_status=True)
+            return (u, s, vh), status
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -240,6 +259,9 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "eigvals":
         def f(a, b):
             return jnp.linalg.eigvalsh(a), None
+    elif op == "gesvd":
+        def f(a, b):
+            return jnp.linalg.svd(a, full_matrices=False), None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None
@@ -261,7 +283,7 @@ def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], see
     ``trace``, the warm-up call's JAXMG_TRACE lines go to Measured.trace."""
     tol = cases.tolerance(dtype, n)
     key = jax.random.PRNGKey(seed)
-    a = (inputs.general if op == "lu_solve" else inputs.hpd)(n, dtype, mesh, seed)
+    a = (inputs.general if op in ("lu_solve", "gesvd") else inputs.hpd)(n, dtype, mesh, seed)
     b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, 1), dtype, mesh)
          if op in ("potrs", "lu_solve") else jnp.zeros((), dtype))
     anorm = frobenius(a)

@@ -4,7 +4,7 @@ result checked (bench/measure.py).
 
     python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
-                                   [--ops potrs,syevd,eigvals,potri]
+                                   [--ops potrs,syevd,eigvals,potri,gesvd]
                                    [--impls jax,jaxmg,jaxmg-cusolvermg]
                                    [--no-trace]
 
@@ -50,7 +50,7 @@ import inputs  # noqa: E402
 import measure  # noqa: E402
 
 CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
-         ("potri", "complex128"))
+         ("potri", "complex128"), ("gesvd", "float64"))
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
@@ -59,7 +59,7 @@ IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
 DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
 # Copies of A a case holds at once (A, its result, workspaces, the check's
 # probes and products), for the memory estimate (also bench/engines.py's).
-COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3, "lu_solve": 3}
+COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3, "lu_solve": 3, "gesvd": 6}
 FIELDS = ("op", "dtype", "n", "impl", "status", "median_s", "min_s", "max_s", "runs",
           "residual", "compile_s", "speed_vs_jax")
 

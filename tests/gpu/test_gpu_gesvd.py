@@ -75,12 +75,20 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
+# Above 1024 rows or columns cuSOLVERDn's engine takes Xgesvd, at or below
+# Jacobi (gesvdj), as JAX does (csrc/engine/cusolverdn/gesvd.c).
+LARGE = [(1088, 1032), (1032, 1088)]
+
+
+@pytest.mark.parametrize("size", ["jacobi", "gesvd"])
 @pytest.mark.parametrize("full", [False, True], ids=["reduced", "full"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_cusolverdn_on_one_gpu(monkeypatch, rng, dtype, full):
+def test_cusolverdn_on_one_gpu(monkeypatch, capfd, rng, dtype, full, size):
     monkeypatch.setenv("JAXMG_ENGINE", "cusolverdn")
+    monkeypatch.setenv("JAXMG_TRACE", "1")
     mesh = _mesh(1)
-    for shape in _shapes(1):
+    shapes = _shapes(1) if size == "jacobi" else LARGE
+    for shape in shapes:
         a = _random(rng, shape, dtype)
         A = jax.device_put(a, NamedSharding(mesh, ROWS))
         u, s, vh, status = jaxmg.gesvd(A, full_matrices=full, return_status=True)
@@ -90,6 +98,10 @@ def test_cusolverdn_on_one_gpu(monkeypatch, rng, dtype, full):
         s_only = jaxmg.gesvd(A, compute_u=False, compute_vh=False)
         np.testing.assert_allclose(np.asarray(s_only), np.asarray(s), rtol=0,
                                    atol=1e-4 * float(s[0]))
+    lines = [line for line in capfd.readouterr().err.splitlines()
+             if line.startswith("jaxmg trace gesvd")]
+    routine = "gesvdj " if size == "jacobi" else "gesvd "
+    assert lines and all(f", {routine}" in line for line in lines), lines[:2]
 
 
 @pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
