@@ -9,17 +9,9 @@ import pathlib
 
 import pytest
 
+from gpu_env import gpu_devices
+
 _HERE = pathlib.Path(__file__).resolve().parent
-
-
-def gpu_devices():
-    """JAX's GPU devices, or [] when there is no GPU backend."""
-    import jax
-
-    try:
-        return [d for d in jax.devices("gpu") if d.platform == "gpu"]
-    except RuntimeError:  # no GPU backend: "Unknown backend gpu" or init failure
-        return []
 
 
 def pytest_collection_modifyitems(config, items):

@@ -38,14 +38,9 @@ import jaxmg_testing as jt  # noqa: E402
 from mpmd_launch import assert_all_passed, report_outputs, run_job  # noqa: E402
 
 
-def _gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:
-        return []
+from gpu_env import gpu_devices  # noqa: E402
 
-
-GPUS = _gpus()
+GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402

@@ -17,14 +17,9 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P  # no
 from jax.test_util import check_grads  # noqa: E402
 
 
-def _gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:
-        return []
+from gpu_env import gpu_devices  # noqa: E402
 
-
-GPUS = _gpus()
+GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402

@@ -28,14 +28,9 @@ import pytest
 jax = pytest.importorskip("jax")
 
 
-def _gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:
-        return []
+from gpu_env import gpu_devices  # noqa: E402
 
-
-GPUS = _gpus()
+GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 # Run in a child: the allocator cap must be set before JAX starts. The

@@ -35,14 +35,9 @@ from test_gpu_one_gpu import (  # noqa: E402
 from test_gpu_errors import _child, _run_capped, _traces  # noqa: E402
 
 
-def _gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:
-        return []
+from gpu_env import gpu_devices  # noqa: E402
 
-
-GPUS = _gpus()
+GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
 
 GATHER = "cusolverdn-gather"

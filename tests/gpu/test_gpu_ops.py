@@ -23,14 +23,9 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 
-def _gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:
-        return []
+from gpu_env import gpu_devices  # noqa: E402
 
-
-GPUS = _gpus()
+GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402
