@@ -72,6 +72,19 @@ int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
                        c->a->rank, c->a->ranks);
 }
 
+/* *v = the maximum of every rank's *v (comm/comm.h's max_int), taken on
+ * every rank whatever its rc, so that no rank waits. Returns rc where this
+ * rank had failed; else the communicator's failure (its error in err), or 0. */
+static int mp_max(mp_call *c, int rc, int *v, jmg_error *err) {
+  jmg_error mine;
+  jmg_error_clear(&mine);
+  int crc = c->a->comm_ops->max_int(c->a->comm, v, c->a->device_ctx, c->op,
+                                    &mine);
+  if (rc != 0) return rc;
+  if (crc != 0) jmg_error_copy(err, &mine);
+  return crc;
+}
+
 int mp_agree_factor(mp_call *c, int rc, cusolverStatus_t st,
                     const int *d_info, const char *call, int *info,
                     jmg_error *err) {
@@ -93,22 +106,11 @@ int mp_agree_factor(mp_call *c, int rc, cusolverStatus_t st,
    * library's status, or info < 0: a bad argument; 1: a failed status). */
   int v_info = rc == 0 && h > 0 ? h : 0;
   int v_fail = rc != 0 || h < 0 ? 2 : soft ? 1 : 0;
-  jmg_error e_info, e_fail;
-  jmg_error_clear(&e_info);
-  jmg_error_clear(&e_fail);
-  int rc_info = c->a->comm_ops->max_int(c->a->comm, &v_info, c->a->device_ctx,
-                                        c->op, &e_info);
-  int rc_fail = c->a->comm_ops->max_int(c->a->comm, &v_fail, c->a->device_ctx,
-                                        c->op, &e_fail);
-  if (rc != 0) return rc;
-  if (rc_info != 0) {
-    jmg_error_copy(err, &e_info);
-    return rc_info;
-  }
-  if (rc_fail != 0) {
-    jmg_error_copy(err, &e_fail);
-    return rc_fail;
-  }
+  jmg_error ignored;
+  int rc_info = mp_max(c, rc, &v_info, err);
+  int rc_fail = mp_max(c, rc, &v_fail, rc_info == 0 ? err : &ignored);
+  if (rc_info != 0) return rc_info;
+  if (rc_fail != 0) return rc_fail;
   if (v_fail == 2)
     return jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
                          "failed on another rank, or info < 0 (an invalid "
@@ -238,15 +240,8 @@ int mp_agree(mp_call *c, int rc, jmg_error *err) {
                    : jmg_error_set(err, JMG_EINVAL, c->op, "cuSOLVERMp",
                                    "no communicator");
   int v = rc != 0 ? -rc : 0;
-  jmg_error mine;
-  jmg_error_clear(&mine);
-  int rc2 = c->a->comm_ops->max_int(c->a->comm, &v, c->a->device_ctx, c->op,
-                                    &mine);
+  rc = mp_max(c, rc, &v, err);
   if (rc != 0) return rc;
-  if (rc2 != 0) {
-    jmg_error_copy(err, &mine);
-    return rc2;
-  }
   if (v != 0)
     return jmg_error_set(err, JMG_EPEER, c->op, "cuSOLVERMp",
                          "another rank of the call failed (%s) before "
@@ -345,15 +340,8 @@ int mp_agree_info(mp_call *c, int rc, const int *d_info, const char *call,
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
   /* A rank whose call failed still takes part, so that no rank waits. */
   int v = rc != 0 || h < 0 ? INT_MAX : h;
-  jmg_error mine;
-  jmg_error_clear(&mine);
-  int rc2 = c->a->comm_ops->max_int(c->a->comm, &v, c->a->device_ctx, c->op,
-                                    &mine);
+  rc = mp_max(c, rc, &v, err);
   if (rc != 0) return rc;
-  if (rc2 != 0) {
-    jmg_error_copy(err, &mine);
-    return rc2;
-  }
   if (v == INT_MAX)
     return jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
                          "failed on another rank, or info < 0 (an invalid "
