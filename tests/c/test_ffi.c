@@ -2274,6 +2274,18 @@ static const char k_local_names[] = "T_Acomm_idjob_idmesh_idgrid_rowscall_id";
 #define NAME_L_GRID_ROWS (k_local_names + 23), 9
 #define NAME_L_CALL_ID (k_local_names + 32), 7
 
+/* A one-shard potri frame (A n x n, the shard index, A back, the status),
+ * with T_A = 2; the caller adds the other attributes. */
+static void local_potri_frame(frame_builder *f, double *a, int64_t n,
+                              int32_t *shard, int32_t *status) {
+  fb_init(f, fake_api(), fresh_run_id());
+  fb_arg(f, XLA_FFI_DataType_F64, a, 2, n, n);
+  fb_arg(f, XLA_FFI_DataType_S32, shard, 0, 0, 0);
+  fb_ret(f, XLA_FFI_DataType_F64, a, 2, n, n);
+  fb_ret(f, XLA_FFI_DataType_S32, status, 0, 0, 0);
+  fb_attr_i64(f, NAME_L_T_A, 2);
+}
+
 TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
   bound_rendezvous();
   atomic_store(&g_local_reached, 0);
@@ -2302,12 +2314,7 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     const jmg_ffi_platform platform = local_platform(cases[c].comm);
     frame_builder f;
-    fb_init(&f, fake_api(), fresh_run_id());
-    fb_arg(&f, XLA_FFI_DataType_F64, a, 2, n, n);
-    fb_arg(&f, XLA_FFI_DataType_S32, &shard, 0, 0, 0);
-    fb_ret(&f, XLA_FFI_DataType_F64, a, 2, n, n);
-    fb_ret(&f, XLA_FFI_DataType_S32, &status, 0, 0, 0);
-    fb_attr_i64(&f, NAME_L_T_A, 2);
+    local_potri_frame(&f, a, n, &shard, &status);
     if (cases[c].id != NULL)
       fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, cases[c].id);
     if (cases[c].grid_rows != 0)
@@ -2334,12 +2341,7 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
    * communicator (here refusing): no rendezvous, no engine reached. */
   const jmg_ffi_platform platform = local_platform(never_comm);
   frame_builder f;
-  fb_init(&f, fake_api(), fresh_run_id());
-  fb_arg(&f, XLA_FFI_DataType_F64, a, 2, n, n);
-  fb_arg(&f, XLA_FFI_DataType_S32, &shard, 0, 0, 0);
-  fb_ret(&f, XLA_FFI_DataType_F64, a, 2, n, n);
-  fb_ret(&f, XLA_FFI_DataType_S32, &status, 0, 0, 0);
-  fb_attr_i64(&f, NAME_L_T_A, 2);
+  local_potri_frame(&f, a, n, &shard, &status);
   fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, &comm_id);
   fb_attr_i64(&f, NAME_L_JOB_ID, 78);
   fb_attr_i64(&f, NAME_L_MESH_ID, 5);
@@ -2384,12 +2386,7 @@ TEST(ffi_local_model_opens_one_communicator_per_call_site_where_asked) {
   const jmg_ffi_platform platform = local_platform(site_comm);
   for (int c = 0; c < 3; ++c) {
     frame_builder f;
-    fb_init(&f, fake_api(), fresh_run_id());
-    fb_arg(&f, XLA_FFI_DataType_F64, a, 2, n, n);
-    fb_arg(&f, XLA_FFI_DataType_S32, &shard, 0, 0, 0);
-    fb_ret(&f, XLA_FFI_DataType_F64, a, 2, n, n);
-    fb_ret(&f, XLA_FFI_DataType_S32, &status, 0, 0, 0);
-    fb_attr_i64(&f, NAME_L_T_A, 2);
+    local_potri_frame(&f, a, n, &shard, &status);
     fb_attr_i64(&f, NAME_L_CALL_ID, sites[c]);
     fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, &comm_id);
     fb_attr_i64(&f, NAME_L_MESH_ID, 5);
