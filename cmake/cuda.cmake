@@ -34,6 +34,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c
   csrc/engine/cusolverdn/gesvd.c
+  csrc/engine/cusolverdn/workspace.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c
   csrc/engine/gather/potri.c

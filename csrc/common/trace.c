@@ -16,6 +16,8 @@ typedef struct trace {
   size_t len;
   char text[1024];
   char engine[32];
+  size_t alloc_bytes; /* what the call asked its platform's allocator for */
+  int allocs;
 } trace;
 
 static _Thread_local trace t_trace;
@@ -58,7 +60,16 @@ void jmg_trace_begin(const char *fmt, ...) {
   va_end(ap);
   append(t, ":");
   t->engine[0] = '\0';
+  t->alloc_bytes = 0;
+  t->allocs = 0;
   t->start = t->last = now();
+}
+
+void jmg_trace_alloc(size_t bytes) {
+  trace *t = &t_trace;
+  if (!t->active) return;
+  t->alloc_bytes += bytes;
+  t->allocs += 1;
 }
 
 void jmg_trace_engine(const char *name) {
@@ -80,6 +91,9 @@ void jmg_trace_end(void) {
   if (!t->active) return;
   append(t, " total %.2f ms", 1e3 * (now() - t->start));
   if (t->engine[0] != '\0') append(t, ", engine %s", t->engine);
+  append(t, ", workspace %zu bytes (%.1f MiB) in %d allocation%s",
+         t->alloc_bytes, (double)t->alloc_bytes / (1024.0 * 1024.0), t->allocs,
+         t->allocs == 1 ? "" : "s");
   /* vsnprintf keeps the text NUL-terminated, truncated or not. */
   fprintf(stderr, "%s\n", t->text);
   t->active = 0;

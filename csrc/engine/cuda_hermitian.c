@@ -128,12 +128,23 @@ static int fill_device(const jmg_dist_matrix *a, int q, cublasHandle_t h,
   return 0;
 }
 
+/* The fill's tile: t x t, at most FILL_TILE. */
+static int fill_tile(const jmg_dist_matrix *a) {
+  return a->local_cols < FILL_TILE ? (int)a->local_cols : FILL_TILE;
+}
+
+size_t jmg_cuda_hermitian_fill_bytes(const jmg_dist_matrix *a) {
+  const size_t t = (size_t)fill_tile(a);
+  return 3 * t * t * jmg_dtype_size(a->dtype);
+}
+
 int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
                             const cublasHandle_t *cublas, jmg_error *err) {
   const char *op = "potri";
-  const int t = a->local_cols < FILL_TILE ? (int)a->local_cols : FILL_TILE;
+  const int t = fill_tile(a);
   const size_t es = jmg_dtype_size(a->dtype);
-  const size_t bytes = (size_t)t * (size_t)t * es;
+  /* Three tiles a device (jmg_cuda_hermitian_fill_bytes): tile, work, eye. */
+  const size_t bytes = jmg_cuda_hermitian_fill_bytes(a) / 3;
   scratch *sc = calloc((size_t)a->ndev, sizeof *sc);
   /* t ones: the identity's diagonal, copied onto a zeroed device tile (a
    * t x t identity built on the host and copied whole cost more than the
@@ -157,10 +168,10 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
       rc = JMG_CUDA_TRY(cudaMemsetAsync(sc[q].eye, 0, bytes, stream), op, err);
     /* The diagonal: element i goes to (i, i), (t + 1) elements apart. */
     if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(sc[q].eye, (size_t)(t + 1) * es,
-                                          ones, es, es, (size_t)t,
-                                          cudaMemcpyHostToDevice, stream),
-                        op, err);
+      rc = JMG_CUDA_TRY(
+          cudaMemcpy2DAsync(sc[q].eye, (size_t)(t + 1) * es, ones, es, es,
+                            (size_t)t, cudaMemcpyHostToDevice, stream),
+          op, err);
     if (rc == 0)
       rc = JMG_CUBLAS_TRY(cublasSetStream(cublas[q], stream), op, err);
     if (rc == 0) rc = fill_device(a, q, cublas[q], &sc[q], t, err);

@@ -18,4 +18,7 @@
 int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
                             const cublasHandle_t *cublas, jmg_error *err);
 
+/* The scratch the fill takes from XLA on each device (three t x t tiles). */
+size_t jmg_cuda_hermitian_fill_bytes(const jmg_dist_matrix *a);
+
 #endif

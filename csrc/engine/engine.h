@@ -106,13 +106,13 @@ typedef struct jmg_dist_matrix {
  * permutation done inside each shard: today a 1 x ranks grid with
  * mb = nb = T_A, rows = n, cols = n / ranks, ld = n. */
 typedef struct jmg_local_matrix {
-  int rank;  /* this participant, 0 .. ranks-1 */
-  int ranks; /* participants of the call */
-  int grid_rows, grid_cols; /* grid_rows * grid_cols == ranks */
+  int rank;                            /* this participant, 0 .. ranks-1 */
+  int ranks;                           /* participants of the call */
+  int grid_rows, grid_cols;            /* grid_rows * grid_cols == ranks */
   const struct jmg_comm_ops *comm_ops; /* the platform's (comm/comm.h) */
   struct jmg_comm *comm;               /* this rank's end, opened */
-  int64_t n;      /* order of the global matrix */
-  int64_t mb, nb; /* block sizes */
+  int64_t n;                           /* order of the global matrix */
+  int64_t mb, nb;                      /* block sizes */
   jmg_dtype dtype;
   void *data;         /* this rank's part */
   int64_t rows, cols; /* its size */
@@ -133,6 +133,12 @@ typedef struct jmg_problem {
 } jmg_problem;
 
 struct jmg_engine;
+
+/* A workspace query's options beside the problem (engine's `workspace`). */
+typedef struct jmg_workspace_query {
+  int64_t nrhs;     /* potrs, lu_solve: B's columns */
+  int want_vectors; /* syevd */
+} jmg_workspace_query;
 
 /* The routines of JMG_MODEL_LEADER, called on the leader with A in the
  * block-cyclic layout of jmg_dist_matrix. */
@@ -166,9 +172,8 @@ typedef struct jmg_leader_routines {
    * memory, overwritten by X. *info: getrf's (> 0: U(info, info) is exactly
    * zero; b's content is then unspecified, and the ops layer fills X with
    * NaN). */
-  int (*lu_solve)(const struct jmg_engine *e, const jmg_dist_matrix *a,
-                  void *b, int64_t nrhs, int transpose, int *info,
-                  jmg_error *err);
+  int (*lu_solve)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                  int64_t nrhs, int transpose, int *info, jmg_error *err);
   /* The singular value decomposition M = U S Vᴴ of a rectangular matrix,
    * with k = min(rows, cols). Every matrix here is in the CONTIGUOUS layout
    * and not square: a jmg_dist_matrix whose n is its number of ROWS (and
@@ -230,6 +235,15 @@ typedef struct jmg_engine {
    * ("N=40000 >= 32768: ..."). NULL: wherever it supports p. */
   int (*prefers)(const struct jmg_engine *e, const jmg_problem *p, char *why,
                  size_t why_len);
+  /* The bytes a call of problem p would take from the platform's allocator
+   * (XLA's on GPUs) beside A, B and the op's outputs: the library's
+   * workspace as the library reports it for p, asked now on the current
+   * device, plus the engine's own buffers; what JAXMG_TRACE prints after a
+   * call ("workspace ... bytes"). Returns 0 and *bytes, or an error
+   * (JMG_EUNSUPPORTED: not known before the call for this op). NULL: the
+   * engine cannot tell ahead of a call. */
+  int (*workspace)(const struct jmg_engine *e, const jmg_problem *p,
+                   const jmg_workspace_query *q, size_t *bytes, jmg_error *err);
   /* One routine per op; NULL where the engine lacks it. An engine fills the
    * set of its model and leaves the other empty. */
   jmg_leader_routines leader;
@@ -257,6 +271,17 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
                      int nparts, int nodes, const char *dtype, int64_t n,
                      int64_t tile, char *out, size_t len);
+
+/* The workspace a call would take (engine's `workspace`), asked ahead of it
+ * by the Python layer (jaxmg.memory_estimate): the engine jmg_engine_check
+ * would choose, then its query on the current device. Returns 1 with
+ * *bytes and the engine's name in out; 0 when the chosen engine cannot
+ * tell (its name, then ": " and why, in out); -1 with the error in out
+ * (unknown op or dtype, no engine for the problem, a failed query). */
+int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
+                         int nparts, int nodes, const char *dtype, int64_t n,
+                         int64_t tile, const jmg_workspace_query *q,
+                         size_t *bytes, char *out, size_t len);
 
 /* The engines, as objects so that a platform's list of them is a constant
  * table. LAPACK for CPU devices (engine/lapack/). */

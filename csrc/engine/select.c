@@ -101,9 +101,13 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                        used ? reasons : "no engines");
 }
 
-int jmg_engine_check(const jmg_engine *const *engines, const char *op,
-                     int nparts, int nodes, const char *dtype, int64_t n,
-                     int64_t tile, char *out, size_t len) {
+/* The problem named by op and dtype, and the engine jmg_engine_select
+ * chooses for it with the settings of now. Returns 1 (*chosen set), 0 (no
+ * engine: why in out) or -1 (unknown op or dtype: out says so). */
+static int check(const jmg_engine *const *engines, const char *op, int nparts,
+                 int nodes, const char *dtype, int64_t n, int64_t tile,
+                 jmg_problem *p, const jmg_engine **chosen, char *out,
+                 size_t len) {
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
   static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve",
@@ -118,21 +122,55 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
     snprintf(out, len, "unknown op \"%s\" or dtype \"%s\"", op, dtype);
     return -1;
   }
-  const jmg_problem p = {.op = known,
-                         .nparts = nparts,
-                         .nodes = nodes,
-                         .dtype = (jmg_dtype)t,
-                         .n = n,
-                         .tile = tile};
+  *p = (jmg_problem){.op = known,
+                     .nparts = nparts,
+                     .nodes = nodes,
+                     .dtype = (jmg_dtype)t,
+                     .n = n,
+                     .tile = tile};
   jmg_config cfg;
   jmg_config_read(&cfg);
-  const jmg_engine *e = NULL;
   jmg_error err;
   jmg_error_clear(&err);
-  if (jmg_engine_select(engines, &p, &cfg, &e, &err) != 0) {
+  if (jmg_engine_select(engines, p, &cfg, chosen, &err) != 0) {
     /* "JAXMG_ENGINE: ..." or "engine selection: ...": what decided. */
     snprintf(out, len, "%s: %s", err.call, err.msg);
     return 0;
+  }
+  return 1;
+}
+
+int jmg_engine_check(const jmg_engine *const *engines, const char *op,
+                     int nparts, int nodes, const char *dtype, int64_t n,
+                     int64_t tile, char *out, size_t len) {
+  jmg_problem p;
+  const jmg_engine *e = NULL;
+  int rc = check(engines, op, nparts, nodes, dtype, n, tile, &p, &e, out, len);
+  if (rc == 1) snprintf(out, len, "%s", e->name);
+  return rc;
+}
+
+int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
+                         int nparts, int nodes, const char *dtype, int64_t n,
+                         int64_t tile, const jmg_workspace_query *q,
+                         size_t *bytes, char *out, size_t len) {
+  jmg_problem p;
+  const jmg_engine *e = NULL;
+  int rc = check(engines, op, nparts, nodes, dtype, n, tile, &p, &e, out, len);
+  if (rc != 1) return -1;
+  if (e->workspace == NULL) {
+    snprintf(out, len,
+             "%s: the engine cannot tell its workspace ahead of a "
+             "call (JAXMG_TRACE=1 prints what a call took)",
+             e->name);
+    return 0;
+  }
+  jmg_error err;
+  jmg_error_clear(&err);
+  *bytes = 0;
+  if (e->workspace(e, &p, q, bytes, &err) != 0) {
+    snprintf(out, len, "%s: %s: %s", e->name, err.call, err.msg);
+    return err.code == JMG_EUNSUPPORTED ? 0 : -1;
   }
   snprintf(out, len, "%s", e->name);
   return 1;

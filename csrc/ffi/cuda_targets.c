@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/comm_nccl.h"
 #include "cuda/device.h"
@@ -51,6 +52,7 @@ static int get_stream(XLA_FFI_CallFrame *frame, cudaStream_t *out,
 /* Device memory from XLA's allocator; cudaMalloc where the runtime has none. */
 static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
   xla_alloc_ctx *a = p;
+  jmg_trace_alloc(bytes);
   if (JMG_XLA_API_HAS(a->api, XLA_FFI_DeviceMemory_Allocate) &&
       a->api->XLA_FFI_DeviceMemory_Allocate != NULL) {
     XLA_FFI_DeviceMemory_Allocate_Args args;
@@ -67,8 +69,18 @@ static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
                                      "XLA_FFI_DeviceMemory_Allocate", err);
       char why[JMG_ERROR_MSG_LEN];
       snprintf(why, sizeof why, "%s", err->msg);
-      jmg_error_set(err, JMG_ENOMEM, NULL, "XLA_FFI_DeviceMemory_Allocate",
-                    "%zu bytes on GPU %d: %s", bytes, a->device, why);
+      /* What the GPU has left outside XLA's pool, which holds most of it. */
+      size_t free_b = 0, total_b = 0;
+      char left[96] = "";
+      if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        snprintf(left, sizeof left,
+                 " (%.2f GiB of the GPU's %.2f GiB are outside it)",
+                 (double)free_b / 1073741824.0, (double)total_b / 1073741824.0);
+      jmg_error_set(
+          err, JMG_ENOMEM, NULL, "XLA_FFI_DeviceMemory_Allocate",
+          "the call's workspace needs %zu bytes (%.2f GiB) more on GPU %d, "
+          "which XLA's allocator refused%s: %s",
+          bytes, (double)bytes / 1073741824.0, a->device, left, why);
       return rc;
     }
     *out = args.data;
@@ -168,10 +180,10 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
 /* In order of preference: cuSOLVERDn where the group is one GPU (jaxlib's
  * own solver; cuSOLVERMg on one GPU ran at 0.14x to 0.88x JAX's speed,
  * issue 18); the gather to one GPU where a group of several is small enough
- * (engine/gather/thresholds.c); cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg still picks
- * cuSOLVERMg on one GPU, for comparison (README, "Engines"). cuSOLVERMp
- * last: it takes what the leader engines refuse (a group across nodes),
- * or what JAXMG_ENGINE=cusolvermp sends it. */
+ * (engine/gather/thresholds.c); cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg
+ * still picks cuSOLVERMg on one GPU, for comparison (README, "Engines").
+ * cuSOLVERMp last: it takes what the leader engines refuse (a group across
+ * nodes), or what JAXMG_ENGINE=cusolvermp sends it. */
 static const jmg_engine *const g_cuda_engines[] = {
     &jmg_cusolverdn_engine, &jmg_gather_engine, &jmg_cusolvermg_engine,
     &jmg_cusolvermp_engine, NULL};

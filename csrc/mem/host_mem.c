@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "mem/mem.h"
 
 static int host_copy(const jmg_mem_group *g, void *dst, int dst_dev,
@@ -51,6 +52,7 @@ static int host_lanes_close(const jmg_mem_group *g, void *lanes,
 static int host_alloc(const jmg_mem_group *g, int dev, size_t bytes, void **out,
                       jmg_error *err) {
   (void)g;
+  jmg_trace_alloc(bytes);
   *out = malloc(bytes ? bytes : 1);
   if (*out == NULL)
     return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",

@@ -16,6 +16,7 @@ and ``gesvd`` (1.x's form only: the seeds have no SVD).
 """
 
 from jaxmg._src._native import cusolvermp_available
+from jaxmg._src.api.memory import MemoryEstimate, memory_estimate
 from jaxmg._src.api.seeds import potri_shardmap_ctx
 
 # The seeds' forms (0.x) and JAXMg 1.x's under the same names: jaxmg._src.api.v1
@@ -46,4 +47,6 @@ __all__ = [
     "gesvd",
     "gesvd_shardmap_ctx",
     "cusolvermp_available",
+    "memory_estimate",
+    "MemoryEstimate",
 ]

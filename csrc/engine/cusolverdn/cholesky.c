@@ -10,7 +10,7 @@ int jmg_dn_potrf_workspace(jmg_dn_call *call, size_t *device_bytes,
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
   *device_bytes = *host_bytes = 0;
   return JMG_CUSOLVER_TRY(
-      cusolverDnXpotrf_bufferSize(call->dn, call->h->dn_params,
+      cusolverDnXpotrf_bufferSize(call->dn, call->params,
                                   CUBLAS_FILL_MODE_LOWER, a->n, t, call->a_data,
                                   a->n, t, device_bytes, host_bytes),
       call->op, err);
@@ -22,9 +22,8 @@ int jmg_dn_potrf(jmg_dn_call *call, int slot, jmg_error *err) {
   /* A matrix that is not positive definite is not a failed status: info > 0
    * in the info word, read with the others at the end. */
   return JMG_CUSOLVER_TRY(
-      cusolverDnXpotrf(call->dn, call->h->dn_params, CUBLAS_FILL_MODE_LOWER,
-                       a->n, t, call->a_data, a->n, t, call->work,
-                       call->work_bytes, call->host_work, call->host_bytes,
-                       call->d_info + slot),
+      cusolverDnXpotrf(call->dn, call->params, CUBLAS_FILL_MODE_LOWER, a->n, t,
+                       call->a_data, a->n, t, call->work, call->work_bytes,
+                       call->host_work, call->host_bytes, call->d_info + slot),
       call->op, err);
 }

@@ -40,6 +40,7 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
         jmg_cuda_handles_acquire(a->device_ctx, 1, "cuSOLVERDn", &call->h, err);
   if (rc == 0) {
     call->dn = call->h->dn[0];
+    call->params = call->h->dn_params;
     /* The handle was made on this GPU; cuSOLVER still wants it current. */
     if (call->saved_device != dev->device)
       rc = JMG_CUDA_TRY(cudaSetDevice(dev->device), op, err);
@@ -53,10 +54,15 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
   return rc;
 }
 
+size_t jmg_dn_alloc_bytes(size_t device_bytes) {
+  return (device_bytes + DN_ALIGN - 1) / DN_ALIGN * DN_ALIGN +
+         JMG_DN_MAX_INFO * sizeof(int);
+}
+
 int jmg_dn_take_workspace(jmg_dn_call *call, size_t device_bytes,
                           size_t host_bytes, jmg_error *err) {
   const size_t at = (device_bytes + DN_ALIGN - 1) / DN_ALIGN * DN_ALIGN;
-  const size_t bytes = at + JMG_DN_MAX_INFO * sizeof(int);
+  const size_t bytes = jmg_dn_alloc_bytes(device_bytes);
   int rc = call->mem->alloc(&call->group, 0, bytes, &call->work, err);
   if (rc != 0) {
     call->work = NULL;
@@ -136,6 +142,7 @@ const jmg_engine jmg_cusolverdn_engine = {
     .name = "cusolverdn",
     .model = JMG_MODEL_LEADER,
     .supports = dn_supports,
+    .workspace = jmg_dn_workspace,
     .leader =
         {
             .potrs = jmg_dn_potrs,

@@ -50,8 +50,9 @@ typedef struct jmg_dn_call {
   jmg_mem_group group; /* a's one participant, for the memory operations */
   const jmg_mem *mem;
   jmg_cuda_handles *h;
-  cusolverDnHandle_t dn; /* h->dn[0], on stream */
-  cudaStream_t stream;   /* the participant's XLA stream */
+  cusolverDnHandle_t dn;     /* h->dn[0], on stream */
+  cusolverDnParams_t params; /* h->dn_params: the 64-bit API's */
+  cudaStream_t stream;       /* the participant's XLA stream */
   int saved_device;
   void *work; /* device: work_bytes for cuSOLVER, then the info words */
   size_t work_bytes, alloc_bytes;
@@ -84,12 +85,37 @@ int jmg_dn_read_info(jmg_dn_call *call, int *h_info, int count,
  * workspaces, unlocks the device set, restores the device. */
 void jmg_dn_end_call(jmg_dn_call *call);
 
-/* The Cholesky factorization potrs and potri share (cholesky.c): its
+/* Each routine's workspace, as the routine takes it: the device bytes it
+ * hands jmg_dn_take_workspace and cuSOLVER's host bytes, asked of cuSOLVER
+ * through the frame's dn, params and a (its n and dtype). cuSOLVER's
+ * queries read no data: a_data and the other pointers may be NULL, so that
+ * jmg_dn_workspace (workspace.c) asks them before any call.
+ * The Cholesky factorization potrs and potri share (cholesky.c): its
  * workspace sizes, and A = L L^H in the lower triangle of a, info in
  * call->d_info[slot]. */
 int jmg_dn_potrf_workspace(jmg_dn_call *call, size_t *device_bytes,
                            size_t *host_bytes, jmg_error *err);
 int jmg_dn_potrf(jmg_dn_call *call, int slot, jmg_error *err);
+/* potri's: potrf's or <t>potri's, the larger; *lwork <t>potri's in elements. */
+int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
+                           size_t *host_bytes, int *lwork, jmg_error *err);
+/* syevd's, for w (may be NULL in a query). */
+int jmg_dn_syevd_workspace(jmg_dn_call *call, int want_vectors, void *w,
+                           size_t *device_bytes, size_t *host_bytes,
+                           jmg_error *err);
+/* lu_solve's: getrf's, then the pivots from *piv_at on. */
+int jmg_dn_lu_workspace(jmg_dn_call *call, size_t *device_bytes,
+                        size_t *host_bytes, size_t *piv_at, jmg_error *err);
+/* The bytes jmg_dn_take_workspace takes from XLA for device_bytes (the info
+ * words after them, aligned). */
+size_t jmg_dn_alloc_bytes(size_t device_bytes);
+
+/* engine.h's workspace query: what a call of problem p on the current GPU
+ * would take from XLA's allocator (workspace.c). gesvd's is not asked
+ * ahead: JMG_EUNSUPPORTED. */
+int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
+                     const jmg_workspace_query *q, size_t *bytes,
+                     jmg_error *err);
 
 int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                  int64_t nrhs, void *diag, int *info, jmg_error *err);

@@ -47,42 +47,41 @@ typedef union gesvdj_ptr {
 /* cusolverDn<t>gesvdj_bufferSize, or <t>gesvdj where lwork_out is NULL. */
 static cusolverStatus_t gesvdj_call(cusolverDnHandle_t h, jmg_dtype t,
                                     int vectors, int econ, int m, int n,
-                                    void *A, void *S, void *U, int ldu,
-                                    void *V, int ldv, void *work, int lwork,
-                                    int *d_info, int *lwork_out,
-                                    gesvdjInfo_t params) {
+                                    void *A, void *S, void *U, int ldu, void *V,
+                                    int ldv, void *work, int lwork, int *d_info,
+                                    int *lwork_out, gesvdjInfo_t params) {
   const cusolverEigMode_t jobz =
       vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   gesvdj_ptr a = {A}, s = {S}, u = {U}, v = {V}, w = {work};
   switch (t) {
     case JMG_F32:
-      return lwork_out ? cusolverDnSgesvdj_bufferSize(h, jobz, econ, m, n, a.s,
-                                                      m, s.s, u.s, ldu, v.s,
-                                                      ldv, lwork_out, params)
-                       : cusolverDnSgesvdj(h, jobz, econ, m, n, a.s, m, s.s,
-                                           u.s, ldu, v.s, ldv, w.s, lwork,
-                                           d_info, params);
+      return lwork_out
+                 ? cusolverDnSgesvdj_bufferSize(h, jobz, econ, m, n, a.s, m,
+                                                s.s, u.s, ldu, v.s, ldv,
+                                                lwork_out, params)
+                 : cusolverDnSgesvdj(h, jobz, econ, m, n, a.s, m, s.s, u.s, ldu,
+                                     v.s, ldv, w.s, lwork, d_info, params);
     case JMG_F64:
-      return lwork_out ? cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, a.d,
-                                                      m, s.d, u.d, ldu, v.d,
-                                                      ldv, lwork_out, params)
-                       : cusolverDnDgesvdj(h, jobz, econ, m, n, a.d, m, s.d,
-                                           u.d, ldu, v.d, ldv, w.d, lwork,
-                                           d_info, params);
+      return lwork_out
+                 ? cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, a.d, m,
+                                                s.d, u.d, ldu, v.d, ldv,
+                                                lwork_out, params)
+                 : cusolverDnDgesvdj(h, jobz, econ, m, n, a.d, m, s.d, u.d, ldu,
+                                     v.d, ldv, w.d, lwork, d_info, params);
     case JMG_C64:
-      return lwork_out ? cusolverDnCgesvdj_bufferSize(h, jobz, econ, m, n, a.c,
-                                                      m, s.s, u.c, ldu, v.c,
-                                                      ldv, lwork_out, params)
-                       : cusolverDnCgesvdj(h, jobz, econ, m, n, a.c, m, s.s,
-                                           u.c, ldu, v.c, ldv, w.c, lwork,
-                                           d_info, params);
+      return lwork_out
+                 ? cusolverDnCgesvdj_bufferSize(h, jobz, econ, m, n, a.c, m,
+                                                s.s, u.c, ldu, v.c, ldv,
+                                                lwork_out, params)
+                 : cusolverDnCgesvdj(h, jobz, econ, m, n, a.c, m, s.s, u.c, ldu,
+                                     v.c, ldv, w.c, lwork, d_info, params);
     case JMG_C128:
-      return lwork_out ? cusolverDnZgesvdj_bufferSize(h, jobz, econ, m, n, a.z,
-                                                      m, s.d, u.z, ldu, v.z,
-                                                      ldv, lwork_out, params)
-                       : cusolverDnZgesvdj(h, jobz, econ, m, n, a.z, m, s.d,
-                                           u.z, ldu, v.z, ldv, w.z, lwork,
-                                           d_info, params);
+      return lwork_out
+                 ? cusolverDnZgesvdj_bufferSize(h, jobz, econ, m, n, a.z, m,
+                                                s.d, u.z, ldu, v.z, ldv,
+                                                lwork_out, params)
+                 : cusolverDnZgesvdj(h, jobz, econ, m, n, a.z, m, s.d, u.z, ldu,
+                                     v.z, ldv, w.z, lwork, d_info, params);
   }
   return CUSOLVER_STATUS_INVALID_VALUE;
 }
@@ -128,19 +127,19 @@ static int dn_gesvdj(const jmg_dist_matrix *a, void *s,
     char *work = (char *)call.work;
     d_u = u != NULL ? u->data[0] : work + u_off;
     d_v = work + v_off;
-    rc = JMG_CUSOLVER_TRY(gesvdj_call(call.dn, a->dtype, vectors, econ, m, n,
-                                      a->data[0], s, d_u, m, d_v, n,
-                                      work + solver_off, lwork, call.d_info,
-                                      NULL, params),
-                          op, err);
+    rc = JMG_CUSOLVER_TRY(
+        gesvdj_call(call.dn, a->dtype, vectors, econ, m, n, a->data[0], s, d_u,
+                    m, d_v, n, work + solver_off, lwork, call.d_info, NULL,
+                    params),
+        op, err);
   }
   if (rc == 0 && vt != NULL) { /* Vᴴ (vcols x n) = V (n x vcols)ᴴ */
     rc = JMG_CUBLAS_TRY(cublasSetStream(call.h->blas[0], call.stream), op, err);
     if (rc == 0)
-      rc = JMG_CUBLAS_TRY(jmg_cublas_geam(call.h->blas[0], a->dtype,
-                                          CUBLAS_OP_C, vcols, n, d_v, n,
-                                          vt->data[0], vcols),
-                          op, err);
+      rc =
+          JMG_CUBLAS_TRY(jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_C,
+                                         vcols, n, d_v, n, vt->data[0], vcols),
+                         op, err);
   }
   if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
   jmg_trace_mark("gesvdj");
@@ -207,9 +206,9 @@ int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
    * not read them. */
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgesvd_bufferSize(call.dn, call.h->dn_params, jobu, jobvt, xm,
-                                    xn, t, x, xm, rt, s, t, xu, ldxu, t, xvt,
-                                    ldxvt, t, &dev_bytes, &host_bytes),
+        cusolverDnXgesvd_bufferSize(call.dn, call.params, jobu, jobvt, xm, xn,
+                                    t, x, xm, rt, s, t, xu, ldxu, t, xvt, ldxvt,
+                                    t, &dev_bytes, &host_bytes),
         op, err);
   const size_t solver_bytes = aligned(dev_bytes);
   if (rc == 0)
@@ -230,8 +229,8 @@ int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
   }
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgesvd(call.dn, call.h->dn_params, jobu, jobvt, xm, xn, t, x,
-                         xm, rt, s, t, xu, ldxu, t, xvt, ldxvt, t, call.work,
+        cusolverDnXgesvd(call.dn, call.params, jobu, jobvt, xm, xn, t, x, xm,
+                         rt, s, t, xu, ldxu, t, xvt, ldxvt, t, call.work,
                          dev_bytes, call.host_work, call.host_bytes,
                          call.d_info),
         op, err);

@@ -13,6 +13,22 @@
  * (XLA's alignment of blocks). */
 #define LU_ALIGN 256
 
+/* [getrf's workspace | pivots (n int64)], then the frame's info words. */
+int jmg_dn_lu_workspace(jmg_dn_call *call, size_t *device_bytes,
+                        size_t *host_bytes, size_t *piv_at, jmg_error *err) {
+  const int64_t n = call->a->n;
+  const cudaDataType t = jmg_cuda_data_type(call->a->dtype);
+  size_t getrf = 0;
+  *host_bytes = 0;
+  int rc = JMG_CUSOLVER_TRY(
+      cusolverDnXgetrf_bufferSize(call->dn, call->params, n, n, t, call->a_data,
+                                  n, t, &getrf, host_bytes),
+      call->op, err);
+  *piv_at = (getrf + LU_ALIGN - 1) / LU_ALIGN * LU_ALIGN;
+  *device_bytes = *piv_at + (size_t)n * sizeof(int64_t);
+  return rc;
+}
+
 int jmg_dn_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err) {
   (void)e;
@@ -24,29 +40,24 @@ int jmg_dn_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   size_t dev_bytes = 0, host_bytes = 0;
   int h_info[2] = {0, 0};
   *info = 0;
+  size_t piv_at = 0, total = 0;
   int rc = jmg_dn_begin_call(&call, op, a, err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgetrf_bufferSize(call.dn, call.h->dn_params, n, n, t,
-                                    call.a_data, n, t, &dev_bytes, &host_bytes),
-        op, err);
-  /* [getrf's workspace | pivots (n int64)], then the frame's info words. */
-  const size_t piv_at = (dev_bytes + LU_ALIGN - 1) / LU_ALIGN * LU_ALIGN;
-  if (rc == 0)
-    rc = jmg_dn_take_workspace(&call, piv_at + (size_t)n * sizeof(int64_t),
-                               host_bytes, err);
+    rc = jmg_dn_lu_workspace(&call, &total, &host_bytes, &piv_at, err);
+  dev_bytes = piv_at; /* getrf's own, rounded up */
+  if (rc == 0) rc = jmg_dn_take_workspace(&call, total, host_bytes, err);
   jmg_trace_mark("workspace");
   int64_t *ipiv =
       call.work != NULL ? (int64_t *)((char *)call.work + piv_at) : NULL;
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgetrf(call.dn, call.h->dn_params, n, n, t, call.a_data, n,
-                         ipiv, t, call.work, dev_bytes, call.host_work,
-                         call.host_bytes, call.d_info),
+        cusolverDnXgetrf(call.dn, call.params, n, n, t, call.a_data, n, ipiv, t,
+                         call.work, dev_bytes, call.host_work, call.host_bytes,
+                         call.d_info),
         op, err);
   if (rc == 0 && nrhs > 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgetrs(call.dn, call.h->dn_params,
+        cusolverDnXgetrs(call.dn, call.params,
                          transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs, t,
                          call.a_data, n, ipiv, t, b, n, call.d_info + 1),
         op, err);

@@ -41,6 +41,21 @@ static cusolverStatus_t potri(jmg_dn_call *c, int n, int lwork, int *info) {
   }
 }
 
+int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
+                           size_t *host_bytes, int *lwork, jmg_error *err) {
+  if (call->a->n > INT_MAX)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, call->op, "cusolverDn<t>potri",
+                         "N=%lld exceeds its 32-bit int",
+                         (long long)call->a->n);
+  int rc = jmg_dn_potrf_workspace(call, device_bytes, host_bytes, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(potri_lwork(call, (int)call->a->n, lwork), call->op,
+                          err);
+  const size_t potri_bytes = (size_t)*lwork * jmg_dtype_size(call->a->dtype);
+  if (potri_bytes > *device_bytes) *device_bytes = potri_bytes;
+  return rc;
+}
+
 int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                  jmg_error *err) {
   (void)e;
@@ -51,17 +66,10 @@ int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   int lwork = 0;
   int h_info[2] = {0, 0};
   int rc = jmg_dn_begin_call(&call, op, a, err);
-  if (rc == 0 && a->n > INT_MAX)
-    rc = jmg_error_set(err, JMG_EUNSUPPORTED, op, "cusolverDn<t>potri",
-                       "N=%lld exceeds its 32-bit int", (long long)a->n);
-  const int n = (int)a->n;
-  if (rc == 0) rc = jmg_dn_potrf_workspace(&call, &dev_bytes, &host_bytes, err);
-  if (rc == 0) rc = JMG_CUSOLVER_TRY(potri_lwork(&call, n, &lwork), op, err);
-  const size_t potri_bytes = (size_t)lwork * jmg_dtype_size(a->dtype);
+  const int n = (int)a->n; /* jmg_dn_potri_workspace checks that it fits */
   if (rc == 0)
-    rc = jmg_dn_take_workspace(
-        &call, potri_bytes > dev_bytes ? potri_bytes : dev_bytes, host_bytes,
-        err);
+    rc = jmg_dn_potri_workspace(&call, &dev_bytes, &host_bytes, &lwork, err);
+  if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
   jmg_trace_mark("workspace");
   if (rc == 0) rc = jmg_dn_potrf(&call, 0, err);
   /* On a factor that failed potri computes garbage, harmlessly: the ops

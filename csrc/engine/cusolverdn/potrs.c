@@ -1,7 +1,7 @@
 /* potrs with cuSOLVERDn: cusolverDnXpotrf, then cusolverDnXpotrs on B in
- * place (dn.h), and the factor's diagonal when asked. One wait, at the end: the solve runs whatever the
- * factorization found, and the ops layer replaces X by NaN when it was not
- * positive definite. */
+ * place (dn.h), and the factor's diagonal when asked. One wait, at the end: the
+ * solve runs whatever the factorization found, and the ops layer replaces X by
+ * NaN when it was not positive definite. */
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
@@ -26,15 +26,15 @@ int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   const size_t elem = jmg_dtype_size(a->dtype);
   const size_t rsize = jmg_dtype_real_size(a->dtype);
   if (rc == 0 && diag != NULL)
-    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(diag, rsize, call.a_data,
-                                        ((size_t)a->n + 1) * elem, rsize,
-                                        (size_t)a->n, cudaMemcpyDeviceToHost,
-                                        call.stream),
-                      op, err);
+    rc = JMG_CUDA_TRY(
+        cudaMemcpy2DAsync(diag, rsize, call.a_data, ((size_t)a->n + 1) * elem,
+                          rsize, (size_t)a->n, cudaMemcpyDeviceToHost,
+                          call.stream),
+        op, err);
   if (rc == 0 && nrhs > 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXpotrs(call.dn, call.h->dn_params, CUBLAS_FILL_MODE_LOWER,
-                         a->n, nrhs, t, call.a_data, a->n, t, b, a->n,
+        cusolverDnXpotrs(call.dn, call.params, CUBLAS_FILL_MODE_LOWER, a->n,
+                         nrhs, t, call.a_data, a->n, t, b, a->n,
                          call.d_info + 1),
         op, err);
   if (rc == 0)

@@ -223,6 +223,35 @@ def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
     return rc == 1, text
 
 
+def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,
+              nrhs: int = 1, want_vectors: bool = True,
+              nodes: int = 1) -> tuple[int | None, str]:
+    """The bytes per device that a call would take from the platform's
+    allocator beside its inputs and outputs (the engine's workspace, asked
+    of its library now, on this process's current device; engine/engine.h's
+    jmg_engine_workspace): ``(bytes, engine)``, or ``(None, why)`` where the
+    engine cannot tell ahead of a call (or no library of the platform is
+    loaded). ``n`` and ``tile`` as in ``engine_check``. ValueError when no
+    engine runs the problem or the library's query fails."""
+    load()
+    lib = _LIBS.get(platform)
+    if lib is None:
+        return None, f"jaxmg's {platform} library is not loaded"
+    fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}_workspace")
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                   ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+                   ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    out = ctypes.create_string_buffer(1024)
+    got = ctypes.c_size_t(0)
+    rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), int(n), int(tile),
+            int(nrhs), int(bool(want_vectors)), ctypes.byref(got), out, len(out))
+    text = out.value.decode(errors="replace")
+    if rc < 0:
+        raise ValueError(f"jaxmg.memory_estimate: {text}")
+    return (int(got.value), text) if rc == 1 else (None, text)
+
+
 def cusolvermp_available() -> tuple[bool, str]:
     """Whether the cuSOLVERMp engine can run here: ``(True, "")``, or
     ``(False, why)`` (no CUDA library, or libcusolverMp / libnccl could not

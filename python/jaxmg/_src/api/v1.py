@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from typing import Any, Callable
 
 import jax
@@ -45,7 +44,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _mode, _native, _shard
 from jaxmg._src._compat import current_manual_axes
-from jaxmg._src.api import seeds
+from jaxmg._src.api import _donate, seeds
 from jaxmg._src.core import gesvd as gesvd_core
 from jaxmg._src.core import lu_solve as lu_solve_core
 from jaxmg._src.core import potrs as potrs_core
@@ -104,33 +103,6 @@ def _check_flag(op: str, name: str, value: Any) -> bool:
 
 
 
-# --- donation -----------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=64)
-def _donating(fn: Any, nargs: int) -> Any:
-    """``fn`` (positional array arguments only) jitted with its arrays donated."""
-    return jax.jit(fn, donate_argnums=tuple(range(nargs)))
-
-
-def _run(fn: Any, arrays: tuple[Any, ...], donate: bool) -> Any:
-    """fn(*arrays), the arrays donated to XLA when asked and called eagerly
-    (under a trace donation is the outer jit's business: its donate_argnums).
-    XLA reuses what it can of a donated buffer (that some cannot be reused
-    is no news to the caller); every donated jax.Array is deleted after the
-    call, as JAXMg 1.x's donation promises, whether XLA could reuse it or not."""
-    if not donate or any(_compat.is_tracer(x) for x in arrays):
-        return fn(*arrays)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*donated buffers were not usable.*")
-        out = _donating(fn, len(arrays))(*arrays)
-    jax.block_until_ready(out)
-    for x in arrays:
-        if isinstance(x, jax.Array) and not x.is_deleted():
-            x.delete()
-    return out
-
-
 def _resolved(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
     """mesh and specs, inferred where left out, so that a donating jit can
     take them as constants (a traced A names no mesh)."""
@@ -140,16 +112,21 @@ def _resolved(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
 
 
 def _plain(op: str, seeds_fn: Any, arrays: tuple[Any, ...], T_A: Any, mesh: Any,
-           specs: Any, donate: Any, **options: Any) -> Any:
+           specs: Any, donate: Any, worked: Any = None, **options: Any) -> Any:
     """A plain form: the seeds' function on ``arrays`` (A first), or, with
-    ``donate``, the same in a jit that donates them (_run)."""
+    ``donate``, ``worked`` (the same, with the solver's work buffer in
+    front) in a jit that donates them (_donate.run)."""
     donate = _check_flag(op, "donate", donate)
     if not donate:
         return seeds_fn(*arrays, T_A=T_A, mesh=mesh, in_specs=specs, **options)
     _checks.check_matrix(op, arrays[0])
     mesh, specs = _resolved(op, arrays[0], mesh, specs)
-    fn = functools.partial(seeds_fn, T_A=T_A, mesh=mesh, in_specs=specs, **options)
-    return _run(_Hashable(fn), arrays, donate)
+
+    def bound(fn: Any) -> Any:
+        return fn and _donate.Hashable(
+            functools.partial(fn, T_A=T_A, mesh=mesh, in_specs=specs, **options))
+
+    return _donate.run(bound(seeds_fn), arrays, True, bound(worked))
 
 
 # --- plain forms --------------------------------------------------------------------------
@@ -203,6 +180,7 @@ def potrs(
     want_logdet = _check_flag("potrs", "return_logdet", return_logdet)
     solve = _potrs_with_logdet if want_logdet else seeds.potrs
     return _plain("potrs", solve, (a, b), T_A, mesh, specs, donate,
+                  functools.partial(_solve_worked, "potrs", want_logdet),
                   return_status=return_status, pad=pad)
 
 
@@ -235,6 +213,7 @@ def lu_solve(
     """
     specs = _specs("lu_solve", in_specs, matrix_specs)
     return _plain("lu_solve", seeds.lu_solve, (a, b), T_A, mesh, specs, donate,
+                  functools.partial(_solve_worked, "lu_solve", False),
                   return_status=return_status, pad=pad)
 
 
@@ -246,6 +225,33 @@ def _potrs_with_logdet(a: jax.Array, b: jax.Array, T_A: int | None = None,
     x, logdet, status = seeds.run_solve("potrs", a, b, T_A, mesh, in_specs, pad,
                                         _without_work)
     return (x, logdet, status) if return_status else (x, logdet)
+
+
+def _solve_worked(op: str, want_logdet: bool, a: jax.Array, b: jax.Array,
+                  T_A: int | None = None, mesh: Mesh | None = None, in_specs: Any = None,
+                  return_status: bool = False, pad: bool = True) -> tuple[Any, Any]:
+    """A solve's plain form with A's work buffer: (work, what the plain form
+    returns), for a donating jit (_donate.run)."""
+    work, *out = seeds.run_solve(op, a, b, T_A, mesh, in_specs, pad,
+                                 functools.partial(_solve_program, op,
+                                                   want_logdet=want_logdet), x_at=1)
+    out = out if return_status else out[:-1]
+    return work, (out[0] if len(out) == 1 else tuple(out))
+
+
+def _syevd_worked(a: jax.Array, T_A: int | None = None, mesh: Mesh | None = None,
+                  in_specs: Any = None, return_eigenvectors: bool = True,
+                  return_status: bool = False, pad: bool = True) -> tuple[Any, Any]:
+    """``seeds.syevd`` with A's work buffer: (work, what it returns), work
+    None for a padded call (whose work buffer is not A's shape), for a
+    donating jit (_donate.run)."""
+    n, _ = _checks.check_matrix("syevd", a)
+    a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
+    program = syevd_core.over_mesh(mesh, rows, g, return_eigenvectors, work=not g.padded)
+    out = tuple(program(a))
+    work, out = (None, out) if g.padded else (out[0], out[1:])
+    out = out if return_status else out[:-1]
+    return work, (out[0] if len(out) == 1 else out)
 
 
 def _without_work(mesh: Mesh, rows: _checks.RowSharding,
@@ -302,31 +308,9 @@ def syevd(
       status 0 on success, > 0 if the solver did not converge (outputs NaN).
     """
     specs = _specs("syevd", in_specs, matrix_specs)
-    return _plain("syevd", seeds.syevd, (a,), T_A, mesh, specs, donate,
+    return _plain("syevd", seeds.syevd, (a,), T_A, mesh, specs, donate, _syevd_worked,
                   return_eigenvectors=return_eigenvectors,
                   return_status=return_status, pad=pad)
-
-
-class _Hashable:
-    """A functools.partial compared by its function and arguments, so that
-    the donating jit of equal calls is built once (_donating's cache)."""
-
-    def __init__(self, fn: functools.partial) -> None:
-        self.fn = fn
-        self.key = (fn.func, tuple(sorted((k, _key(v)) for k, v in fn.keywords.items())))
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Hashable) and self.key == other.key
-
-
-def _key(v: Any) -> Any:
-    return tuple(map(_key, v)) if isinstance(v, list) else v
 
 
 # --- the ctx forms: which generation ------------------------------------------------------
@@ -486,12 +470,12 @@ def _solve_program(op: str, mesh: Mesh, rows: _checks.RowSharding,
                    g: _shard.Geometry, want_logdet: bool = False) -> Any:
     """(a_work, x, status), or (a_work, x, logdet, status) with want_logdet
     (potrs only)."""
+    if not want_logdet:
+        return _SOLVES[op].over_mesh(mesh, rows, g, work=True)
     call = _shard.mesh_call(op, mesh, rows, g)
-    local = potrs_core.local_logdet if want_logdet else _SOLVES[op].local_work
-    scalars = (P(), P()) if want_logdet else (P(),)
-    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
+    return jax.jit(_shard.mapped(functools.partial(potrs_core.local_logdet, call), mesh,
                                  in_specs=(rows.spec, P(None, None)),
-                                 out_specs=(rows.spec, P(None, None), *scalars)))
+                                 out_specs=(rows.spec, P(None, None), P(), P())))
 
 
 def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *,
@@ -524,17 +508,32 @@ def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *
 @functools.lru_cache(maxsize=256)
 def _syevd_program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
                    want_vectors: bool) -> Any:
+    """(a_work, w, V, status), or (a_work, w, status) for an unpadded call:
+    a_work the solver's work buffer (V^H with eigenvectors), so that a
+    donated A is worked on in place; V sharded like A, as 1.x hands it back.
+    A padded call's work buffer is not A's shape: there a_work is V^H
+    computed, and without eigenvectors the program returns (w, status)
+    (the caller puts A itself in front)."""
+    if not g.padded:
+        program = syevd_core.over_mesh(mesh, rows, g, want_vectors, work=True)
+        if not want_vectors:
+            return program
+
+        def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+            u, w, v, status = program(a)
+            return u, w, _compat.place(v, mesh, rows.spec), status
+
+        return jax.jit(run)
     values = syevd_core.over_mesh(mesh, rows, g, want_vectors)
     if not want_vectors:
         return values
 
-    def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    def run_padded(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
         w, v, status = values(a)
-        # 1.x hands V back sharded like A; what the solver leaves in A's place is V^H.
         v = _compat.place(v, mesh, rows.spec)
         return _compat.place(jnp.conj(v).T, mesh, rows.spec), w, v, status
 
-    return jax.jit(run)
+    return jax.jit(run_padded)
 
 
 # --- the ctx forms ------------------------------------------------------------------------
@@ -652,7 +651,9 @@ def syevd_shardmap_ctx(
       ``(a_work, w, V, status)`` or ``(a_work, w, status)``: w the N
       eigenvalues ascending, real, replicated; V the eigenvectors as
       columns, sharded like A (rows); a_work what the solver leaves in A's
-      place (V^H with eigenvectors; else A; ``a`` itself is never
+      place (V^H with eigenvectors; else unspecified contents), in A's
+      buffer when A is donated (``jax.jit(..., donate_argnums=0)`` around a
+      program that returns it), else in a copy (``a`` itself is never
       modified); status an int32 scalar, 0 on success (outputs NaN else).
     """
     op = "syevd_shardmap_ctx"
@@ -680,7 +681,7 @@ def syevd_shardmap_ctx(
     a_in = a
     a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 1, pad)
     out = _syevd_program(mesh, rows, g, want)(a)
-    out = out if want else (a_in,) + tuple(out)
+    out = (a_in,) + tuple(out) if g.padded and not want else out
     _shard.settle_on_cpu(out, mesh)
     return tuple(out)
 
@@ -743,21 +744,24 @@ def _numpy_order(out: tuple[jax.Array, ...], want_u: bool, want_vh: bool) -> tup
 def _gesvd_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any, full: bool,
                   want_u: bool, want_vh: bool,
                   layout: Callable[[str, Any, Any, Any], tuple[Any, Any]]) -> tuple[Any, ...]:
-    """gesvd over a whole mesh: (U, s, Vh, status), without what was not
-    asked for."""
+    """gesvd over a whole mesh: (work, U, s, Vh, status), without what was
+    not asked for; work the solver's work buffer, sharded like A."""
     a, mesh, rows, g = _prepare_gesvd(op, a, T_A, mesh, specs, full, want_u, want_vh, layout)
-    out = gesvd_core.over_mesh(mesh, rows, g, full, want_u, want_vh)(a)
+    work, *out = gesvd_core.over_mesh(mesh, rows, g, full, want_u, want_vh, work=True)(a)
     _shard.settle_on_cpu(out, mesh)
-    return _numpy_order(tuple(out), want_u, want_vh)
+    return (work,) + _numpy_order(tuple(out), want_u, want_vh)
 
 
 def _gesvd_plain(a: jax.Array, *, T_A: Any, mesh: Any, specs: Any, full: bool,
-                 want_u: bool, want_vh: bool, want_status: bool) -> Any:
-    """gesvd's plain form on a: NumPy's order, status last when asked."""
-    out = _gesvd_global(a, op="gesvd", T_A=T_A, mesh=mesh, specs=specs, full=full,
-                        want_u=want_u, want_vh=want_vh, layout=_checks.resolve_layout)
+                 want_u: bool, want_vh: bool, want_status: bool, work: bool = False) -> Any:
+    """gesvd's plain form on a: NumPy's order, status last when asked;
+    with ``work``, (work buffer, that) (_donate.run)."""
+    work_buf, *out = _gesvd_global(a, op="gesvd", T_A=T_A, mesh=mesh, specs=specs,
+                                   full=full, want_u=want_u, want_vh=want_vh,
+                                   layout=_checks.resolve_layout)
     out = out if want_status else out[:-1]
-    return out[0] if len(out) == 1 else out
+    result = out[0] if len(out) == 1 else tuple(out)
+    return (work_buf, result) if work else result
 
 
 def gesvd(
@@ -817,9 +821,12 @@ def gesvd(
     donate = _check_flag(op, "donate", donate)
     _checks.check_matrix(op, a, square=False)
     mesh, specs = _resolved(op, a, mesh, specs)
-    fn = functools.partial(_gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
-                           want_u=want_u, want_vh=want_vh, want_status=want_status)
-    return _run(_Hashable(fn), (a,), donate)
+    def bound(work: bool) -> Any:
+        return _donate.Hashable(functools.partial(
+            _gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full, want_u=want_u,
+            want_vh=want_vh, want_status=want_status, work=work))
+
+    return _donate.run(bound(False), (a,), donate, bound(True))
 
 
 def gesvd_shardmap_ctx(
@@ -852,8 +859,9 @@ def gesvd_shardmap_ctx(
     Returns:
       ``(a_work, U, s, Vh, status)``, ``(a_work, U, s, status)``
       (compute_vh=False), ``(a_work, s, Vh, status)`` (compute_u=False) or
-      ``(a_work, s, status)``: a_work is ``a`` itself (jaxmg never modifies
-      it), U, s and Vh as in ``gesvd`` (NaN when the solver did not
+      ``(a_work, s, status)``: a_work the solver's work buffer in A's shape
+      and sharding (its contents are unspecified; in A's own buffer when A
+      is donated, else in a copy: ``a`` itself is never modified), U, s and Vh as in ``gesvd`` (NaN when the solver did not
       converge), status an int32 scalar (of shape (1,) inside a shard_map
       body, as the seeds' ctx forms return it), 0 on success.
     """
@@ -880,5 +888,5 @@ def gesvd_shardmap_ctx(
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
                                         mesh=mesh, matrix_specs=matrix_specs,
                                         in_specs=in_specs)
-    return (a,) + _gesvd_global(a, op=op, T_A=T_A, mesh=mesh, specs=specs, full=full,
-                                want_u=want_u, want_vh=want_vh, layout=_global_layout)
+    return _gesvd_global(a, op=op, T_A=T_A, mesh=mesh, specs=specs, full=full,
+                         want_u=want_u, want_vh=want_vh, layout=_global_layout)

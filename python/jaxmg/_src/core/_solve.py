@@ -44,7 +44,8 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
     - ``local(call, a, b)``: x = A^-1 b and the status inside any shard_map
       (b: the leader's), differentiable in this device's rows a and in b;
     - ``local_work(call, a, b)``: ``local`` with A's work buffer in front;
-    - ``over_mesh(mesh, rows, g)``: ``local`` over the whole mesh, jitted;
+    - ``over_mesh(mesh, rows, g, work=False)``: ``local`` (``local_work``
+      with ``work``) over the whole mesh, jitted;
     - ``tangent(call, a, x, da, db)``: dx = A^-1 (db - dA x), the rule of x
       in both (and in any other core of the op that returns x)."""
 
@@ -94,11 +95,18 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
         return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))
 
     @functools.lru_cache(maxsize=256)
-    def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
-        """``local``, derivative rules included, over the whole mesh, jitted."""
+    def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+                  work: bool = False) -> Any:
+        """``local``, derivative rules included, over the whole mesh, jitted:
+        (x, status); with ``work``, ``local_work``'s (work, x, status), the
+        work buffer sharded like A. A program that returns the work buffer
+        lets XLA hand a donated A to the solver in place (DESIGN.md,
+        Buffers): one that returns only x must keep the donated A, and copy it."""
         call = _shard.mesh_call(op, mesh, rows, g)
-        return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
+        fn = local_work if work else local
+        front = (rows.spec,) if work else ()
+        return jax.jit(_shard.mapped(functools.partial(fn, call), mesh,
                                      in_specs=(rows.spec, P(None, None)),
-                                     out_specs=(P(None, None), P())))
+                                     out_specs=front + (P(None, None), P())))
 
     return SolveCores(local, local_work, over_mesh, tangent)

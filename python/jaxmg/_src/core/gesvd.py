@@ -105,7 +105,32 @@ def local(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
 @local.defjvp
 def _local_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
                primals: tuple[jax.Array], tangents: tuple[jax.Array]):
-    """The standard rule for the reduced SVD, as jnp.linalg.svd's (the
+    _, primal, tangent = _rule(call, full, want_u, want_vh, primals[0], tangents[0])
+    return primal, tangent
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3))
+def local_work(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
+               a: jax.Array) -> tuple[jax.Array, ...]:
+    """``local`` with what the solver left in A's buffer in front (its
+    contents unspecified), for programs that hand it back (JAXMg 1.x's ctx
+    forms; a donated A). The work buffer is held constant (its tangent is
+    zero); the rest's rule is ``local``'s."""
+    work, s, u, vh, status = shard(call, a, full, want_u, want_vh)
+    return (work,) + _picked(s, u, vh, status, want_u, want_vh)
+
+
+@local_work.defjvp
+def _local_work_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
+                    primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+    work, primal, tangent = _rule(call, full, want_u, want_vh, primals[0], tangents[0])
+    return (work,) + primal, (jnp.zeros_like(work),) + tangent
+
+
+def _rule(call: _shard.Call, full: bool, want_u: bool, want_vh: bool, a: jax.Array,
+          da: jax.Array) -> tuple[jax.Array, tuple[jax.Array, ...], tuple[Any, ...]]:
+    """(work, primal, tangent) of ``local`` (the work buffer of the call
+    the rule makes). The standard rule for the reduced SVD, as jnp.linalg.svd's (the
     singular values distinct and, for the vectors, nonzero), on this
     device's rows. With V = Vhᴴ (n x k, gathered whole on every device),
     dP = Uᴴ dA V (one psum of U_dᴴ dA_d V), F_ij = 1 / (s_j² - s_i²) off the
@@ -120,7 +145,6 @@ def _local_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
     U's rows and Vh's rows of this device are returned. Full matrices of a
     non-square A have no derivative here (the completed columns are not
     unique), as in JAX."""
-    (a,), (da,) = primals, tangents
     r, n = a.shape
     m = r * call.g.nparts
     if (want_u or want_vh) and full and m != n:
@@ -129,7 +153,7 @@ def _local_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
             f"full_matrices=True of a non-square ({m} x {n}) A is not defined (the "
             "completing vectors are not unique); differentiate with "
             "full_matrices=False, as for jnp.linalg.svd")
-    _, s, u, vh, status = shard(call, a, False, True, True)
+    work, s, u, vh, status = shard(call, a, False, True, True)
     d = _manual.shard_index(call)
     vh_all = jax.lax.all_gather(vh, call.axis, tiled=True) if call.g.nparts > 1 else vh
     v = jnp.conj(vh_all).T  # n x k
@@ -138,7 +162,7 @@ def _local_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
     dp = _manual.psum((jnp.conj(u).T @ da) @ v, call.axes)
     ds = jnp.real(jnp.diagonal(dp)).astype(s.dtype)
     if not (want_u or want_vh):
-        return (s, status), (ds, _compat.zero_tangent(status))
+        return work, (s, status), (ds, _compat.zero_tangent(status))
     dtype = a.dtype
     s_c = s.astype(dtype)
     sq = s[None, :] ** 2 - s[:, None] ** 2  # s_j² - s_i²
@@ -159,16 +183,20 @@ def _local_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
     dvh = jax.lax.dynamic_slice_in_dim(jnp.conj(dv).T, d * rows, rows, axis=0)
     primal = _picked(s, u, vh, status, want_u, want_vh)
     tangent = _picked(ds, du, dvh, _compat.zero_tangent(status), want_u, want_vh)
-    return primal, tangent
+    return work, primal, tangent
 
 
 @functools.lru_cache(maxsize=256)
 def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry, full: bool,
-              want_u: bool, want_vh: bool) -> Any:
+              want_u: bool, want_vh: bool, work: bool = False) -> Any:
     """``local`` over the whole mesh, jitted: A row-sharded as ``rows`` says
     in, ``(s, [U,] [Vh,] status)`` out, s replicated, U and Vh sharded like
-    A."""
+    A; with ``work``, ``local_work``'s, the solver's work buffer in front,
+    sharded like A (a program that returns it lets XLA hand a donated A to
+    the solver in place)."""
     call = _shard.mesh_call("gesvd", mesh, rows, g)
     out_specs = _picked(P(None), rows.spec, rows.spec, P(), want_u, want_vh)
-    return jax.jit(_shard.mapped(functools.partial(local, call, full, want_u, want_vh),
+    fn = local_work if work else local
+    out_specs = ((rows.spec,) if work else ()) + out_specs
+    return jax.jit(_shard.mapped(functools.partial(fn, call, full, want_u, want_vh),
                                  mesh, in_specs=(rows.spec,), out_specs=out_specs))

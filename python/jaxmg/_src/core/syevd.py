@@ -40,10 +40,12 @@ def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Arr
 
 
 def shard(call: _shard.Call, a: jax.Array,
-                 want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One shard's part: a is r x N. Returns the N' eigenvalues (padded size,
-    ascending, padding's last), this shard's rp columns of the eigenvectors
-    with padding rows removed (N x rp), and the status."""
+          want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """One shard's part: a is r x N. Returns what the solver left in A's
+    buffer (rp x N', padded like A: with eigenvectors, this shard's rows
+    of V^H, see below; without, unspecified), the N' eigenvalues (padded
+    size, ascending, padding's last), this shard's rp columns of the
+    eigenvectors with padding rows removed (N x rp), and the status."""
     g = call.g
     per_shard, same = _shard.result_types(call.axes, a)
     pos = _shard.position(call.axes, call.others, g.nparts)
@@ -65,27 +67,38 @@ def shard(call: _shard.Call, a: jax.Array,
     )
     # The solver diagonalized conj(A) column-major: row i of u is its
     # eigenvector j (this shard's j-th), so A's eigenvector is conj(u[i]).
-    v = jnp.conj(u).T  # N' x rp, columns are eigenvectors
+    v = jnp.conj(u.T)  # N' x rp, columns are eigenvectors
     if g.padded:
         v = v.reshape(g.nparts, g.rp, g.rp)[:, : g.r, :].reshape(g.n, g.rp)
-    return w, v, info
+    return u, w, v, info
 
 
 @functools.lru_cache(maxsize=256)
 def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
-             want_vectors: bool) -> Any:
+              want_vectors: bool, work: bool = False) -> Any:
     """``local`` or ``local_values``, derivative rules included, over the
-    whole mesh, jitted; padding's eigenpairs, which come last, dropped."""
+    whole mesh, jitted; padding's eigenpairs, which come last, dropped:
+    ``(w, V, status)`` or ``(w, status)``. With ``work`` (unpadded calls
+    only: a padded call's work buffer is not A's shape), the solver's work
+    buffer in front, sharded like A (``local_work``, ``local_values_work``):
+    a program that returns it lets XLA hand a donated A to the solver in
+    place."""
+    if work and g.padded:
+        raise ValueError("jaxmg.syevd: a padded call's work buffer is not A's shape")
     call = _shard.mesh_call("syevd", mesh, rows, g)
+    front = (rows.spec,) if work else ()
     if not want_vectors:
-        return jax.jit(_shard.mapped(functools.partial(local_values, call), mesh,
-                                     in_specs=(rows.spec,), out_specs=(P(None), P())))
-    mapped = _shard.mapped(functools.partial(local, call), mesh, in_specs=(rows.spec,),
-                           out_specs=(P(None), P(None, rows.spec[0]), P()))
+        fn = local_values_work if work else local_values
+        return jax.jit(_shard.mapped(functools.partial(fn, call), mesh,
+                                     in_specs=(rows.spec,),
+                                     out_specs=front + (P(None), P())))
+    fn = local_work if work else local
+    mapped = _shard.mapped(functools.partial(fn, call), mesh, in_specs=(rows.spec,),
+                           out_specs=front + (P(None), P(None, rows.spec[0]), P()))
 
-    def run(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        w, v, status = mapped(a)
-        return w[: g.n], v[:, : g.n], status
+    def run(a: jax.Array) -> tuple[jax.Array, ...]:
+        *u, w, v, status = mapped(a)
+        return (*u, w[: g.n], v[:, : g.n], status)
 
     return jax.jit(run)
 
@@ -95,14 +108,41 @@ def local(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Ar
     """Inside any shard_map, padding kept: all N' eigenvalues (the
     padding's last), this device's rp columns of the eigenvectors (N x rp,
     eigenvectors d*rp ... (d+1)*rp - 1), the status; differentiable in this
-    device's rows a (see _local_jvp)."""
-    return shard(call, a, want_vectors=True)
+    device's rows a (see _tangents)."""
+    return shard(call, a, want_vectors=True)[1:]
 
 
 @local.defjvp
 def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
-    """The standard rule, as jnp.linalg.eigh's (degenerate eigenvalues give
-    what JAX's own rule gives), on this device's columns V_d of V: with
+    (a,), (da,) = primals, tangents
+    _, w, v, status = local_work(call, a)
+    dw, dv = _tangents(call, da, w, v)
+    return (w, v, status), (dw, dv, _compat.zero_tangent(status))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local_work(call: _shard.Call,
+               a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``local`` with what the solver left in A's buffer in front (padded
+    like A: this shard's rows of V^H when unpadded), for programs that hand
+    it back (JAXMg 1.x's ctx forms; a donated A). The work buffer is held
+    constant (its tangent is zero); the rest's rule is ``local``'s."""
+    return shard(call, a, want_vectors=True)
+
+
+@local_work.defjvp
+def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array],
+                    tangents: tuple[jax.Array]):
+    (a,), (da,) = primals, tangents
+    u, w, v, status = local_work(call, a)
+    dw, dv = _tangents(call, da, w, v)
+    return (u, w, v, status), (jnp.zeros_like(u), dw, dv, _compat.zero_tangent(status))
+
+
+def _tangents(call: _shard.Call, da: jax.Array, w: jax.Array,
+              v: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(dw, dV_d), ``local``'s rule: the standard rule, as jnp.linalg.eigh's
+    (degenerate eigenvalues give what JAX's own rule gives), on this device's columns V_d of V: with
     G = V^H dA V, F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it,
     dw = real(diag(G)) and dV_d = V (F * G)[:, C_d], C_d this
     device's eigenvector indices. dA V_d comes from a ring of dA's Hermitian
@@ -114,8 +154,6 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax
     eigenvectors are zero on the padding's coordinates, where dA is zero too
     (the padding value is treated as a constant), so G couples them with no
     padding eigenpair."""
-    (a,), (da,) = primals, tangents
-    w, v, status = local(call, a)
     g = call.g
     c = v.shape[1]  # rp
     d = _manual.shard_index(call)
@@ -137,7 +175,7 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax
         return v_j @ (f * (jnp.conj(v_j).T @ dav))
 
     dv = _manual.ring_sum(call, v, term)
-    return (w, v, status), (dw, dv, _compat.zero_tangent(status))
+    return dw, dv
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -145,12 +183,31 @@ def local_values(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]
     """(w, status) inside any shard_map, without eigenvectors; its
     derivative needs them, and computes them (local) only when
     differentiated."""
-    w, _, status = shard(call, a, want_vectors=False)
-    return w[: call.g.n], status
+    return local_values_work(call, a)[1:]
 
 
 @local_values.defjvp
 def _local_values_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
-    (w, _, status), (dw, _, _) = jax.jvp(functools.partial(local, call), primals, tangents)
+    (_, w, status), (_, dw, _) = _local_values_work_jvp(call, primals, tangents)
+    return (w, status), (dw, _compat.zero_tangent(status))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def local_values_work(call: _shard.Call,
+                      a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``local_values`` with what the solver left in A's buffer in front
+    (unspecified contents, padded like A), held constant."""
+    u, w, _, status = shard(call, a, want_vectors=False)
+    return u, w[: call.g.n], status
+
+
+@local_values_work.defjvp
+def _local_values_work_jvp(call: _shard.Call, primals: tuple[jax.Array],
+                           tangents: tuple[jax.Array]):
+    """The eigenvalues' rule needs the eigenvectors: differentiated, the
+    call computes them (``local_work``), and its work buffer is that call's."""
+    (a,), (da,) = primals, tangents
+    u, w, v, status = local_work(call, a)
+    dw, _ = _tangents(call, da, w, v)
     n = call.g.n
-    return (w[:n], status), (dw[:n], _compat.zero_tangent(status))
+    return (u, w[:n], status), (jnp.zeros_like(u), dw[:n], _compat.zero_tangent(status))

@@ -1,0 +1,164 @@
+"""``jaxmg.memory_estimate``: what a call would take on each device, asked
+before running it.
+
+Two parts, each asked of whoever decides it, nothing guessed:
+
+- XLA's buffers: the program the call would run (the same function,
+  donating where the call would donate), lowered and compiled for abstract
+  arrays of the call's shapes and shardings, and XLA's buffer assignment of
+  it (``compiled.memory_analysis()``, per device): arguments, outputs, the
+  part of them aliased (a donated A handed to the solver), temporaries.
+- The engine's workspace: what the engine that would run the call takes
+  from XLA's allocator during it, asked of its library now (cuSOLVERDn's
+  ``*_bufferSize`` on this process's first GPU; engine/engine.h's
+  ``workspace``). Engines that cannot tell ahead of a call say so
+  (``workspace`` None, ``JAXMG_TRACE=1`` prints what a call took).
+
+The peak is their sum, arguments included: what the device holds while
+the solver runs, A and b among it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from jaxmg._src import _checks, _mode, _native, _shard
+from jaxmg._src.api import seeds, v1
+from jaxmg._src.core import gesvd as gesvd_core
+
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per device of one call (see ``memory_estimate``)."""
+
+    op: str
+    engine: str  # the engine that would run the call ("" where no library says)
+    T_A: int
+    padded: bool  # the matrix padded to whole tiles (a padded A is a copy)
+    donated: bool
+    arguments: int  # XLA's buffers: A and b as passed
+    outputs: int
+    aliased: int  # outputs in an argument's buffer (a donated A's)
+    temporaries: int
+    workspace: int | None  # the engine's, asked of its library; None: unknown
+    workspace_note: str  # the engine's name, or why the workspace is unknown
+
+    @property
+    def xla_bytes(self) -> int:
+        """XLA's part: arguments + outputs - aliased + temporaries."""
+        return self.arguments + self.outputs - self.aliased + self.temporaries
+
+    @property
+    def peak(self) -> int | None:
+        """XLA's part plus the engine's workspace; None where that is unknown."""
+        return None if self.workspace is None else self.xla_bytes + self.workspace
+
+
+def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | None = None,
+                    in_specs: Any = None, *, T_A: int | None = None, nrhs: int = 1,
+                    donate: bool = True, pad: bool = True, return_eigenvectors: bool = True,
+                    compute_u: bool = True, compute_vh: bool = True,
+                    full_matrices: bool = False) -> MemoryEstimate:
+    """The memory one call of ``op`` would take on each device, asked before
+    running it: XLA's buffers for the program the call runs, and the
+    workspace of the engine that would run it.
+
+    Args:
+      op: "potrs", "lu_solve", "potri", "syevd" or "gesvd".
+      shape: A's shape, (N, N) (gesvd: (M, N)).
+      dtype: A's dtype (float32, float64, complex64, complex128).
+      mesh: the mesh A is on; left out, a 1-D mesh "x" over all devices.
+      in_specs: A's spec as the op takes it (``(P("x", None),)``); left out,
+        A's rows over the mesh's axes.
+      T_A: as the op takes it (left out: the op's choice).
+      nrhs: b's columns (potrs, lu_solve; b replicated).
+      donate: estimate the call with A (and b) donated (``donate=True``),
+        worked on in place, else the call that keeps A.
+      pad, return_eigenvectors, compute_u, compute_vh, full_matrices: as the
+        op takes them.
+
+    Returns:
+      A ``MemoryEstimate``: the engine, T_A, whether A is padded, XLA's
+      per-device ``arguments``, ``outputs``, ``aliased`` and
+      ``temporaries``, the engine's ``workspace`` (None where the engine
+      cannot tell ahead of a call), and ``peak``, their sum.
+    """
+    if op not in OPS:
+        raise ValueError(f"jaxmg.memory_estimate: op must be one of {', '.join(OPS)}, "
+                         f"got {op!r}")
+    dtype = np.dtype(dtype)
+    if dtype.name not in ("float32", "float64", "complex64", "complex128"):
+        raise TypeError(f"jaxmg.memory_estimate: dtype must be float32, float64, complex64 "
+                        f"or complex128, got {dtype.name}")
+    if len(tuple(shape)) != 2 or any(int(s) < 1 for s in shape):
+        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd: (M, N)), "
+                         f"got {shape!r}")
+    m, n = (int(s) for s in shape)
+    if op != "gesvd" and m != n:
+        raise ValueError(f"jaxmg.memory_estimate: {op} takes a square A, got {shape!r}")
+    if mesh is None:
+        mesh = jax.make_mesh((jax.device_count(),), ("x",))
+    mesh = _checks.check_mesh(op, mesh)
+    if in_specs is None:
+        axes = tuple(mesh.axis_names)
+        in_specs = (P(axes[0] if len(axes) == 1 else axes, None),)
+    specs = v1._specs(op, in_specs, None)
+    specs = (specs,) if isinstance(specs, P) else tuple(specs)
+    rows = _checks.check_specs(op, mesh, specs[:1], 1)
+    platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
+    nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
+    if op == "gesvd":
+        g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    else:
+        _checks.check_divisible(op, n, rows.nparts)
+        g = _shard.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, not pad, platform,
+                                   nodes)
+
+    a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
+    b = jax.ShapeDtypeStruct((n, nrhs), dtype, sharding=NamedSharding(mesh, P()))
+    fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
+                        compute_u, compute_vh, full_matrices)
+    donated = tuple(range(len(args))) if donate else ()
+    compiled = jax.jit(fn, donate_argnums=donated).lower(*args).compile()
+    mem = compiled.memory_analysis()
+
+    if op == "gesvd":
+        work, note = None, "gesvd's workspace is not asked ahead of a call"
+    else:
+        work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
+                                       g.rp * rows.nparts, g.tile, nrhs,
+                                       return_eigenvectors, nodes)
+    return MemoryEstimate(
+        op=op, engine=g.engine, T_A=g.tile, padded=g.padded, donated=bool(donate),
+        arguments=int(mem.argument_size_in_bytes), outputs=int(mem.output_size_in_bytes),
+        aliased=int(mem.alias_size_in_bytes), temporaries=int(mem.temp_size_in_bytes),
+        workspace=work, workspace_note=note)
+
+
+def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: bool,
+             donate: bool, vectors: bool, want_u: bool, want_vh: bool,
+             full: bool) -> tuple[Any, tuple[Any, ...]]:
+    """The function a call runs and its abstract arguments: with ``donate``,
+    the one a donating eager call jits (its work buffer returned, v1's
+    ``*_worked``), else the plain form's."""
+    kw = dict(T_A=T_A, mesh=mesh, in_specs=specs, pad=pad)
+    if op in ("potrs", "lu_solve"):
+        plain = seeds.potrs if op == "potrs" else seeds.lu_solve
+        fn = functools.partial(v1._solve_worked, op, False) if donate else plain
+        return functools.partial(fn, **kw), (a, b)
+    if op == "potri":
+        return functools.partial(seeds.potri, **kw), (a,)
+    if op == "syevd":
+        fn = v1._syevd_worked if donate else seeds.syevd
+        return functools.partial(fn, return_eigenvectors=vectors, **kw), (a,)
+    return functools.partial(v1._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
+                             want_u=want_u, want_vh=want_vh, want_status=False,
+                             work=donate), (a,)

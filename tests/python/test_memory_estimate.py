@@ -1,0 +1,81 @@
+"""jaxmg.memory_estimate (issue 25): what a call would take on each device,
+asked before running it, on 4 CPU devices. XLA's part is XLA's own buffer
+assignment of the program the call runs; on CPU devices the LAPACK engine
+cannot tell its workspace ahead of a call (the GPU test,
+tests/gpu/test_gpu_memory.py, checks cuSOLVERDn's against the GPU's peak)."""
+
+import re
+
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+
+import jaxmg
+import jaxmg_testing as jt
+
+N = 64
+
+
+def _shard(dtype) -> int:
+    return N * N // 4 * np.dtype(dtype).itemsize
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128], ids=["f32", "c128"])
+@pytest.mark.parametrize("op", ["potrs", "lu_solve", "potri", "syevd", "gesvd"])
+def test_donated_estimate_has_a_in_place(mesh, op, dtype):
+    e = jaxmg.memory_estimate(op, (N, N), dtype, mesh, nrhs=3)
+    assert isinstance(e, jaxmg.MemoryEstimate)
+    assert (e.op, e.engine, e.T_A, e.padded, e.donated) == (op, "lapack", N // 4, False, True)
+    b = N * 3 * np.dtype(dtype).itemsize if op in ("potrs", "lu_solve") else 0
+    assert e.arguments == _shard(dtype) + b
+    assert e.aliased >= _shard(dtype)  # A's buffer is an output's: the solver's
+    if not (op == "syevd" and jt.is_complex(dtype)):
+        # No copy of A beside it. (XLA:CPU writes a complex V = conj(U)^T in
+        # a transposed layout and copies it once more: a temporary of V's
+        # size, not A's; test_donation.py checks that the solver takes A's
+        # buffer itself.)
+        assert e.temporaries < _shard(dtype)
+    assert e.workspace is None and e.peak is None
+    assert "lapack" in e.workspace_note or "gesvd" in e.workspace_note
+    assert e.xla_bytes == e.arguments + e.outputs - e.aliased + e.temporaries
+
+
+@pytest.mark.parametrize("op", ["potrs", "lu_solve", "syevd"])
+def test_kept_a_is_copied(mesh, op):
+    """Without donation A is kept: the solver works on a temporary copy."""
+    e = jaxmg.memory_estimate(op, (N, N), np.float64, mesh, donate=False)
+    assert e.aliased == 0
+    assert e.temporaries >= _shard(np.float64)
+
+
+def test_padded_call_says_so(mesh):
+    e = jaxmg.memory_estimate("syevd", (N, N), np.float64, mesh, T_A=5)
+    assert e.padded and e.T_A == 5
+    assert e.temporaries >= _shard(np.float64)  # the padded copy
+
+
+def test_estimate_names_what_the_call_runs(mesh, rng, capfd, monkeypatch):
+    """The engine and T_A of the estimate are the call's, as its trace says."""
+    e = jaxmg.memory_estimate("potrs", (N, N), np.float64, mesh, in_specs=(P("x", None),))
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    a = jt.make_hpd(rng, N, np.float64)
+    jaxmg.potrs(jt.shard_rows(a, mesh), jt.make_rhs(rng, N, 1, np.float64)).block_until_ready()
+    err = capfd.readouterr().err
+    line = [ln for ln in err.splitlines() if ln.startswith("jaxmg trace potrs")]
+    assert len(line) == 1, err
+    assert f"T_A={e.T_A} " in line[0] and f"engine {e.engine}," in line[0], line[0]
+    # The trace's workspace: what the call asked the allocator for.
+    assert re.search(r", workspace \d+ bytes \(\d+\.\d MiB\) in \d+ allocations?$", line[0])
+
+
+def test_misuse_is_refused_before_anything(mesh):
+    with pytest.raises(ValueError, match="op must be one of"):
+        jaxmg.memory_estimate("getrf", (N, N), np.float64, mesh)
+    with pytest.raises(TypeError, match="dtype must be"):
+        jaxmg.memory_estimate("potrs", (N, N), np.int32, mesh)
+    with pytest.raises(ValueError, match="square"):
+        jaxmg.memory_estimate("potrs", (N, N // 2), np.float64, mesh)
+    with pytest.raises(ValueError, match="shape must be"):
+        jaxmg.memory_estimate("potrs", (N,), np.float64, mesh)
+    with pytest.raises(ValueError):
+        jaxmg.memory_estimate("potrs", (N + 1, N + 1), np.float64, mesh)  # not divisible
