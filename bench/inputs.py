@@ -93,12 +93,21 @@ def hpd_shard(n: int, dtype: Any, nparts: int, seed: jax.Array) -> jax.Array:
 def general_shard(n: int, dtype: Any, nparts: int, seed: jax.Array) -> jax.Array:
     """This device's rows of the general matrix (module docstring), inside a
     shard_map over axis AXIS."""
-    dtype = jnp.dtype(dtype)
-    real = jnp.finfo(dtype).dtype.type
     r = n // nparts
     first = (jax.lax.axis_index(AXIS) * r).astype(jnp.uint32)
     rows = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 0) + first
     cols = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 1)
+    return general_entries(rows, cols, n, dtype, seed)
+
+
+def general_entries(rows: jax.Array, cols: jax.Array, n: int, dtype: Any,
+                    seed: jax.Array) -> jax.Array:
+    """The general matrix's [rows, cols] (uint32 index arrays of one shape)
+    for seed (uint32); ``n`` unused (the entries do not depend on it), taken
+    for the same signature as ``entries``."""
+    del n
+    dtype = jnp.dtype(dtype)
+    real = jnp.finfo(dtype).dtype.type
     h = _mix(_mix(rows ^ _mix(seed ^ jnp.uint32(0x2545F491))) + cols * jnp.uint32(0x9E3779B9))
     a = _uniform(h, real)
     if jnp.issubdtype(dtype, jnp.complexfloating):

@@ -73,7 +73,7 @@ def test_largest_mode_solves_and_checks_on_cpu(tmp_path):
          "--n", "256", "--tile", "16", "--gpus", "4", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "largest N solved: 256" in out.stdout, out.stdout
+    assert "potrs float32 jaxmg (jaxmg.potrs): largest N solved 256" in out.stdout, out.stdout
 
 
 STAND_IN = """#!{python}

@@ -1,0 +1,56 @@
+"""Memory on one GPU (issue 25): every op with A held as an array and
+donated works in A's own buffer, and jaxmg.memory_estimate says beforehand
+what the GPU's allocator then reports.
+
+Each case runs in a fresh process (bench/largest.py's child, which also
+checks the answer by residuals against A regenerated blockwise), so that
+XLA's peak_bytes_in_use counts that call alone: A and b generated on the
+GPU, the call, its outputs and workspaces. Skipped without GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from gpu_env import gpu_devices
+
+GPUS = gpu_devices()
+pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+N = 8192
+
+# The most the peak may be, in units of A, with A donated: A in place plus
+# the op's outputs that A's buffer does not hold, plus a workspace.
+PEAK_OVER_A = {"potrs": 1.2, "lu_solve": 1.2, "potri": 1.2, "syevd": 2.3,
+               "syevd_values": 1.3}
+
+
+def _child(op: str, dtype: str, n: int) -> dict:
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "largest.py"), "--one", str(n), "--op", op,
+         "--lib", "jaxmg", "--dtype", dtype, "--gpus", "1"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("LARGEST ")]
+    assert lines, out.stdout[-2000:] + out.stderr[-3000:]
+    return json.loads(lines[-1][len("LARGEST "):])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("op", sorted(PEAK_OVER_A))
+def test_donated_call_peak_is_a_and_the_estimate_knows_it(op, dtype):
+    r = _child(op, dtype, N)
+    print(json.dumps(r))
+    assert r["status"] == "ok", r
+    peak = r["peak_bytes_in_use"][0]
+    a_bytes = r["matrix_bytes_per_gpu"]
+    assert peak <= PEAK_OVER_A[op] * a_bytes, (peak / a_bytes, r)
+    assert r["estimate_workspace"] is not None, r
+    assert abs(r["estimate_peak"] - peak) <= 0.1 * peak, (r["estimate_peak"], peak, r)
