@@ -19,7 +19,10 @@ GPUs x 1024 (jaxmg: GPUs x T_A, so that nothing is padded, which would copy
 A): the fractions (``FRACTIONS``) are where each op's outputs and the
 library's copies put its limit (jaxmg: A in place and a workspace; syevd A
 and V, 1/sqrt(2) of A alone; gesvd A, U and Vh; JAX: a copy of A beside
-A). --budget-s stops starting new tries when spent.
+A). --budget-s stops starting new tries when spent. For jaxmg the search starts
+instead at the largest N whose jaxmg.memory_estimate fits the limit (a
+bisection over estimates in a child: compiles, no allocation) and steps
+down from there.
 
 What is run. A is generated on the devices as a concrete array, rows
 sharded (inputs.py: one fused kernel per device, no temporaries; Hermitian
@@ -112,6 +115,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--op", default="potrs", help=argparse.SUPPRESS)
     p.add_argument("--lib", default="jaxmg", help=argparse.SUPPRESS)
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.dtypes = args.dtypes or [args.dtype]
     for op in args.ops:
@@ -390,6 +394,42 @@ def try_one(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
+def plan(args: argparse.Namespace) -> dict[str, Any]:
+    """jaxmg's largest N by its own estimate: the largest multiple of the
+    step (GPUs x T_A, or x 1024) whose jaxmg.memory_estimate peak fits the
+    devices' limit, by bisection (each estimate compiles the call's program
+    and asks the engine's workspace; nothing is allocated)."""
+    jax, devices = _setup_jax(args)
+    import numpy as np
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    import inputs
+    import jaxmg
+
+    limit = min((d.memory_stats() or {}).get("bytes_limit") or 0 for d in devices)
+    g = len(devices)
+    mesh = Mesh(np.array(devices), (inputs.AXIS,))
+    base = "syevd" if args.op == "syevd_values" else args.op
+    step = g * (args.tile or 1024)
+
+    def peak(n: int) -> int | None:
+        est = jaxmg.memory_estimate(base, (n, n), args.dtype, mesh, (P(inputs.AXIS, None),),
+                                    T_A=args.tile, return_eigenvectors=args.op != "syevd_values")
+        return est.peak
+
+    lo, hi = 0, alone(limit, g, args.dtype) // step + 1  # in steps: lo fits, hi does not
+    if not limit or peak(step) is None:
+        return {"N": None, "why": "no limit, or the engine cannot tell its workspace"}
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        p = peak(mid * step)
+        if p is not None and p <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return {"N": lo * step, "limit": limit}
+
+
 def probe(args: argparse.Namespace) -> dict[str, Any]:
     """The devices' memory limits as XLA sees them with --mem-fraction."""
     jax, devices = _setup_jax(args)
@@ -459,9 +499,11 @@ def summary(results: list[dict[str, Any]]) -> str:
     for r in results:
         ok = [t for t in r["tries"] if t.get("status") == "ok"]
         best = max((t["N"] for t in ok), default=None)
+        planned = (f"; its estimate said {r['planned_n']} fits" if r.get("planned_n")
+                   else "")
         lines.append(f"{r['op']} {r['dtype']} {r['lib']} ({r['routine']}): "
                      f"largest N solved {best if best else 'none of those tried'}; "
-                     f"A alone allows {r.get('alone_n', '?')}")
+                     f"A alone allows {r.get('alone_n', '?')}{planned}")
         for t in r["tries"]:
             line = f"  N={t.get('N')}: {t.get('status')}"
             if "solve_s" in t:
@@ -517,6 +559,9 @@ def main(argv: list[str]) -> int:
     if args.probe:
         print(MARK + json.dumps(probe(args)), flush=True)
         return 0
+    if args.plan:
+        print(MARK + json.dumps(plan(args)), flush=True)
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "raw").mkdir(exist_ok=True)
     start = time.perf_counter()
@@ -538,6 +583,15 @@ def main(argv: list[str]) -> int:
                         r["alone_n"] = alone(limit, 1 if lib == "jax" else gpus, dtype)
                     ns = (sorted(args.n, reverse=True) if args.n else
                           candidates(args, op, lib, dtype, limit, gpus) if limit else [])
+                    if lib == "jaxmg" and not args.n and limit:
+                        # Where jaxmg's estimate knows the peak, start at the
+                        # largest N it says fits, then step down.
+                        planned = _child(args, ["--plan", "--op", op, "--dtype", dtype], log)
+                        r["planned_n"] = planned.get("N")
+                        if planned.get("N"):
+                            step = gpus * (args.tile or 1024)
+                            ns = [planned["N"] - k * step for k in range(args.max_tries)
+                                  if planned["N"] - k * step > 0]
                     results.append(r)
                     for n in ns[:args.max_tries]:
                         if args.budget_s and time.perf_counter() - start > args.budget_s:

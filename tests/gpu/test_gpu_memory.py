@@ -26,10 +26,13 @@ pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 N = 8192
 
-# The most the peak may be, in units of A, with A donated: A in place plus
-# the op's outputs that A's buffer does not hold, plus a workspace.
-PEAK_OVER_A = {"potrs": 1.2, "lu_solve": 1.2, "potri": 1.2, "syevd": 2.3,
-               "syevd_values": 1.3}
+# The most the peak less cuSOLVER's workspace may be, in units of A, with A
+# donated: A in place, plus the op's outputs that A's buffer does not hold
+# (syevd's V), plus b and x. A copy of A would add 1. (cuSOLVER's own
+# workspace is whatever it asks: cusolverDnXsyevd's, eigenvalues only, was
+# 4 A for complex64 at N = 8192 on an H200, 2026-11-25.)
+PEAK_OVER_A = {"potrs": 1.05, "lu_solve": 1.05, "potri": 1.05, "syevd": 2.05,
+               "syevd_values": 1.05}
 
 
 def _child(op: str, dtype: str, n: int) -> dict:
@@ -51,6 +54,7 @@ def test_donated_call_peak_is_a_and_the_estimate_knows_it(op, dtype):
     assert r["status"] == "ok", r
     peak = r["peak_bytes_in_use"][0]
     a_bytes = r["matrix_bytes_per_gpu"]
-    assert peak <= PEAK_OVER_A[op] * a_bytes, (peak / a_bytes, r)
     assert r["estimate_workspace"] is not None, r
+    beside = peak - r["estimate_workspace"]
+    assert beside <= PEAK_OVER_A[op] * a_bytes, (beside / a_bytes, r)
     assert abs(r["estimate_peak"] - peak) <= 0.1 * peak, (r["estimate_peak"], peak, r)
