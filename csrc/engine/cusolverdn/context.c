@@ -67,6 +67,11 @@ int jmg_dn_take_workspace(jmg_dn_call *call, size_t device_bytes,
   if (rc != 0) {
     call->work = NULL;
     name_op(err, call->op);
+    /* Which problem asked: the op is named, the size and dtype too. */
+    const size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len,
+             " (cuSOLVERDn's workspace for %s of N=%lld %s)", call->op,
+             (long long)call->a->n, jmg_dtype_name(call->a->dtype));
     return rc;
   }
   call->alloc_bytes = bytes;
