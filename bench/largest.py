@@ -103,6 +103,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--platform", default="gpu", choices=["gpu", "cpu"])
     p.add_argument("--mem-fraction", type=float, default=0.96,
                    help="XLA_PYTHON_CLIENT_MEM_FRACTION for the tries")
+    p.add_argument("--preallocate", action="store_true",
+                   help="XLA_PYTHON_CLIENT_PREALLOCATE=true for the tries (JAX's default: "
+                   "one region of --mem-fraction taken at the start, so that a large "
+                   "workspace is not refused for want of one contiguous free block "
+                   "among the regions a growing pool has made)")
     p.add_argument("--max-tries", type=int, default=6)
     p.add_argument("--budget-s", type=float, default=0.0,
                    help="start no try after this many seconds (0: no limit)")
@@ -131,7 +136,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def _setup_jax(args: argparse.Namespace) -> tuple[Any, list]:
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # a child: the parent's
     if args.platform == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         flags = os.environ.get("XLA_FLAGS", "")
@@ -342,6 +347,7 @@ def try_one(args: argparse.Namespace) -> dict[str, Any]:
     res: dict[str, Any] = {"op": op, "lib": lib, "N": n, "gpus": g, "dtype": dtype,
                            "T_A": args.tile, "matrix_bytes_per_gpu": n * n * es // g,
                            "mem_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"),
+                           "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
                            "routine": "jaxmg." + op if lib == "jaxmg" else JAX_ROUTINE[op]}
     if n % g:
         res["status"] = f"error: N={n} is not a multiple of the {g} devices"
@@ -447,7 +453,7 @@ def _child(args: argparse.Namespace, extra: list[str], log: Any) -> dict[str, An
     if args.tile:
         cmd += ["--tile", str(args.tile)]
     env = dict(os.environ, XLA_PYTHON_CLIENT_MEM_FRACTION=str(args.mem_fraction),
-               XLA_PYTHON_CLIENT_PREALLOCATE="false")
+               XLA_PYTHON_CLIENT_PREALLOCATE="true" if args.preallocate else "false")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                            timeout=args.child_timeout)
