@@ -63,3 +63,80 @@ cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
                          ldc, C, ldc);
   }
 }
+
+cublasStatus_t jmg_cublas_gemm_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasOperation_t op_a,
+                                  cublasOperation_t op_b, int64_t m, int64_t n,
+                                  int64_t k, double alpha, const void *A,
+                                  int64_t lda, const void *B, int64_t ldb,
+                                  double beta, void *C, int64_t ldc) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                        be = jmg_cuda_scalar_of(t, beta);
+  switch (t) {
+    case JMG_F32:
+      return cublasSgemm_v2_64(h, op_a, op_b, m, n, k, &al.s, A, lda, B, ldb,
+                               &be.s, C, ldc);
+    case JMG_F64:
+      return cublasDgemm_v2_64(h, op_a, op_b, m, n, k, &al.d, A, lda, B, ldb,
+                               &be.d, C, ldc);
+    case JMG_C64:
+      return cublasCgemm_v2_64(h, op_a, op_b, m, n, k, &al.c, A, lda, B, ldb,
+                               &be.c, C, ldc);
+    default:
+      return cublasZgemm_v2_64(h, op_a, op_b, m, n, k, &al.z, A, lda, B, ldb,
+                               &be.z, C, ldc);
+  }
+}
+
+cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
+                                       cublasFillMode_t uplo,
+                                       cublasOperation_t op, int64_t m,
+                                       int64_t n, const void *A, int64_t lda,
+                                       void *B, int64_t ldb) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
+  const cublasSideMode_t left = CUBLAS_SIDE_LEFT;
+  const cublasDiagType_t nonunit = CUBLAS_DIAG_NON_UNIT;
+  /* cuBLAS's trmm writes C; C = B computes in place. */
+  switch (t) {
+    case JMG_F32:
+      return cublasStrmm_v2_64(h, left, uplo, op, nonunit, m, n, &one.s, A, lda,
+                               B, ldb, B, ldb);
+    case JMG_F64:
+      return cublasDtrmm_v2_64(h, left, uplo, op, nonunit, m, n, &one.d, A, lda,
+                               B, ldb, B, ldb);
+    case JMG_C64:
+      return cublasCtrmm_v2_64(h, left, uplo, op, nonunit, m, n, &one.c, A, lda,
+                               B, ldb, B, ldb);
+    default:
+      return cublasZtrmm_v2_64(h, left, uplo, op, nonunit, m, n, &one.z, A, lda,
+                               B, ldb, B, ldb);
+  }
+}
+
+cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasFillMode_t uplo, int64_t n, int64_t k,
+                                  const void *A, int64_t lda, double beta,
+                                  void *C, int64_t ldc) {
+  switch (t) {
+    case JMG_F32: {
+      const float al = 1.0f, be = (float)beta;
+      return cublasSsyrk_v2_64(h, uplo, CUBLAS_OP_T, n, k, &al, A, lda, &be, C,
+                               ldc);
+    }
+    case JMG_F64: {
+      const double al = 1.0;
+      return cublasDsyrk_v2_64(h, uplo, CUBLAS_OP_T, n, k, &al, A, lda, &beta,
+                               C, ldc);
+    }
+    case JMG_C64: {
+      const float al = 1.0f, be = (float)beta;
+      return cublasCherk_v2_64(h, uplo, CUBLAS_OP_C, n, k, &al, A, lda, &be, C,
+                               ldc);
+    }
+    default: {
+      const double al = 1.0;
+      return cublasZherk_v2_64(h, uplo, CUBLAS_OP_C, n, k, &al, A, lda, &beta,
+                               C, ldc);
+    }
+  }
+}

@@ -5,6 +5,7 @@
 #define JMG_CUDA_BLAS_H
 
 #include <cublas_v2.h>
+#include <stdint.h>
 
 #include "common/dtype.h"
 
@@ -28,5 +29,28 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
 cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
                                cublasOperation_t op, int m, int n,
                                const void *A, int lda, void *C, int ldc);
+
+/* The same with 64-bit sizes (cuBLAS's _64 API), for matrices whose element
+ * count passes INT_MAX (potri's blocked inverse on one GPU). */
+cublasStatus_t jmg_cublas_gemm_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasOperation_t op_a,
+                                  cublasOperation_t op_b, int64_t m, int64_t n,
+                                  int64_t k, double alpha, const void *A,
+                                  int64_t lda, const void *B, int64_t ldb,
+                                  double beta, void *C, int64_t ldc);
+
+/* B = op(A) B in place, A lower or upper triangular (side left, m x m). */
+cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
+                                       cublasFillMode_t uplo,
+                                       cublasOperation_t op, int64_t m,
+                                       int64_t n, const void *A, int64_t lda,
+                                       void *B, int64_t ldb);
+
+/* C = A^H A + beta C (A^T A for the real types), C n x n of which the
+ * triangle uplo is written, A k x n. */
+cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasFillMode_t uplo, int64_t n, int64_t k,
+                                  const void *A, int64_t lda, double beta,
+                                  void *C, int64_t ldc);
 
 #endif

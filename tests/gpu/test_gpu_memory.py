@@ -58,3 +58,15 @@ def test_donated_call_peak_is_a_and_the_estimate_knows_it(op, dtype):
     beside = peak - r["estimate_workspace"]
     assert beside <= PEAK_OVER_A[op] * a_bytes, (beside / a_bytes, r)
     assert abs(r["estimate_peak"] - peak) <= 0.1 * peak, (r["estimate_peak"], peak, r)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_potri_past_the_32_bit_routine(dtype):
+    """N = 46,400: N*N passes INT_MAX, where cusolverDn<t>potri fails; the
+    engine's 64-bit path (Xtrtri and a blocked LAUUM) inverts in place:
+    sampled columns of A A^-1 - I, and the peak beside the workspace A."""
+    r = _child("potri", dtype, 46400)
+    print(json.dumps(r))
+    assert r["status"] == "ok", r
+    beside = r["peak_bytes_in_use"][0] - r["estimate_workspace"]
+    assert beside <= 1.05 * r["matrix_bytes_per_gpu"], r

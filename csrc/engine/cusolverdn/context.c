@@ -134,17 +134,6 @@ static int dn_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              p->nparts);
     return 0;
   }
-  /* The 64-bit API has no potri; cusolverDn<t>potri takes int sizes and
-   * fails (CUSOLVER_STATUS_INVALID_VALUE) once N * N passes INT_MAX:
-   * N = 46,336 ran and N = 46,400 failed on an H200, float32, 2026-11-25
-   * (scripts/probe-potri-limit.py). */
-  if (strcmp(p->op, "potri") == 0 && p->n > 0 && p->n > INT_MAX / p->n) {
-    snprintf(why, why_len,
-             "N=%lld: N*N exceeds cusolverDn<t>potri's 32-bit int (N <= "
-             "46340 on one GPU)",
-             (long long)p->n);
-    return 0;
-  }
   return 1;
 }
 
