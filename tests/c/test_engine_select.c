@@ -214,7 +214,12 @@ TEST(engine_select_one_device_engine_first_then_the_group_engine) {
   jmg_error err;
   jmg_error_clear(&err);
   /* One device: the one-device engine, whatever the tile. */
-  jmg_problem p = {.op = "syevd", .nparts = 1, .nodes = 1, .dtype = JMG_F64, .n = 64, .tile = 64};
+  jmg_problem p = {.op = "syevd",
+                   .nparts = 1,
+                   .nodes = 1,
+                   .dtype = JMG_F64,
+                   .n = 64,
+                   .tile = 64};
   CHECK_EQ(jmg_engine_select(g_cuda_like, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_dn);
   /* Several: the group engine, within its limits. */
@@ -246,8 +251,8 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
                             sizeof out),
            1);
   CHECK_CONTAINS(out, "dn");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 64, 16, out,
-                            sizeof out),
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 64, 16,
+                            out, sizeof out),
            0);
   CHECK_CONTAINS(out, "T_A=16 > 8");
   CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 64, 8, out,
@@ -257,9 +262,9 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
   CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 64, 8, out,
                             sizeof out),
            -1);
-  CHECK_EQ(
-      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 64, 8, out, sizeof out),
-      -1);
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 64, 8, out,
+                            sizeof out),
+           -1);
   /* JAXMG_ENGINE is read at the check, as at the call. */
   setenv("JAXMG_ENGINE", "narrow", 1);
   CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 16, out,
@@ -270,6 +275,67 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
                             sizeof out),
            1);
   CHECK_CONTAINS(out, "narrow");
+  if (saved != NULL)
+    setenv("JAXMG_ENGINE", keep, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+}
+
+/* A workspace query that answers from the problem (as cuSOLVERDn's asks its
+ * library): n * n * 3 bytes for potrs, and no query for syevd. */
+static int fake_workspace(const jmg_engine *e, const jmg_problem *p,
+                          const jmg_workspace_query *q, size_t *bytes,
+                          jmg_error *err) {
+  (void)e;
+  if (strcmp(p->op, "potrs") != 0)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "fake",
+                         "not asked ahead");
+  *bytes = (size_t)(p->n * p->n * 3 + q->nrhs);
+  return 0;
+}
+
+static const jmg_engine g_dn_ws = {
+    .name = "dn_ws",
+    .model = JMG_MODEL_LEADER,
+    .supports = one_device,
+    .workspace = fake_workspace,
+    .leader = {.potrs = fake_potrs, .syevd = fake_syevd},
+};
+static const jmg_engine *const g_ws_like[] = {&g_dn_ws, &g_narrow, NULL};
+
+TEST(engine_workspace_asks_the_chosen_engine_or_says_why_not) {
+  char out[512];
+  size_t bytes = 0;
+  const jmg_workspace_query q = {.nrhs = 2, .want_vectors = 1};
+  const char *saved = getenv("JAXMG_ENGINE");
+  char keep[64] = "";
+  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
+  unsetenv("JAXMG_ENGINE");
+  /* The chosen engine's answer, and its name. */
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 1, 1, "float64", 64, 64, &q,
+                                &bytes, out, sizeof out),
+           1);
+  CHECK_EQ(bytes, (size_t)(64 * 64 * 3 + 2));
+  CHECK_CONTAINS(out, "dn_ws");
+  /* Its own refusal to tell: 0, naming the engine and why. */
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 1, 1, "float64", 64, 64, &q,
+                                &bytes, out, sizeof out),
+           0);
+  CHECK_CONTAINS(out, "dn_ws");
+  CHECK_CONTAINS(out, "not asked ahead");
+  /* An engine without a query (several devices: narrow): 0, and why. */
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 4, 1, "float64", 64, 8, &q,
+                                &bytes, out, sizeof out),
+           0);
+  CHECK_CONTAINS(out, "narrow: the engine cannot tell");
+  /* No engine for the problem, or an unknown op: -1 and the reasons. */
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 4, 1, "float64", 64, 16, &q,
+                                &bytes, out, sizeof out),
+           -1);
+  CHECK_CONTAINS(out, "T_A=16 > 8");
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "getrf", 1, 1, "float64", 64, 8, &q,
+                                &bytes, out, sizeof out),
+           -1);
   if (saved != NULL)
     setenv("JAXMG_ENGINE", keep, 1);
   else
@@ -326,8 +392,12 @@ TEST(gather_thresholds_hold_the_measured_sizes) {
 
 TEST(gather_prefers_small_problems_on_several_devices_only) {
   char why[160];
-  jmg_problem p = {.op = "potrs", .nparts = 4, .nodes = 1, .dtype = JMG_F64,
-                   .n = 16383, .tile = 1024};
+  jmg_problem p = {.op = "potrs",
+                   .nparts = 4,
+                   .nodes = 1,
+                   .dtype = JMG_F64,
+                   .n = 16383,
+                   .tile = 1024};
   CHECK(jmg_gather_prefers(NULL, &p, why, sizeof why));
   p.n = 16384;
   CHECK(!jmg_gather_prefers(NULL, &p, why, sizeof why));
@@ -345,8 +415,8 @@ TEST(gather_prefers_small_problems_on_several_devices_only) {
 /* Like the gather engine: several devices, what the distributed engine it
  * falls back on supports (here narrow's tile limit), preferred by the real
  * table. */
-static int several_devices(const jmg_engine *e, const jmg_problem *p,
-                           char *why, size_t len) {
+static int several_devices(const jmg_engine *e, const jmg_problem *p, char *why,
+                           size_t len) {
   if (p->nparts < 2) {
     snprintf(why, len, "one GPU: nothing to gather");
     return 0;
@@ -369,8 +439,12 @@ static const jmg_engine *chosen(const char *engine, const char *op, int nparts,
                                 int64_t n, int64_t tile, jmg_error *err) {
   const jmg_config cfg = config(engine);
   const jmg_engine *e = NULL;
-  jmg_problem p = {.op = op, .nparts = nparts, .nodes = 1, .dtype = JMG_F64,
-                   .n = n, .tile = tile};
+  jmg_problem p = {.op = op,
+                   .nparts = nparts,
+                   .nodes = 1,
+                   .dtype = JMG_F64,
+                   .n = n,
+                   .tile = tile};
   jmg_error_clear(err);
   if (jmg_engine_select(g_cuda_gather, &p, &cfg, &e, err) != 0) return NULL;
   return e;
@@ -402,8 +476,12 @@ TEST(engine_select_gathers_small_problems_on_several_devices) {
   /* Groups across nodes: no leader engine, the gather engine neither. */
   const jmg_config cfg = config("");
   const jmg_engine *e = NULL;
-  jmg_problem p = {.op = "potrs", .nparts = 4, .nodes = 2, .dtype = JMG_F64,
-                   .n = 1024, .tile = 8};
+  jmg_problem p = {.op = "potrs",
+                   .nparts = 4,
+                   .nodes = 2,
+                   .dtype = JMG_F64,
+                   .n = 1024,
+                   .tile = 8};
   jmg_error_clear(&err);
   CHECK(jmg_engine_select(g_cuda_gather, &p, &cfg, &e, &err) < 0);
   CHECK_CONTAINS(err.msg, "gather: the group spans 2 nodes");
@@ -424,8 +502,8 @@ TEST(engine_check_names_the_gather_engine_where_it_runs) {
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   /* complex: a smaller size (a guess, thresholds.c). */
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 8192,
-                            8, out, sizeof out),
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 8192, 8,
+                            out, sizeof out),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   setenv("JAXMG_ENGINE", "gather", 1);
