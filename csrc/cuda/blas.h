@@ -5,6 +5,7 @@
 #define JMG_CUDA_BLAS_H
 
 #include <cublas_v2.h>
+#include <stdint.h>
 
 #include "common/dtype.h"
 
@@ -28,5 +29,16 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
 cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
                                cublasOperation_t op, int m, int n,
                                const void *A, int lda, void *C, int ldc);
+
+/* y = op(A) x (alpha 1, beta 0: y is not read), A m x n, 64-bit sizes. */
+cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int64_t m, int64_t n,
+                               const void *A, int64_t lda, const void *x,
+                               void *y);
+
+/* The sum of |Re x_i| + |Im x_i| over n elements (cublas<t>asum), as a
+ * double on the host (the handle's pointer mode must be host). */
+cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
+                               const void *x, double *result);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/trace.h"
+#include "exec/finite.h"
 
 /* Names the op in an error that a lower layer left without one. */
 static int named(const jmg_local_view *v, int rc, jmg_error *err) {
@@ -247,6 +248,17 @@ int jmg_local_abort(jmg_op_call *call, jmg_error *err) {
   return -(int)err->code;
 }
 
+/* Every rank's *finite made 0 where any rank's is (after an agreement:
+ * every rank takes part). */
+static int agree_finite(jmg_local_view *v, int *finite, jmg_error *err) {
+  if (v->ranks == 1) return 0;
+  int bad = !*finite;
+  int rc = v->comm_ops->max_int(v->comm, &bad, v->device_ctx, v->op, err);
+  if (rc != 0) return named(v, rc, err);
+  *finite = !bad;
+  return 0;
+}
+
 int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   const jmg_op_desc *desc = call->op;
   jmg_local_view v;
@@ -291,10 +303,22 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
                   (long long)io->tile, v.ranks, v.grid_rows,
                   v.ranks / v.grid_rows, v.rank);
   jmg_trace_engine(v.engine->name);
+  /* A with a NaN or an Inf entry on any rank: no solver on any, NaN
+   * outputs on every one (exec/finite.h). */
+  int finite = 1;
+  if (rc == 0)
+    rc = named(&v, jmg_shard_finite(v.mem, &v.group, 0, io, &finite, err),
+               err);
   rc = jmg_local_agree(&v, rc, "the op's first step", err);
+  if (rc == 0) rc = agree_finite(&v, &finite, err);
 
   int info = 0;
-  if (rc == 0) {
+  if (rc == 0 && !finite) {
+    info = JMG_INFO_NONFINITE;
+    rc = named(&v, jmg_shard_nan_outputs(v.mem, &v.group, 0, desc, io, err),
+               err);
+    jmg_trace_mark("A not finite: no solver");
+  } else if (rc == 0) {
     v.a.rank = v.rank;
     v.a.ranks = v.ranks;
     v.a.comm_ops = v.comm_ops;
