@@ -225,6 +225,8 @@ void mp_end(mp_call *c) {
   c->ndescs = 0;
   free(c->h_work);
   c->h_work = NULL;
+  free(c->h_diag);
+  c->h_diag = NULL;
   for (int i = 0; i < c->ntaken; ++i)
     c->dev->free(c->dev->alloc_ctx, c->taken[i], c->taken_bytes[i]);
   c->ntaken = 0;
@@ -446,6 +448,66 @@ int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
                          "info %d after a successful factorization", s);
   }
   if (rc == 0) rc = mp_rhs_gather(c, b, r, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
+  return rc;
+}
+
+/* ---- the diagonal ------------------------------------------------------ */
+
+#define DIAG_GROUP 64 /* broadcasts per NCCL group */
+
+int mp_diag_take(mp_call *c, void **d_diag, void **h_diag, jmg_error *err) {
+  const size_t bytes = (size_t)c->a->n * c->elem;
+  *h_diag = NULL;
+  int rc = mp_take(c, bytes, d_diag, err);
+  if (rc != 0) return rc;
+  free(c->h_diag);
+  c->h_diag = malloc(bytes);
+  if (c->h_diag == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
+                         "cannot allocate %zu bytes for the diagonal", bytes);
+  *h_diag = c->h_diag;
+  return 0;
+}
+
+int mp_diag(mp_call *c, const void *m, void *d_diag, void *h_diag,
+            jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  const int64_t R = a->grid_rows, C = a->grid_cols, mb = a->mb, n = a->n;
+  const size_t e = c->elem;
+  const int64_t tiles = (n + mb - 1) / mb;
+  char *d = d_diag;
+  int rc = 0;
+  for (int64_t k = 0; rc == 0 && k < tiles; ++k) {
+    int owner = (int)((k % R) + (k % C) * R);
+    if (owner != a->rank) continue;
+    int64_t len = n - k * mb < mb ? n - k * mb : mb;
+    const char *src = (const char *)m + ((size_t)((k / C) * mb) * (size_t)a->ld +
+                                         (size_t)((k / R) * mb)) *
+                                            e;
+    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(d + (size_t)(k * mb) * e, e, src,
+                                        (size_t)(a->ld + 1) * e, e, (size_t)len,
+                                        cudaMemcpyDeviceToDevice, c->stream),
+                      c->op, err);
+  }
+  for (int64_t k0 = 0; rc == 0 && a->ranks > 1 && k0 < tiles;
+       k0 += DIAG_GROUP) {
+    rc = a->comm_ops->group_begin(c->op, err);
+    for (int64_t k = k0; rc == 0 && k < tiles && k < k0 + DIAG_GROUP; ++k) {
+      int owner = (int)((k % R) + (k % C) * R);
+      int64_t len = n - k * mb < mb ? n - k * mb : mb;
+      rc = a->comm_ops->bcast(a->comm, d + (size_t)(k * mb) * e,
+                              (size_t)len * e, owner, a->device_ctx, c->op,
+                              err);
+    }
+    jmg_error ignored;
+    int end = a->comm_ops->group_end(c->op, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = end;
+  }
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(h_diag, d, (size_t)n * e,
+                                      cudaMemcpyDeviceToHost, c->stream),
+                      c->op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
   return rc;
 }

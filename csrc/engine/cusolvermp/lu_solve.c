@@ -2,6 +2,14 @@
  * cusolverMpGetrs for each right-hand side in turn (one per call; B on grid
  * column 0, mp.h, mp_rhs), then X broadcast to every rank.
  *
+ * A singular A: cuSOLVERMp 0.8's getrf returns info 0 for a matrix with an
+ * exactly zero pivot (one H200, 2026-11-24: all ones, or a zero row and
+ * column, gave info 0 and NaN from getrs), where LAPACK's names the first
+ * one. So the ranks read U's diagonal after getrf (mp_diag) and take the
+ * first pivot that is exactly zero, or not finite (what a finite A gets
+ * only from a division by a zero pivot), as info: the other engines'
+ * status. getrs is then not called.
+ *
  * The transposed solve (transpose 1: Aᵀ X = B, not conjugated): getrs
  * solves only with A itself ("Only CUBLAS_OP_N is currently supported",
  * functions.html), so the ranks factor Aᵀ instead: a scratch part in A's
@@ -9,6 +17,8 @@
  * transposed by cuBLAS), and getrf/getrs run on it. This is the ops layer's
  * usual case: the engines hold Aᵀ of the user's matrix. A is overwritten
  * or left as it is (engine.h: not returned). */
+#include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "cuda/check.h"
@@ -20,6 +30,25 @@ typedef struct mp_getrs_ctx {
   void *m;            /* the factored matrix: A, or Aᵀ in a scratch part */
   const int64_t *ipiv; /* getrf's pivots */
 } mp_getrs_ctx;
+
+/* The first zero pivot on U's diagonal (1-based), or 0. */
+static int first_zero_pivot(const mp_call *c, const void *diag) {
+  const jmg_local_matrix *a = c->a;
+  const int single = jmg_dtype_real_size(a->dtype) == 4;
+  const size_t step = jmg_dtype_is_complex(a->dtype) ? 2 : 1;
+  for (int64_t i = 0; i < a->n; ++i) {
+    int zero = 1, finite = 1;
+    for (size_t p = 0; p < step; ++p) {
+      const size_t k = (size_t)i * step + p;
+      const double v =
+          single ? (double)((const float *)diag)[k] : ((const double *)diag)[k];
+      zero = zero && v == 0.0;
+      finite = finite && isfinite(v);
+    }
+    if (zero || !finite) return i + 1 > INT_MAX ? INT_MAX : (int)(i + 1);
+  }
+  return 0;
+}
 
 /* cusolverMpGetrs on one column (mp_rhs_solve). */
 static cusolverStatus_t solve_column(mp_call *c, void *col,
@@ -41,6 +70,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   memset(&st, 0, sizeof st);
   int *d_info = NULL;
   int64_t *ipiv = NULL;
+  void *d_diag = NULL, *h_diag = NULL;
   void *m = a->data; /* the matrix factored: A, or Aᵀ in a scratch part */
   int rc = mp_begin(&c, "lu_solve", a, err);
   if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
@@ -48,6 +78,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     rc = mp_take(&c, (size_t)(a->rows + a->mb) * sizeof(int64_t),
                  (void **)&ipiv, err);
   if (rc == 0) rc = mp_rhs_take(&c, b, nrhs, &r, err);
+  if (rc == 0) rc = mp_diag_take(&c, &d_diag, &h_diag, err);
   if (rc == 0 && transpose) {
     rc = mp_take(&c, (size_t)(a->ld * a->cols) * c.elem, &m, err);
     if (rc == 0) rc = mp_transpose_take(&c, &st, err);
@@ -89,6 +120,11 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
       st = api->getrf(c.handle, a->n, a->n, m, 1, 1, da, ipiv, c.type, c.d_work,
                       c.d_bytes, c.h_work, c.h_bytes, d_info);
     rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpGetrf", &f, err);
+  }
+  /* The same diagonal on every rank, so the same f. */
+  if (rc == 0 && f == 0) {
+    rc = mp_diag(&c, m, d_diag, h_diag, err);
+    if (rc == 0) f = first_zero_pivot(&c, h_diag);
   }
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {

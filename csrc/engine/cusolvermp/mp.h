@@ -40,6 +40,7 @@ typedef struct mp_call {
   size_t taken_bytes[MP_MAX_TAKEN];
   int ntaken;
   void *d_work, *h_work;
+  void *h_diag; /* mp_diag_take's host vector */
   size_t d_bytes, h_bytes;
   jmg_mp_desc_t descs[4];
   int ndescs;
@@ -137,6 +138,18 @@ typedef cusolverStatus_t (*mp_rhs_solve_fn)(mp_call *c, void *col,
  * rank's b and waits for the stream. */
 int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
                  mp_rhs_solve_fn solve, void *ctx, jmg_error *err);
+
+/* The diagonal of a matrix in A's layout (m: this rank's part of it, e.g.
+ * a factor), all n elements of A's type, on every rank: each diagonal
+ * block's owner copies its diagonal into an n-vector on its GPU and
+ * broadcasts that segment (one broadcast per diagonal block, in NCCL groups
+ * of 64), then the vector goes to the host. mp_diag_take (step 1) takes the
+ * device vector (released by mp_end) and the host one (host memory the
+ * call frees in mp_end too); mp_diag (step 3, collective) fills them and
+ * waits. */
+int mp_diag_take(mp_call *c, void **d_diag, void **h_diag, jmg_error *err);
+int mp_diag(mp_call *c, const void *m, void *d_diag, void *h_diag,
+            jmg_error *err);
 
 /* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
 int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err);
