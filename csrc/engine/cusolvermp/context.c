@@ -359,6 +359,8 @@ int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   memset(r, 0, sizeof *r);
   r->nrhs = nrhs;
+  r->width = nrhs < a->mb ? nrhs : a->mb;
+  if (r->width < 1) r->width = 1;
   r->local_rows = mp_numroc(a->n, a->mb, c->myrow, a->grid_rows);
   r->lld = r->local_rows;
   if (a->grid_rows == 1) { /* rank 0 holds every row: b itself, ld n */
@@ -377,7 +379,12 @@ int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err) {
 
 int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
-  return mp_desc(c, a->n, 1, a->mb, a->nb, r->lld, &r->desc, err);
+  int rc = mp_desc(c, a->n, r->width, a->mb, a->mb, r->lld, &r->desc, err);
+  r->last = r->desc;
+  const int64_t rest = r->nrhs % r->width;
+  if (rc == 0 && rest != 0)
+    rc = mp_desc(c, a->n, rest, a->mb, a->mb, r->lld, &r->last, err);
+  return rc;
 }
 
 void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j) {
@@ -435,13 +442,15 @@ int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err) {
 int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
                  mp_rhs_solve_fn solve, void *ctx, jmg_error *err) {
   int rc = mp_rhs_scatter(c, b, r, err);
-  for (int64_t j = 0; rc == 0 && j < r->nrhs; ++j) {
+  for (int64_t j = 0; rc == 0 && j < r->nrhs; j += r->width) {
+    const int64_t cols = r->nrhs - j < r->width ? r->nrhs - j : r->width;
     int s = 0;
     rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c->stream),
                       c->op, err);
     if (rc == 0)
-      rc = mp_check(solve(c, mp_rhs_col(c, r, b, j), r->desc, d_info, ctx), c,
-                    call, err);
+      rc = mp_check(solve(c, mp_rhs_col(c, r, b, j), cols,
+                          cols == r->width ? r->desc : r->last, d_info, ctx),
+                    c, call, err);
     rc = mp_agree_info(c, rc, d_info, call, &s, err);
     if (rc == 0 && s != 0)
       rc = jmg_error_set(err, JMG_ECUSOLVER, c->op, call,

@@ -1,6 +1,6 @@
 /* lu_solve on cuSOLVERMp: cusolverMpGetrf (partial pivoting) and
- * cusolverMpGetrs for each right-hand side in turn (one per call; B on grid
- * column 0, mp.h, mp_rhs), then X broadcast to every rank.
+ * cusolverMpGetrs on the right-hand sides in chunks of up to T_A columns (B
+ * on grid column 0, mp.h, mp_rhs), then X broadcast to every rank.
  *
  * A singular A: cuSOLVERMp 0.8's getrf returns info 0 for a matrix with an
  * exactly zero pivot (one H200, 2026-11-24: all ones, or a zero row and
@@ -50,12 +50,12 @@ static int first_zero_pivot(const mp_call *c, const void *diag) {
   return 0;
 }
 
-/* cusolverMpGetrs on one column (mp_rhs_solve). */
-static cusolverStatus_t solve_column(mp_call *c, void *col,
-                                     jmg_mp_desc_t col_desc, int *d_info,
-                                     void *ctx) {
+/* cusolverMpGetrs on one chunk (mp_rhs_solve). */
+static cusolverStatus_t solve_chunk(mp_call *c, void *col, int64_t ncols,
+                                    jmg_mp_desc_t col_desc, int *d_info,
+                                    void *ctx) {
   const mp_getrs_ctx *g = ctx;
-  return c->api->getrs(c->handle, CUBLAS_OP_N, c->a->n, 1, g->m, 1, 1, g->da,
+  return c->api->getrs(c->handle, CUBLAS_OP_N, c->a->n, ncols, g->m, 1, 1, g->da,
                        g->ipiv, col, 1, 1, col_desc, c->type, c->d_work,
                        c->d_bytes, c->h_work, c->h_bytes, d_info);
 }
@@ -97,7 +97,8 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                                            ipiv, c.type, &d1, &h1),
                     &c, "cusolverMpGetrf_bufferSize", err);
     if (rc == 0)
-      rc = mp_check(api->getrs_buffer_size(c.handle, CUBLAS_OP_N, a->n, 1, m,
+      rc = mp_check(api->getrs_buffer_size(c.handle, CUBLAS_OP_N, a->n,
+                                           r.width, m,
                                            1, 1, da, ipiv,
                                            mp_rhs_col(&c, &r, b, 0), 1, 1,
                                            r.desc, c.type, &d2, &h2),
@@ -129,7 +130,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
     mp_getrs_ctx g = {da, m, ipiv};
-    rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpGetrs", solve_column, &g,
+    rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpGetrs", solve_chunk, &g,
                       err);
   }
   if (rc == 0) *info = f;

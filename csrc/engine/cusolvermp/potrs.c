@@ -1,6 +1,6 @@
 /* potrs on cuSOLVERMp: every rank factors its part of A (lower triangle,
- * cusolverMpPotrf) and solves for each right-hand side in turn
- * (cusolverMpPotrs takes one per call; B on grid column 0, mp.h, mp_rhs),
+ * cusolverMpPotrf) and solves the right-hand sides in chunks of up to T_A
+ * columns (B on grid column 0, mp.h, mp_rhs),
  * then every rank receives X. With a diag to fill, the
  * factor's diagonal is gathered before the solve (mp_diag), and its real
  * parts kept. */
@@ -27,14 +27,15 @@ static int factor_diag(mp_call *c, void *d_diag, void *full, void *diag,
   return rc;
 }
 
-/* cusolverMpPotrs on one column (mp_rhs_solve); ctx: A's descriptor. */
-static cusolverStatus_t solve_column(mp_call *c, void *col,
-                                     jmg_mp_desc_t col_desc, int *d_info,
-                                     void *ctx) {
+/* cusolverMpPotrs on one chunk (mp_rhs_solve); ctx: A's descriptor. */
+static cusolverStatus_t solve_chunk(mp_call *c, void *col, int64_t ncols,
+                                    jmg_mp_desc_t col_desc, int *d_info,
+                                    void *ctx) {
   const jmg_local_matrix *a = c->a;
-  return c->api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, 1, a->data, 1,
-                       1, (jmg_mp_desc_t)ctx, col, 1, 1, col_desc, c->type,
-                       c->d_work, c->d_bytes, c->h_work, c->h_bytes, d_info);
+  return c->api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, ncols,
+                       a->data, 1, 1, (jmg_mp_desc_t)ctx, col, 1, 1, col_desc,
+                       c->type, c->d_work, c->d_bytes, c->h_work, c->h_bytes,
+                       d_info);
 }
 
 int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
@@ -65,7 +66,7 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     &c, "cusolverMpPotrf_bufferSize", err);
     if (rc == 0)
       rc = mp_check(api->potrs_buffer_size(c.handle, CUBLAS_FILL_MODE_LOWER,
-                                           a->n, 1, a->data, 1, 1, da,
+                                           a->n, r.width, a->data, 1, 1, da,
                                            mp_rhs_col(&c, &r, b, 0), 1, 1,
                                            r.desc, c.type, &d2, &h2),
                     &c, "cusolverMpPotrs_bufferSize", err);
@@ -88,7 +89,7 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0 && f == 0) {
     if (diag != NULL) rc = factor_diag(&c, d_diag, h_diag, diag, err);
     if (rc == 0)
-      rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpPotrs", solve_column,
+      rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpPotrs", solve_chunk,
                         da, err);
   }
   if (rc == 0) *info = f;
