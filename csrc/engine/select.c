@@ -101,9 +101,14 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                        used ? reasons : "no engines");
 }
 
+int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {
+  return e->block != NULL ? e->block(e, p) : p->tile;
+}
+
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
                      int nparts, int nodes, const char *dtype, int64_t n,
-                     int64_t tile, char *out, size_t len) {
+                     int64_t tile, char *out, size_t len, int64_t *block) {
+  if (block != NULL) *block = 0;
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
   static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve",
@@ -135,5 +140,6 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
     return 0;
   }
   snprintf(out, len, "%s", e->name);
+  if (block != NULL) *block = jmg_engine_block(e, &p);
   return 1;
 }

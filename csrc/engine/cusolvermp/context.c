@@ -28,6 +28,7 @@
 #include "cuda/dtype.h"
 #include "cuda/handles.h"
 #include "engine/cusolvermp/mp.h"
+#include "layout/local.h"
 
 #define MP_MAX_GPUS 64
 
@@ -554,9 +555,10 @@ int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
  *   call, mp_begin: XLA's streams are not);
  * - syevd (through stedc): "the current implementation of the
  *   cusolverMpStedc may fail when the blocksize is not a power of two"
- *   (functions.html, cusolverMpSyevd): refused here, below.
+ *   (functions.html, cusolverMpSyevd): the engine picks its own blocks
+ *   there (mp_block, below).
  * What remains to refuse per problem is the library itself (not installed:
- * the message names the extra) and syevd's block size. */
+ * the message names the extra). */
 static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t why_len) {
   (void)e;
@@ -577,21 +579,28 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              "only");
     return 0;
   }
-  if (strcmp(p->op, "syevd") == 0 && (p->tile & (p->tile - 1)) != 0) {
-    snprintf(why, why_len,
-             "T_A=%lld is not a power of two: cusolverMpSyevd may fail with "
-             "such blocks (cuSOLVERMp docs, cusolverMpStedc); choose a power "
-             "of two",
-             (long long)p->tile);
-    return 0;
-  }
   return 1;
+}
+
+/* The blocks A is laid out in (engine.h, block): T_A, but for syevd, whose
+ * stedc "may fail when the blocksize is not a power of two": there the
+ * largest power of two at most T_A that divides the shard (so that no data
+ * moves between ranks, layout/local.h), on one GPU at most min(T_A, N).
+ * Any T_A runs; one whose shard has only small powers of two in it runs
+ * with small blocks, slowly: the Python layer's default T_A pads the
+ * shards to a multiple of a wide power of two instead (_shard.py,
+ * choose_geometry). lapack-local takes the same blocks (its ll_block). */
+static int64_t mp_block(const jmg_engine *e, const jmg_problem *p) {
+  (void)e;
+  if (strcmp(p->op, "syevd") != 0) return p->tile;
+  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
 const jmg_engine jmg_cusolvermp_engine = {
     .name = "cusolvermp",
     .model = JMG_MODEL_LOCAL,
     .supports = mp_supports,
+    .block = mp_block,
     .local =
         {
             .potrs = jmg_mp_potrs,
