@@ -99,14 +99,18 @@ def _rep(x: np.ndarray, mesh: Any) -> jax.Array:
 
 
 def run_op(op: str, a: np.ndarray, mesh: Any, T_A: int | None,
-           rng: np.random.Generator) -> tuple[int, dict[str, np.ndarray]]:
+           rng: np.random.Generator,
+           b: np.ndarray | None = None) -> tuple[int, dict[str, np.ndarray]]:
     """Runs op on a (rows sharded over the mesh's first axis) with
     return_status, and returns (status, every output by name). Nothing may
-    raise."""
+    raise. b: the right-hand sides of potrs and lu_solve (fresh random
+    ones, 3 columns, when None)."""
     n, dtype = a.shape[0], a.dtype
     spec = P(mesh.axis_names[0], None)
     A = _put(a, mesh, spec)
-    b = _rep(jt.make_rhs(rng, n, 3, dtype), mesh)
+    if b is None:
+        b = jt.make_rhs(rng, n, 3, dtype)
+    b = _rep(b, mesh)
     if op == "potrs":
         x, logdet, status = jaxmg.potrs(A, b, T_A, mesh=mesh, matrix_specs=spec,
                                         return_status=True, return_logdet=True)
