@@ -159,19 +159,20 @@ def _check_eigh(a, w, v, dtype):
 
 
 @needs_mp
-@pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize("T_A", [None, 1500, 96])
-def test_syevd_takes_any_t_a(request, k, T_A):
+@pytest.mark.parametrize("k,n,T_A", [(1, 3000, None), (1, 3000, 1500), (1, 3000, 96),
+                                     (2, 3000, None), (2, 600, 300), (2, 3000, 96)])
+def test_syevd_takes_any_t_a(request, k, n, T_A):
     """Issue 27: cusolverMpSyevd takes power-of-two blocks only, and the
-    engine picks its own (engine.h's block): N = 3000, T_A left out (one GPU:
-    3000 -> 1500, blocks of 1024; two: shards padded to 1536, tiles of 512),
-    1500 (two GPUs: blocks of 4, slow but right) and 96 (padded). Values and
-    vectors, values only."""
+    engine picks its own (engine.h's block). One GPU, N = 3000: T_A left out
+    (1500) and 1500 run in blocks of 1024, 96 (padded to 3072) in blocks of
+    64. Two GPUs: T_A left out pads the shards of 1500 to 1536 (tiles of
+    512); an explicit T_A = 300 for shards of 300 runs in blocks of 4
+    (slow, so N = 600); 96 pads to 1536, blocks of 512. Values and vectors,
+    values only."""
     if len(GPUS) < k:
         pytest.skip(f"needs {k} GPUs")
     rng = _rng(request)
     mesh = _mesh(k)
-    n = 3000
     a = jt.make_hermitian(rng, n, np.float64)
     w, v, status = jaxmg.syevd(_on(mesh, a), T_A, mesh, ROWS, return_status=True)
     jt.assert_status_ok(status)
