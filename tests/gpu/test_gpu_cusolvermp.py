@@ -167,7 +167,7 @@ def test_syevd_takes_any_t_a(request, k, n, T_A):
     (1500) and 1500 run in blocks of 1024, 96 (padded to 3072) in blocks of
     64. Two GPUs: T_A left out pads the shards of 1500 to 1536 (tiles of
     512); an explicit T_A = 300 for shards of 300 runs in blocks of 4
-    (slow, so N = 600); 96 pads to 1536, blocks of 512. Values and vectors,
+    (slow, so N = 600); 96 pads to 1536, blocks of 64. Values and vectors,
     values only."""
     if len(GPUS) < k:
         pytest.skip(f"needs {k} GPUs")
