@@ -547,8 +547,10 @@ int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
  * - potrf, potrs, syevd, gels: square blocks, MB_A = NB_A, and B (or Z)
  *   aligned with A, MB_B = MB_A, IB = IA (functions.html): the local
  *   layout has MB = NB = T_A, and every B here has A's MB; IA = JA = 1;
- * - potrs, getrs: one right-hand side per call ("Currently, this routine
- *   only supports NRHS=1"): the routines solve column by column;
+ * - potrs, getrs: 0.7's documentation said one right-hand side per call
+ *   ("Currently, this routine only supports NRHS=1"); 0.8.0's library
+ *   checks only NRHS >= 0 (mp.h, mp_rhs): right-hand sides go in chunks of
+ *   T_A columns, potri's n of them in one call;
  * - getrs: "Only CUBLAS_OP_N is currently supported": lu_solve's
  *   transposed solve factors Aᵀ (transpose.c);
  * - cusolverMpCreate: the stream cannot be the default stream (checked per
