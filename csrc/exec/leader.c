@@ -357,6 +357,7 @@ int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err) {
   int finite = 1;
   for (int d = 0; rc == 0 && finite && d < v.ndev; ++d)
     rc = jmg_shard_finite(v.mem, &v.group, d, v.io[d], &finite, err);
+  jmg_trace_mark("finite check");
   int info = 0;
   if (rc == 0 && !finite) {
     info = JMG_INFO_NONFINITE;

@@ -332,6 +332,7 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
                err);
   rc = jmg_local_agree(&v, rc, "the op's first step", err);
   if (rc == 0) rc = agree_finite(&v, &finite, err);
+  jmg_trace_mark("finite check");
 
   int info = 0;
   if (rc == 0 && !finite) {

@@ -77,6 +77,9 @@ int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
  * every rank whatever its rc, so that no rank waits. Returns rc where this
  * rank had failed; else the communicator's failure (its error in err), or 0. */
 static int mp_max(mp_call *c, int rc, int *v, jmg_error *err) {
+  /* One rank: its own value is the maximum, and no collective is needed
+   * (a device round trip and a wait each, six or more a call). */
+  if (c->a->ranks == 1) return rc;
   jmg_error mine;
   jmg_error_clear(&mine);
   int crc = c->a->comm_ops->max_int(c->a->comm, v, c->a->device_ctx, c->op,

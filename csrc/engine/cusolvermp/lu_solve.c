@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cusolvermp/mp.h"
 
@@ -106,6 +107,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);
+    jmg_trace_mark("engine start");
   }
 
   if (rc == 0 && transpose) {
@@ -127,11 +129,13 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     rc = mp_diag(&c, m, d_diag, h_diag, err);
     if (rc == 0) f = first_zero_pivot(&c, h_diag);
   }
+  jmg_trace_mark(transpose ? "transpose+getrf" : "getrf");
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
     mp_getrs_ctx g = {da, m, ipiv};
     rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpGetrs", solve_chunk, &g,
                       err);
+    jmg_trace_mark("getrs");
   }
   if (rc == 0) *info = f;
   mp_end(&c);

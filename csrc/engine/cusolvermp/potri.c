@@ -17,6 +17,7 @@
  * (n³). */
 #include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
 #include "engine/cusolvermp/mp.h"
@@ -54,6 +55,7 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);
+    jmg_trace_mark("engine start");
   }
 
   int f = 0;
@@ -65,6 +67,7 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
       s = api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1, 1, da,
                      c.type, c.d_work, c.d_bytes, c.h_work, c.h_bytes, d_info);
     rc = mp_agree_factor(&c, rc, s, d_info, "cusolverMpPotrf", &f, err);
+    jmg_trace_mark("potrf");
   }
   /* f > 0: not positive definite; A's content is unspecified (engine.h). */
   if (rc == 0 && f == 0) {
@@ -88,6 +91,7 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
                                  d_info),
                       &c, "cusolverMpPotrs", err);
       rc = mp_agree_info(&c, rc, d_info, "cusolverMpPotrs", &s, err);
+      jmg_trace_mark("laset+potrs");
       if (rc == 0 && s != 0)
         rc = jmg_error_set(err, JMG_ECUSOLVER, c.op, "cusolverMpPotrs",
                            "info %d after a successful factorization", s);
@@ -95,6 +99,7 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
     if (rc == 0) rc = mp_hermitian(&c, w, a->data, &st, err);
     if (rc == 0)
       rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);
+    jmg_trace_mark("hermitian");
   }
   if (rc == 0) *info = f;
   mp_end(&c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cusolvermp/mp.h"
 
@@ -73,6 +74,7 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);
+    jmg_trace_mark("engine start");
   }
 
   int f = 0;
@@ -84,6 +86,7 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
       st = api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1, 1, da,
                       c.type, c.d_work, c.d_bytes, c.h_work, c.h_bytes, d_info);
     rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpPotrf", &f, err);
+    jmg_trace_mark("potrf");
   }
   /* f > 0: not positive definite; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
@@ -91,6 +94,7 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     if (rc == 0)
       rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpPotrs", solve_chunk,
                         da, err);
+    jmg_trace_mark("potrs");
   }
   if (rc == 0) *info = f;
   mp_end(&c);
