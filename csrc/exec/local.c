@@ -318,7 +318,7 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
     jmg_local_regrid_free(&v.regrid);
     return rc != 0 ? rc : orc;
   }
-  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d (grid %d x %d, blocks %lld), "
+  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d (grid %d x %d), blocks %lld, "
                   "rank %d",
                   v.op, jmg_dtype_name(io->dtype), (long long)io->n,
                   (long long)io->tile, v.ranks, v.grid_rows,
