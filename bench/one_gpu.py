@@ -6,7 +6,7 @@ result checked (bench/measure.py).
                                    [--repeats 5] [--max-case-s 30]
                                    [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve]
                                    [--impls jax,jaxmg,jaxmg-cusolvermg,jaxmg-cusolvermp]
-                                   [--nrhs 1,16,256] [--no-trace]
+                                   [--nrhs 1,16,256] [--tile T] [--no-trace]
 
 Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
 float64 (jnp.linalg.eigh), eigenvalues only float64 (jaxmg.syevd(...,
@@ -18,7 +18,9 @@ JAXMG_ENGINE=cusolvermg (and, asked for with --impls, cusolvermp: it needs
 the cuda13 extra), side by side, T_A left out. potrs and lu_solve run once
 per number of right-hand sides in --nrhs (default 1). An engine that does
 not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd) is not measured:
-"skipped: no routine".
+"skipped: no routine". --tile gives jaxmg's calls that T_A (default: left
+out), e.g. to see how cuSOLVERMp's block size (T_A on one GPU, a power of
+two at most T_A for its syevd) changes its speed.
 
 Sizes go in increasing order for every case, so that the budget is spent on
 the small ones first. A measurement is skipped ("skipped: budget") when the
@@ -114,7 +116,8 @@ def _log(msg: str) -> None:
 
 def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int,
         max_case_s: float, ops: tuple[str, ...] = tuple(c[0] for c in CASES),
-        impls: tuple[str, ...] = DEFAULT_IMPLS, nrhs: tuple[int, ...] = (1,)) -> list[dict]:
+        impls: tuple[str, ...] = DEFAULT_IMPLS, nrhs: tuple[int, ...] = (1,),
+        tile: int | None = None) -> list[dict]:
     """Measures every case of ops at every size with every implementation of
     impls, potrs and lu_solve once per number of right-hand sides in nrhs
     (the budget and memory rules of the module docstring)."""
@@ -149,7 +152,7 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
                     if engine is None:
                         fn = measure.jax_fn(op)
                     else:
-                        fn = measure.jaxmg_fn(op, None, mesh)
+                        fn = measure.jaxmg_fn(op, tile, mesh)
                     try:
                         with measure.environ({"JAXMG_ENGINE": engine or None}):
                             m = measure.measure(op, dtype, n, mesh, fn, seed, repeats,
@@ -318,6 +321,8 @@ def main() -> None:
                    f"{','.join(DEFAULT_IMPLS)}; also jaxmg-cusolvermp)")
     p.add_argument("--nrhs", default="1",
                    help="right-hand sides of potrs and lu_solve, e.g. 1,16,256 (default 1)")
+    p.add_argument("--tile", type=int, default=0,
+                   help="T_A of jaxmg's calls (default 0: left out)")
     p.add_argument("--no-trace", action="store_true",
                    help="skip the JAXMG_TRACE lines at N = 1024")
     args = p.parse_args()
@@ -333,7 +338,7 @@ def main() -> None:
     if not args.no_trace:
         trace_small(args.outdir, impls=impls)
     rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s, ops, impls,
-               nrhs)
+               nrhs, args.tile or None)
     text = table(rows)
     (args.outdir / "table.txt").write_text(text)
     print(text)
