@@ -57,6 +57,8 @@
  *   minor of that order is not positive definite, or the eigensolver did not
  *   converge) and the routine returns 0. Only a failure of the machinery
  *   (memory, a driver call) is an error, which names the op.
+ * - A is finite: an A with a NaN or an Inf entry never reaches an engine
+ *   (exec/finite.h answers it, status JMG_INFO_NONFINITE, for all of them).
  * - A routine fails with JMG_ENOMEM only before it has written anything (it
  *   takes all its memory first), so that the ops layer can free memory of its
  *   own and call it again.
@@ -182,9 +184,8 @@ typedef struct jmg_leader_routines {
    *      u->ndev * u->local_cols of them.
    *   vt: NULL, or Vᴴ's first k rows (all cols with full): vt->n rows,
    *      cols columns (vt->local_cols = a->local_cols).
-   * *info: the solver's (> 0: it did not converge; LAPACK's -4: A has a
-   * NaN entry, which gesdd refuses; the ops layer fills every output with
-   * NaN for any nonzero info). */
+   * *info: the solver's (> 0: it did not converge; the ops layer fills
+   * every output with NaN for any nonzero info). */
   int (*gesvd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *s,
                const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                int *info, jmg_error *err);
