@@ -10,7 +10,8 @@ int jmg_shard_finite(const jmg_mem *m, const jmg_mem_group *g, int dev,
 int jmg_shard_nan_outputs(const jmg_mem *m, const jmg_mem_group *g, int dev,
                           const jmg_op_desc *op, const jmg_shard_io *io,
                           jmg_error *err) {
-  const jmg_dtype real = jmg_dtype_real_size(io->dtype) == 4 ? JMG_F32 : JMG_F64;
+  const jmg_dtype real =
+      jmg_dtype_real_size(io->dtype) == 4 ? JMG_F32 : JMG_F64;
   for (int i = 0; i < jmg_op_nbuffers(op); ++i) {
     const jmg_op_buf *b = jmg_op_buffer(op, i);
     if (!(b->dir & JMG_OUT) || b->elem == JMG_ELEM_INT32 ||
