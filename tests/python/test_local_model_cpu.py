@@ -380,3 +380,18 @@ def test_syevd_on_one_device_takes_any_t_a(cpu_devices, rng):
                                    return_status=True)
         jt.assert_status_ok(status)
         _eig_check(a, w, v, np.float64)
+
+
+@pytest.mark.parametrize("name", ["line4", "grid2x2", "grid4x1"])
+def test_syevd_blocks_other_than_t_a_on_every_grid(cpu_devices, rng, name):
+    """Blocks that differ from T_A through Π and the grid moves: N = 48 on 4
+    devices, shards of 12, T_A = 6 gives blocks of 4 (the largest power of
+    two at most 6 dividing 12). Values and vectors against NumPy."""
+    n, T_A = 48, 6
+    mesh, spec = layout(cpu_devices, name)
+    for dtype in (np.float64, np.complex64):
+        a = jt.make_hermitian(rng, n, dtype)
+        w, v, status = jaxmg.syevd(put(a, mesh, spec), T_A, mesh=mesh, matrix_specs=spec,
+                                   return_status=True)
+        jt.assert_status_ok(status)
+        _eig_check(a, w, v, dtype)
