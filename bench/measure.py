@@ -278,13 +278,14 @@ def runs_for(repeats: int, max_case_s: float, warm_s: float) -> int:
 
 def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], seed: int,
             repeats: int, max_case_s: float, log: Callable[[str], None],
-            trace: bool = False) -> Measured:
-    """Generates A (and b) on mesh, then times and checks fn(A, b); with
-    ``trace``, the warm-up call's JAXMG_TRACE lines go to Measured.trace."""
+            trace: bool = False, nrhs: int = 1) -> Measured:
+    """Generates A (and b, n x nrhs) on mesh, then times and checks fn(A, b);
+    with ``trace``, the warm-up call's JAXMG_TRACE lines go to
+    Measured.trace."""
     tol = cases.tolerance(dtype, n)
     key = jax.random.PRNGKey(seed)
     a = (inputs.general if op in ("lu_solve", "gesvd") else inputs.hpd)(n, dtype, mesh, seed)
-    b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, 1), dtype, mesh)
+    b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, nrhs), dtype, mesh)
          if op in ("potrs", "lu_solve") else jnp.zeros((), dtype))
     anorm = frobenius(a)
     t0 = time.perf_counter()

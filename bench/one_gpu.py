@@ -4,16 +4,23 @@ result checked (bench/measure.py).
 
     python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
-                                   [--ops potrs,syevd,eigvals,potri,gesvd]
-                                   [--impls jax,jaxmg,jaxmg-cusolvermg]
-                                   [--no-trace]
+                                   [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve]
+                                   [--impls jax,jaxmg,jaxmg-cusolvermg,jaxmg-cusolvermp]
+                                   [--nrhs 1,16,256] [--tile T] [--no-trace]
 
 Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
 float64 (jnp.linalg.eigh), eigenvalues only float64 (jaxmg.syevd(...,
-return_eigenvectors=False) against jnp.linalg.eigvalsh) and potri complex128
-(jnp.linalg.inv); N = 1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
+return_eigenvectors=False) against jnp.linalg.eigvalsh), potri complex128
+(jnp.linalg.inv), gesvd float64 (jnp.linalg.svd) and lu_solve float64
+(jnp.linalg.solve); N = 1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
 with its default engine (cuSOLVERDn on one GPU) and jaxmg with
-JAXMG_ENGINE=cusolvermg, side by side, T_A left out.
+JAXMG_ENGINE=cusolvermg (and, asked for with --impls, cusolvermp: it needs
+the cuda13 extra), side by side, T_A left out. potrs and lu_solve run once
+per number of right-hand sides in --nrhs (default 1). An engine that does
+not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd) is not measured:
+"skipped: no routine". --tile gives jaxmg's calls that T_A (default: left
+out), e.g. to see how cuSOLVERMp's block size (T_A on one GPU, a power of
+two at most T_A for its syevd) changes its speed.
 
 Sizes go in increasing order for every case, so that the budget is spent on
 the small ones first. A measurement is skipped ("skipped: budget") when the
@@ -50,17 +57,22 @@ import inputs  # noqa: E402
 import measure  # noqa: E402
 
 CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
-         ("potri", "complex128"), ("gesvd", "float64"))
+         ("potri", "complex128"), ("gesvd", "float64"), ("lu_solve", "float64"))
+# The ops whose b has right-hand sides (--nrhs).
+RHS_OPS = ("potrs", "lu_solve")
+# Engines without a routine for an op: not measured.
+NO_ROUTINE = {("cusolvermg", "gesvd"), ("cusolvermp", "gesvd")}
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
          ("jaxmg-cusolvermp", "cusolvermp"))
-# What runs unless --impls says otherwise (cuSOLVERMp needs the cuda13 extra).
+# What runs unless --impls says otherwise (cuSOLVERMp needs the cuda13 extra;
+# --impls jax,jaxmg,jaxmg-cusolvermp puts it beside JAX and the default).
 DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
 # Copies of A a case holds at once (A, its result, workspaces, the check's
 # probes and products), for the memory estimate (also bench/engines.py's).
 COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3, "lu_solve": 3, "gesvd": 6}
-FIELDS = ("op", "dtype", "n", "impl", "status", "median_s", "min_s", "max_s", "runs",
+FIELDS = ("op", "dtype", "n", "nrhs", "impl", "status", "median_s", "min_s", "max_s", "runs",
           "residual", "compile_s", "speed_vs_jax")
 
 
@@ -104,9 +116,11 @@ def _log(msg: str) -> None:
 
 def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int,
         max_case_s: float, ops: tuple[str, ...] = tuple(c[0] for c in CASES),
-        impls: tuple[str, ...] = DEFAULT_IMPLS) -> list[dict]:
+        impls: tuple[str, ...] = DEFAULT_IMPLS, nrhs: tuple[int, ...] = (1,),
+        tile: int | None = None) -> list[dict]:
     """Measures every case of ops at every size with every implementation of
-    impls (the budget and memory rules of the module docstring)."""
+    impls, potrs and lu_solve once per number of right-hand sides in nrhs
+    (the budget and memory rules of the module docstring)."""
     start = time.perf_counter()
     dev = jax.devices()[0]
     mesh = Mesh(np.array([dev]), (inputs.AXIS,))
@@ -117,28 +131,32 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
     rows: list[dict] = []
     times: dict = {}
     seed = 0
+    cases = [(op, dtype, k) for op, dtype in CASES if op in ops
+             for k in (nrhs if op in RHS_OPS else (1,))]
     for n in sizes:
-        for op, dtype in (c for c in CASES if c[0] in ops):
+        for op, dtype, k in cases:
             esize = np.dtype(dtype).itemsize
             need = COPIES[op] * n * n * esize
             jax_s = None
             for impl, engine in (i for i in IMPLS if i[0] in impls):
                 seed += 1
-                row = dict(op=op, dtype=dtype, n=n, impl=impl)
+                row = dict(op=op, dtype=dtype, n=n, nrhs=k, impl=impl)
                 left = budget_s - (time.perf_counter() - start)
-                guess = predict(times, (op, dtype, impl), n, repeats, max_case_s)
+                guess = predict(times, (op, dtype, k, impl), n, repeats, max_case_s)
                 skip = skip_reason(need, limit, left, guess)
-                if skip:
+                if (engine, op) in NO_ROUTINE:
+                    row["status"] = "skipped: no routine"
+                elif skip:
                     row["status"] = skip
                 else:
                     if engine is None:
                         fn = measure.jax_fn(op)
                     else:
-                        fn = measure.jaxmg_fn(op, None, mesh)
+                        fn = measure.jaxmg_fn(op, tile, mesh)
                     try:
                         with measure.environ({"JAXMG_ENGINE": engine or None}):
                             m = measure.measure(op, dtype, n, mesh, fn, seed, repeats,
-                                                max_case_s, _log)
+                                                max_case_s, _log, nrhs=k)
                     except Exception as e:  # noqa: BLE001  (a row, not a crash)
                         m = measure.Measured(status=f"error: {type(e).__name__}: "
                                              f"{str(e).splitlines()[0][:200]}")
@@ -146,7 +164,7 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
                                max_s=m.max_s, runs=m.runs, residual=m.residual,
                                compile_s=m.compile_s)
                     if m.median_s is not None:
-                        times[((op, dtype, impl), n)] = m.median_s
+                        times[((op, dtype, k, impl), n)] = m.median_s
                     if impl == "jax" and m.ok:
                         jax_s = m.median_s
                     if jax_s is not None and m.ok and m.median_s:
@@ -158,7 +176,8 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
     return rows
 
 
-def trace_small(out: pathlib.Path, n: int = 1024, calls: int = 3) -> None:
+def trace_small(out: pathlib.Path, n: int = 1024, calls: int = 3,
+                impls: tuple[str, ...] = DEFAULT_IMPLS) -> None:
     """Where a small call's time goes inside jaxmg: every op at N = n, with
     each engine, `calls` times after a warm-up, with JAXMG_TRACE=1 (one line
     per call from the C library's leader, on stderr, redirected to
@@ -172,14 +191,17 @@ def trace_small(out: pathlib.Path, n: int = 1024, calls: int = 3) -> None:
     with path.open("w") as f:
         os.dup2(f.fileno(), 2)
         try:
-            for _, engine in IMPLS[1:]:
+            for _, engine in (i for i in IMPLS[1:] if i[0] in impls):
                 for op, dtype in CASES:
+                    if (engine, op) in NO_ROUTINE:
+                        continue
                     if engine:
                         os.environ["JAXMG_ENGINE"] = engine
                     else:
                         os.environ.pop("JAXMG_ENGINE", None)
                     os.environ.pop("JAXMG_TRACE", None)
-                    a = inputs.hpd(n, dtype, mesh, 1)
+                    a = (inputs.general if op in ("lu_solve", "gesvd")
+                         else inputs.hpd)(n, dtype, mesh, 1)
                     b = jax.numpy.ones((n, 1), dtype)
                     fn = measure.jaxmg_fn(op, None, mesh)
                     jax.block_until_ready(fn(a, b))
@@ -206,9 +228,14 @@ def _fmt(v, spec: str) -> str:
 
 
 def _line(r: dict) -> str:
-    return (f"{r['op']:8s} {r['dtype']:10s} N={r['n']:6d} {r['impl']:17s} "
+    return (f"{_case(r):12s} {r['dtype']:10s} N={r['n']:6d} {r['impl']:17s} "
             f"{r['status'][:40]:40s} {_fmt(r.get('median_s'), '.4f'):>9s} s "
             f"x{_fmt(r.get('speed_vs_jax'), '.2f')}")
+
+
+def _case(r: dict) -> str:
+    """The op, with its right-hand sides where it has them: "potrs/16"."""
+    return f"{r['op']}/{r['nrhs']}" if r["op"] in RHS_OPS else r["op"]
 
 
 def write_csv(path: pathlib.Path, rows: list[dict],
@@ -224,16 +251,17 @@ def write_csv(path: pathlib.Path, rows: list[dict],
 def table(rows: list[dict]) -> str:
     """Seconds per implementation and jaxmg's speed against JAX (JAX's time
     over jaxmg's: > 1 is faster), one line per case and size."""
-    names = [impl for impl, _ in IMPLS]
-    head = f"{'op':8s} {'dtype':10s} {'N':>6s}  " + "  ".join(
+    names = [impl for impl, _ in IMPLS if any(r["impl"] == impl for r in rows)]
+    head = f"{'op/nrhs':12s} {'dtype':10s} {'N':>6s}  " + "  ".join(
         f"{name:>17s}" for name in names)
     lines = [head, "-" * len(head)]
-    by = {(r["op"], r["dtype"], r["n"], r["impl"]): r for r in rows}
-    for op, dtype in CASES:
+    by = {(_case(r), r["dtype"], r["n"], r["impl"]): r for r in rows}
+    order = list(dict.fromkeys((_case(r), r["dtype"]) for r in rows))
+    for case, dtype in order:
         for n in sorted({r["n"] for r in rows}):
             cells = []
             for name in names:
-                r = by.get((op, dtype, n, name))
+                r = by.get((case, dtype, n, name))
                 if r is None:
                     cells.append(f"{'':>17s}")
                 elif r["status"] != "ok":
@@ -242,7 +270,8 @@ def table(rows: list[dict]) -> str:
                     cells.append(f"{r['median_s']:>15.4f} s")
                 else:
                     cells.append(f"{r['median_s']:>8.4f} s x{r['speed_vs_jax']:5.2f}")
-            lines.append(f"{op:8s} {dtype:10s} {n:6d}  " + "  ".join(cells))
+            if any(c.strip() for c in cells):
+                lines.append(f"{case:12s} {dtype:10s} {n:6d}  " + "  ".join(cells))
     return "\n".join(lines) + "\n"
 
 
@@ -254,14 +283,18 @@ def plot(rows: list[dict], path: pathlib.Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, axes = plt.subplots(1, len(CASES), figsize=(4.5 * len(CASES), 4))
-    for ax, (op, dtype) in zip(axes, CASES):
+    panels = list(dict.fromkeys((_case(r), r["dtype"]) for r in rows))
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)
+    for ax, (case, dtype) in zip(axes[0], panels):
         for impl, _ in IMPLS:
             pts = sorted((r["n"], r["median_s"]) for r in rows
-                         if r["op"] == op and r["impl"] == impl and r["status"] == "ok")
+                         if _case(r) == case and r["dtype"] == dtype and r["impl"] == impl
+                         and r["status"] == "ok")
             if pts:
                 ax.loglog(*zip(*pts), marker="o", label=impl)
-        ax.set_title(f"{op} {dtype}, one GPU")
+        ax.set_title(f"{case} {dtype}, one GPU")
         ax.set_xlabel("N")
         ax.set_ylabel("seconds (median)")
         ax.grid(True, which="both", alpha=0.3)
@@ -286,6 +319,10 @@ def main() -> None:
     p.add_argument("--impls", default=",".join(DEFAULT_IMPLS),
                    help="the implementations to run (default: "
                    f"{','.join(DEFAULT_IMPLS)}; also jaxmg-cusolvermp)")
+    p.add_argument("--nrhs", default="1",
+                   help="right-hand sides of potrs and lu_solve, e.g. 1,16,256 (default 1)")
+    p.add_argument("--tile", type=int, default=0,
+                   help="T_A of jaxmg's calls (default 0: left out)")
     p.add_argument("--no-trace", action="store_true",
                    help="skip the JAXMG_TRACE lines at N = 1024")
     args = p.parse_args()
@@ -297,9 +334,11 @@ def main() -> None:
             p.error(f"{name}: unknown {bad} (known: {known})")
     args.outdir.mkdir(parents=True, exist_ok=True)
     sizes = tuple(int(s) for s in args.sizes.split(",") if s)
+    nrhs = tuple(int(k) for k in args.nrhs.split(",") if k)
     if not args.no_trace:
-        trace_small(args.outdir)
-    rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s, ops, impls)
+        trace_small(args.outdir, impls=impls)
+    rows = run(args.outdir, args.budget_s, sizes, args.repeats, args.max_case_s, ops, impls,
+               nrhs, args.tile or None)
     text = table(rows)
     (args.outdir / "table.txt").write_text(text)
     print(text)

@@ -7,7 +7,16 @@
  * own error string.
  *
  * Numerical failure (a matrix that is not positive definite) is not an error:
- * it is data (the solver's info) returned to the user as a status. */
+ * it is data (the solver's info) returned to the user as a status, with NaN
+ * outputs. The statuses, the same on every engine:
+ *   0                   success;
+ *   k > 0               the solver's info, LAPACK's convention (potrs,
+ *                       potri: the leading minor of order k is not
+ *                       positive definite; lu_solve: U(k, k) is exactly
+ *                       zero, the first such pivot; syevd, gesvd: the
+ *                       solver did not converge);
+ *   JMG_INFO_NONFINITE  A has a NaN or an Inf entry (anywhere, in any
+ *                       triangle): no solver ran (exec/finite.h). */
 #ifndef JMG_COMMON_ERROR_H
 #define JMG_COMMON_ERROR_H
 
@@ -32,6 +41,9 @@ typedef enum {
   JMG_STATUS_TABLE(JMG_STATUS_ENUM)
 #undef JMG_STATUS_ENUM
 } jmg_status;
+
+/* The status of a call whose A has a NaN or an Inf entry. */
+#define JMG_INFO_NONFINITE (-1)
 
 #define JMG_ERROR_OP_LEN 32
 #define JMG_ERROR_CALL_LEN 64

@@ -140,3 +140,41 @@ cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,
     }
   }
 }
+
+cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int64_t m, int64_t n,
+                               const void *A, int64_t lda, const void *x,
+                               void *y) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0),
+                        zero = jmg_cuda_scalar_of(t, 0.0);
+  switch (t) {
+    case JMG_F32:
+      return cublasSgemv_64(h, op, m, n, &one.s, A, lda, x, 1, &zero.s, y, 1);
+    case JMG_F64:
+      return cublasDgemv_64(h, op, m, n, &one.d, A, lda, x, 1, &zero.d, y, 1);
+    case JMG_C64:
+      return cublasCgemv_64(h, op, m, n, &one.c, A, lda, x, 1, &zero.c, y, 1);
+    default:
+      return cublasZgemv_64(h, op, m, n, &one.z, A, lda, x, 1, &zero.z, y, 1);
+  }
+}
+
+cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
+                               const void *x, double *result) {
+  float r = 0.0f;
+  cublasStatus_t st;
+  switch (t) {
+    case JMG_F32:
+      st = cublasSasum_64(h, n, x, 1, &r);
+      break;
+    case JMG_F64:
+      return cublasDasum_64(h, n, x, 1, result);
+    case JMG_C64:
+      st = cublasScasum_64(h, n, x, 1, &r);
+      break;
+    default:
+      return cublasDzasum_64(h, n, x, 1, result);
+  }
+  *result = (double)r;
+  return st;
+}

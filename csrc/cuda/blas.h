@@ -53,4 +53,15 @@ cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,
                                   const void *A, int64_t lda, double beta,
                                   void *C, int64_t ldc);
 
+/* y = op(A) x (alpha 1, beta 0: y is not read), A m x n, 64-bit sizes. */
+cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
+                               cublasOperation_t op, int64_t m, int64_t n,
+                               const void *A, int64_t lda, const void *x,
+                               void *y);
+
+/* The sum of |Re x_i| + |Im x_i| over n elements (cublas<t>asum), as a
+ * double on the host (the handle's pointer mode must be host). */
+cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
+                               const void *x, double *result);
+
 #endif

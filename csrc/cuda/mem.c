@@ -3,10 +3,13 @@
  * streams of their own, XLA's allocator, NaN fills by memset. Participants'
  * device contexts are jmg_cuda_device (cuda/device.h). */
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdlib.h>
 
+#include "cuda/blas.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
+#include "cuda/handles.h"
 #include "mem/mem.h"
 
 static const jmg_cuda_device *dev_of(const jmg_mem_group *g, int d) {
@@ -154,6 +157,61 @@ static int cuda_fill_nan(const jmg_mem_group *g, int dev, void *ptr,
   return rc;
 }
 
+/* No kernel of our own: cuBLAS reads the block once. y = Aᵀ z with z = 0
+ * gives y_j = sum_i A_ij * 0, which is 0 where column j is finite and NaN
+ * where it holds a NaN or an Inf (0 * Inf is NaN); the sum of |y_j| is then
+ * 0 or NaN. Nothing can overflow, as a sum of the entries could. op T,
+ * whose reference loop multiplies every entry (op N's may skip a zero x_j).
+ * z and y come from the participant's allocator; this GPU's cuBLAS handle
+ * from cuda/handles.h. */
+static int cuda_all_finite(const jmg_mem_group *g, int dev, const void *ptr,
+                           int64_t rows, int64_t cols, int64_t ld,
+                           jmg_dtype dtype, int *finite, jmg_error *err) {
+  *finite = 1;
+  if (rows == 0 || cols == 0) return 0;
+  const size_t elem = jmg_dtype_size(dtype);
+  const size_t bytes = (size_t)(rows + cols) * elem;
+  void *z = NULL;
+  jmg_cuda_handles *h = NULL;
+  int saved = -1;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, dev)->device), NULL, err);
+  if (rc == 0) rc = cuda_alloc(g, dev, bytes, &z, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(
+        cudaMemsetAsync(z, 0, (size_t)rows * elem, stream_of(g, dev)), NULL,
+        err);
+  if (rc == 0)
+    rc = jmg_cuda_handles_acquire(&g->device_ctx[dev], 1, "cuBLAS", &h, err);
+  double sum = 0.0;
+  if (rc == 0) {
+    cublasHandle_t b = h->blas[0];
+    void *y = (char *)z + (size_t)rows * elem;
+    rc = JMG_CUBLAS_TRY(cublasSetStream(b, stream_of(g, dev)), NULL, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST),
+                          NULL, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(jmg_cublas_gemv(b, dtype, CUBLAS_OP_T, rows, cols,
+                                          ptr, ld, z, y),
+                          NULL, err);
+    /* A host result: cuBLAS waits for it. */
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(jmg_cublas_asum(b, dtype, cols, y, &sum), NULL, err);
+  }
+  if (h != NULL) jmg_cuda_handles_release(h);
+  if (z != NULL) {
+    jmg_error ignored;
+    JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, dev)), NULL,
+                 rc == 0 ? err : &ignored);
+    cuda_release(g, dev, z, bytes);
+  }
+  if (saved >= 0) cudaSetDevice(saved);
+  if (rc == 0) *finite = isfinite(sum) ? 1 : 0;
+  return rc;
+}
+
 static int cuda_sync(const jmg_mem_group *g, jmg_error *err) {
   for (int d = 0; d < g->n; ++d) {
     int rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, d)), NULL, err);
@@ -172,6 +230,7 @@ static const jmg_mem g_cuda_mem = {
     .alloc = cuda_alloc,
     .release = cuda_release,
     .fill_nan = cuda_fill_nan,
+    .all_finite = cuda_all_finite,
     .sync = cuda_sync,
 };
 

@@ -57,6 +57,8 @@
  *   minor of that order is not positive definite, or the eigensolver did not
  *   converge) and the routine returns 0. Only a failure of the machinery
  *   (memory, a driver call) is an error, which names the op.
+ * - A is finite: an A with a NaN or an Inf entry never reaches an engine
+ *   (exec/finite.h answers it, status JMG_INFO_NONFINITE, for all of them).
  * - A routine fails with JMG_ENOMEM only before it has written anything (it
  *   takes all its memory first), so that the ops layer can free memory of its
  *   own and call it again.
@@ -187,9 +189,8 @@ typedef struct jmg_leader_routines {
    *      u->ndev * u->local_cols of them.
    *   vt: NULL, or Vᴴ's first k rows (all cols with full): vt->n rows,
    *      cols columns (vt->local_cols = a->local_cols).
-   * *info: the solver's (> 0: it did not converge; LAPACK's -4: A has a
-   * NaN entry, which gesdd refuses; the ops layer fills every output with
-   * NaN for any nonzero info). */
+   * *info: the solver's (> 0: it did not converge; the ops layer fills
+   * every output with NaN for any nonzero info). */
   int (*gesvd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *s,
                const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                int *info, jmg_error *err);
@@ -244,6 +245,16 @@ typedef struct jmg_engine {
    * engine cannot tell ahead of a call. */
   int (*workspace)(const struct jmg_engine *e, const jmg_problem *p,
                    const jmg_workspace_query *q, size_t *bytes, jmg_error *err);
+  /* JMG_MODEL_LOCAL only: the block size (MB = NB) the engine's layout
+   * takes for problem p, where the library cannot run p->tile (T_A) itself
+   * (cusolverMpSyevd: powers of two). The executor (exec/local.c) lays A
+   * out in these blocks instead of T_A: on several ranks the block must
+   * divide the shard p->n / p->nparts (so that every rank's shard stays
+   * where it lies, layout/local.h); on one rank, which holds the whole
+   * matrix, any block from 1 to n. NULL: T_A. What T_A the engine is given
+   * is then its own business: `supports` refuses a T_A only where no
+   * block serves it. */
+  int64_t (*block)(const struct jmg_engine *e, const jmg_problem *p);
   /* One routine per op; NULL where the engine lacks it. An engine fills the
    * set of its model and leaves the other empty. */
   jmg_leader_routines leader;
@@ -252,6 +263,9 @@ typedef struct jmg_engine {
 
 /* Whether e has a routine for op (in its model's set). */
 int jmg_engine_has(const jmg_engine *e, const char *op);
+
+/* The block size e lays A out in for p (its `block`, else p->tile). */
+int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p);
 
 /* Chooses the engine of one call by the rule above. engines: the platform's,
  * in order of preference, NULL-terminated. cfg: the settings read for this
@@ -267,10 +281,13 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
  * problem by names (op "potrs"..., dtype "float64"...), the settings read
  * now. Returns 1 and the chosen engine's name in out, 0 and the error's
  * message (naming every reason) in out, or -1 for an unknown op or dtype.
- * out is always NUL-terminated when len > 0. */
+ * out is always NUL-terminated when len > 0. block (NULL: not wanted)
+ * receives the block size the chosen engine lays A out in
+ * (jmg_engine_block), or 0 where none was chosen: the Python layer's
+ * default T_A pads to a wider block where the engine's would be narrow. */
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
                      int nparts, int nodes, const char *dtype, int64_t n,
-                     int64_t tile, char *out, size_t len);
+                     int64_t tile, char *out, size_t len, int64_t *block);
 
 /* The workspace a call would take (engine's `workspace`), asked ahead of it
  * by the Python layer (jaxmg.memory_estimate): the engine jmg_engine_check

@@ -101,6 +101,10 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                        used ? reasons : "no engines");
 }
 
+int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {
+  return e->block != NULL ? e->block(e, p) : p->tile;
+}
+
 /* The problem named by op and dtype, and the engine jmg_engine_select
  * chooses for it with the settings of now. Returns 1 (*chosen set), 0 (no
  * engine: why in out) or -1 (unknown op or dtype: out says so). */
@@ -142,11 +146,15 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
 
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
                      int nparts, int nodes, const char *dtype, int64_t n,
-                     int64_t tile, char *out, size_t len) {
+                     int64_t tile, char *out, size_t len, int64_t *block) {
+  if (block != NULL) *block = 0;
   jmg_problem p;
   const jmg_engine *e = NULL;
   int rc = check(engines, op, nparts, nodes, dtype, n, tile, &p, &e, out, len);
-  if (rc == 1) snprintf(out, len, "%s", e->name);
+  if (rc == 1) {
+    snprintf(out, len, "%s", e->name);
+    if (block != NULL) *block = jmg_engine_block(e, &p);
+  }
   return rc;
 }
 

@@ -3,6 +3,7 @@
 
 #include "common/config.h"
 #include "common/trace.h"
+#include "exec/finite.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,8 +352,23 @@ int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err) {
   jmg_leader_view v;
   int rc = view_init(&v, call, posts, nparts, err);
   if (rc != 0) return rc;
+  /* A with a NaN or an Inf entry on any shard: no solver, NaN outputs
+   * (exec/finite.h). */
+  int finite = 1;
+  for (int d = 0; rc == 0 && finite && d < v.ndev; ++d)
+    rc = jmg_shard_finite(v.mem, &v.group, d, v.io[d], &finite, err);
+  jmg_trace_mark("finite check");
   int info = 0;
-  rc = call->op->leader(&v, &info, err);
+  if (rc == 0 && !finite) {
+    info = JMG_INFO_NONFINITE;
+    for (int d = 0; rc == 0 && d < v.ndev; ++d)
+      rc = jmg_shard_nan_outputs(v.mem, &v.group, d, v.desc, v.io[d], err);
+    jmg_trace_mark("A not finite: no solver");
+  } else if (rc == 0) {
+    rc = call->op->leader(&v, &info, err);
+  }
+  if (rc != 0 && err->op[0] == '\0')
+    snprintf(err->op, sizeof err->op, "%s", v.op);
   if (rc == 0) rc = finish(&v, info, err);
   view_free(&v);
   return rc;

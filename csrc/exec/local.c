@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/trace.h"
+#include "exec/finite.h"
 
 /* Names the op in an error that a lower layer left without one. */
 static int named(const jmg_local_view *v, int rc, jmg_error *err) {
@@ -247,6 +248,17 @@ int jmg_local_abort(jmg_op_call *call, jmg_error *err) {
   return -(int)err->code;
 }
 
+/* Every rank's *finite made 0 where any rank's is (after an agreement:
+ * every rank takes part). */
+static int agree_finite(jmg_local_view *v, int *finite, jmg_error *err) {
+  if (v->ranks == 1) return 0;
+  int bad = !*finite;
+  int rc = v->comm_ops->max_int(v->comm, &bad, v->device_ctx, v->op, err);
+  if (rc != 0) return named(v, rc, err);
+  *finite = !bad;
+  return 0;
+}
+
 int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   const jmg_op_desc *desc = call->op;
   jmg_local_view v;
@@ -272,11 +284,31 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
     rc = jmg_error_set(err, JMG_EUNSUPPORTED, v.op, "local model",
                        "the op has no steps in the local model (engine %s)",
                        v.engine->name);
+  /* The engine's blocks (engine.h, block): T_A, unless its library cannot
+   * take T_A. Π and the grid are planned in them; on one rank Π is the
+   * identity and the block any (the engine holds the whole matrix). */
+  const jmg_problem problem = {.op = v.op,
+                               .nparts = v.ranks,
+                               .nodes = 1,
+                               .dtype = io->dtype,
+                               .n = io->n,
+                               .tile = io->tile};
+  const int64_t block = v.engine != NULL && rc == 0
+                            ? jmg_engine_block(v.engine, &problem)
+                            : io->tile;
+  const int64_t layout_tile = v.ranks == 1 ? io->n : block;
+  if (rc == 0 && (block < 1 || block > io->n ||
+                  (v.ranks > 1 && (io->n / v.ranks) % block != 0)))
+    rc = jmg_error_set(err, JMG_EINTERNAL, v.op, "layout",
+                       "engine %s chose blocks of %lld for N=%lld on %d ranks "
+                       "(T_A=%lld): they must divide the shard",
+                       v.engine->name, (long long)block, (long long)io->n,
+                       v.ranks, (long long)io->tile);
   if (rc == 0)
-    rc = jmg_local_perm_init(&v.perm, io->n, v.ranks, io->tile, v.op, err);
+    rc = jmg_local_perm_init(&v.perm, io->n, v.ranks, layout_tile, v.op, err);
   v.grid_rows = call->grid_rows > 1 ? call->grid_rows : 1;
   if (rc == 0)
-    rc = jmg_local_regrid_init(&v.regrid, io->n, io->tile, v.ranks,
+    rc = jmg_local_regrid_init(&v.regrid, io->n, layout_tile, v.ranks,
                                v.grid_rows, v.rank, v.op, err);
   jmg_error open_err;
   int orc = open_comm(call, io->device_ctx, &v.comm,
@@ -286,21 +318,35 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
     jmg_local_regrid_free(&v.regrid);
     return rc != 0 ? rc : orc;
   }
-  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d (grid %d x %d), rank %d",
+  jmg_trace_begin("%s %s N=%lld T_A=%lld on %d (grid %d x %d), blocks %lld, "
+                  "rank %d",
                   v.op, jmg_dtype_name(io->dtype), (long long)io->n,
                   (long long)io->tile, v.ranks, v.grid_rows,
-                  v.ranks / v.grid_rows, v.rank);
+                  v.ranks / v.grid_rows, (long long)block, v.rank);
   jmg_trace_engine(v.engine->name);
+  /* A with a NaN or an Inf entry on any rank: no solver on any, NaN
+   * outputs on every one (exec/finite.h). */
+  int finite = 1;
+  if (rc == 0)
+    rc = named(&v, jmg_shard_finite(v.mem, &v.group, 0, io, &finite, err),
+               err);
   rc = jmg_local_agree(&v, rc, "the op's first step", err);
+  if (rc == 0) rc = agree_finite(&v, &finite, err);
+  jmg_trace_mark("finite check");
 
   int info = 0;
-  if (rc == 0) {
+  if (rc == 0 && !finite) {
+    info = JMG_INFO_NONFINITE;
+    rc = named(&v, jmg_shard_nan_outputs(v.mem, &v.group, 0, desc, io, err),
+               err);
+    jmg_trace_mark("A not finite: no solver");
+  } else if (rc == 0) {
     v.a.rank = v.rank;
     v.a.ranks = v.ranks;
     v.a.comm_ops = v.comm_ops;
     v.a.comm = v.comm;
     v.a.n = io->n;
-    v.a.mb = v.a.nb = io->tile;
+    v.a.mb = v.a.nb = block;
     v.a.dtype = io->dtype;
     v.a.data = io->a;
     v.a.device_ctx = io->device_ctx;

@@ -30,19 +30,20 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
     return jmg_ffi_handle(frame, platform, op);                 \
   }
 
-/* Defines the exported `int symbol(op, nparts, dtype, n, tile, out, len)`:
+/* Defines the exported
+ * `int symbol(op, nparts, nodes, dtype, n, tile, out, len, block)`:
  * jmg_engine_check over platform's engines (engine/engine.h), for the
  * Python layer, through ctypes; and `symbol_workspace(..., nrhs,
  * want_vectors, bytes, out, len)`: jmg_engine_workspace. */
 #define JMG_FFI_EXPORT_ENGINE_CHECK(symbol, platform)                          \
   __attribute__((visibility("default"))) int symbol(                           \
       const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \
-      int64_t tile, char *out, size_t len);                                    \
+      int64_t tile, char *out, size_t len, int64_t *block);                    \
   __attribute__((visibility("default"))) int symbol(                           \
       const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \
-      int64_t tile, char *out, size_t len) {                                   \
+      int64_t tile, char *out, size_t len, int64_t *block) {                   \
     return jmg_engine_check((platform)->engines, op, nparts, nodes, dtype, n,  \
-                            tile, out, len);                                   \
+                            tile, out, len, block);                            \
   }                                                                            \
   __attribute__((visibility("default"))) int symbol##_workspace(               \
       const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \

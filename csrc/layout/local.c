@@ -16,6 +16,14 @@ int64_t jmg_bc_count(int64_t n, int64_t b, int proc, int p) {
   return count;
 }
 
+int64_t jmg_local_pow2_block(int64_t n, int ranks, int64_t tile) {
+  int64_t cap = tile < n ? tile : n;
+  const int64_t shard = ranks > 0 ? n / ranks : n;
+  int64_t b = 1;
+  while (b <= cap / 2 && (ranks == 1 || shard % (2 * b) == 0)) b *= 2;
+  return b;
+}
+
 int jmg_local_perm_init(jmg_local_perm *p, int64_t n, int ranks, int64_t tile,
                         const char *op, jmg_error *err) {
   memset(p, 0, sizeof *p);

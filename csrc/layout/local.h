@@ -54,6 +54,13 @@ static inline int64_t jmg_bc_global(int64_t l, int64_t b, int proc, int p) {
 /* How many of n indices process proc holds (numroc with source 0). */
 int64_t jmg_bc_count(int64_t n, int64_t b, int proc, int p);
 
+/* The largest power of two that is at most tile and divides the shard
+ * n / ranks (on one rank, which holds the whole matrix in any blocks: the
+ * largest power of two at most min(tile, n)); at least 1. The blocks of an
+ * engine that takes powers of two only (cusolverMpSyevd), for a layout
+ * that keeps every rank's shard where it lies. */
+int64_t jmg_local_pow2_block(int64_t n, int ranks, int64_t tile);
+
 /* ---- the permutation Π ----------------------------------------------- */
 
 typedef struct jmg_local_perm {

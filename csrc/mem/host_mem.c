@@ -80,6 +80,26 @@ static int host_fill_nan(const jmg_mem_group *g, int dev, void *ptr,
   return 0;
 }
 
+static int host_all_finite(const jmg_mem_group *g, int dev, const void *ptr,
+                           int64_t rows, int64_t cols, int64_t ld,
+                           jmg_dtype dtype, int *finite, jmg_error *err) {
+  (void)g, (void)dev, (void)err;
+  const int64_t w = jmg_dtype_is_complex(dtype) ? 2 : 1; /* reals a value */
+  *finite = 1;
+  for (int64_t j = 0; j < cols && *finite; ++j)
+    for (int64_t i = 0; i < rows * w; ++i) {
+      const int64_t k = j * ld * w + i;
+      const double x = jmg_dtype_real_size(dtype) == 4
+                           ? (double)((const float *)ptr)[k]
+                           : ((const double *)ptr)[k];
+      if (!isfinite(x)) {
+        *finite = 0;
+        break;
+      }
+    }
+  return 0;
+}
+
 static int host_sync(const jmg_mem_group *g, jmg_error *err) {
   (void)g, (void)err;
   return 0;
@@ -95,6 +115,7 @@ static const jmg_mem g_host_mem = {
     .alloc = host_alloc,
     .release = host_release,
     .fill_nan = host_fill_nan,
+    .all_finite = host_all_finite,
     .sync = host_sync,
 };
 

@@ -19,6 +19,7 @@
 #define JMG_MEM_MEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/dtype.h"
 #include "common/error.h"
@@ -67,6 +68,13 @@ typedef struct jmg_mem {
   /* Fills count elements of a dtype buffer on participant dev with NaN. */
   int (*fill_nan)(const jmg_mem_group *g, int dev, void *ptr, size_t count,
                   jmg_dtype dtype, jmg_error *err);
+  /* Whether every element of a rows x cols column-major block (leading
+   * dimension ld >= rows) on participant dev is finite (no NaN, no Inf, in
+   * the real or the imaginary part): *finite 1 or 0, known when it returns
+   * (it waits for dev's queue). */
+  int (*all_finite)(const jmg_mem_group *g, int dev, const void *ptr,
+                    int64_t rows, int64_t cols, int64_t ld, jmg_dtype dtype,
+                    int *finite, jmg_error *err);
   /* Waits until everything issued so far on every participant has finished. */
   int (*sync)(const jmg_mem_group *g, jmg_error *err);
 } jmg_mem;

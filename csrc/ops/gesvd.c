@@ -28,9 +28,9 @@
  *        want_vh, full_matrices (these three optional bools, absent: 0;
  *        optional so that the handler reads them before it counts the
  *        frame's results).
- * A decomposition that fails (info > 0: the solver did not converge; on
- * CPU -4 too, LAPACK's gesdd's word for an A with a NaN entry) gives that
- * info as status and NaN in S, U and Vh, no error. */
+ * A decomposition that fails (info > 0: the solver did not converge) gives
+ * that info as status and NaN in S, U and Vh, no error; an A with a NaN or
+ * an Inf entry never reaches the engine (exec/finite.h: status -1). */
 #include <stddef.h>
 #include <stdlib.h>
 

@@ -247,32 +247,35 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
   char keep[64] = "";
   if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
   unsetenv("JAXMG_ENGINE");
+  int64_t block = -1;
   CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 64, out,
-                            sizeof out),
+                            sizeof out, &block),
            1);
   CHECK_CONTAINS(out, "dn");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 64, 16,
-                            out, sizeof out),
+  CHECK_EQ(block, 64); /* an engine without `block` lays A out in T_A */
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 64, 16, out,
+                            sizeof out, &block),
            0);
+  CHECK_EQ(block, 0); /* none chosen */
   CHECK_CONTAINS(out, "T_A=16 > 8");
   CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 64, 8, out,
-                            sizeof out),
+                            sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "has no potri");
   CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 64, 8, out,
-                            sizeof out),
+                            sizeof out, NULL),
            -1);
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 64, 8, out,
-                            sizeof out),
-           -1);
+  CHECK_EQ(
+      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 64, 8, out, sizeof out, NULL),
+      -1);
   /* JAXMG_ENGINE is read at the check, as at the call. */
   setenv("JAXMG_ENGINE", "narrow", 1);
   CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 16, out,
-                            sizeof out),
+                            sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "JAXMG_ENGINE");
   CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 8, out,
-                            sizeof out),
+                            sizeof out, NULL),
            1);
   CHECK_CONTAINS(out, "narrow");
   if (saved != NULL)
@@ -494,21 +497,21 @@ TEST(engine_check_names_the_gather_engine_where_it_runs) {
   if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
   unsetenv("JAXMG_ENGINE");
   CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 8192, 8,
-                            out, sizeof out),
+                            out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
   CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 16384, 8,
-                            out, sizeof out),
+                            out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   /* complex: a smaller size (a guess, thresholds.c). */
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 8192, 8,
-                            out, sizeof out),
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 8192,
+                            8, out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   setenv("JAXMG_ENGINE", "gather", 1);
   CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 16384, 8,
-                            out, sizeof out),
+                            out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
   if (saved != NULL)

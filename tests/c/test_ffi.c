@@ -1440,6 +1440,45 @@ TEST(ffi_potrs_not_positive_definite_gives_status_and_nan) {
   if (bad >= 0) TEST_FAIL_AT("shard %d: %s", bad, what);
 }
 
+TEST(ffi_potrs_nonfinite_a_gives_status_minus_one_and_nan) {
+  bound_rendezvous();
+  register_reference_lapack();
+  enum { P = 4, N = 12, NRHS = 2 };
+  /* A NaN, then an Inf, in a strict triangle of a positive definite A (the
+   * solver would read one triangle only: the check reads all of A). */
+  const double bad_values[2] = {NAN, -INFINITY};
+  const int where[2] = {7 * N + 1, 2 * N + 10};
+  char what[1200] = "";
+  for (int t = 0; t < 2 && !what[0]; ++t) {
+    double *A = spd_matrix(N);
+    A[where[t]] = bad_values[t];
+    double B[NRHS * N];
+    for (int i = 0; i < NRHS * N; ++i) B[i] = 1.0;
+    shard_call *s =
+        make_shard_calls(P, N, 1, 408 + t, fresh_run_id(), A, B, NRHS);
+    run_shard_calls(s, P);
+    for (int d = 0; d < P && !what[0]; ++d) {
+      if (s[d].call.result.is_error)
+        snprintf(what, sizeof what, "case %d, shard %d: error %s", t, d,
+                 s[d].call.result.msg);
+      else if (s[d].status != JMG_INFO_NONFINITE)
+        snprintf(what, sizeof what, "case %d, shard %d: status %d, expected %d",
+                 t, d, (int)s[d].status, JMG_INFO_NONFINITE);
+      for (int i = 0; i < NRHS * N && !what[0]; ++i)
+        if (!isnan(s[d].x[i]))
+          snprintf(what, sizeof what, "case %d, shard %d: x[%d] = %g", t, d, i,
+                   s[d].x[i]);
+      for (int i = 0; i < N * N / P && !what[0]; ++i)
+        if (!isnan(s[d].a[i]))
+          snprintf(what, sizeof what, "case %d, shard %d: a[%d] = %g", t, d, i,
+                   s[d].a[i]);
+    }
+    free_shard_calls(s, P);
+    free(A);
+  }
+  if (what[0]) TEST_FAIL_AT("%s", what);
+}
+
 /* Runs a potri over nparts threads; checks that every shard gets back its
  * own rows of inv(A), in A's own layout, both triangles. Asserts. */
 static void check_potri(int nparts, int64_t n, int64_t tile, int64_t mesh_id) {

@@ -416,3 +416,26 @@ TEST(host_mem_copy2d_copies_pitched_rows) {
     for (int r = 0; r < 4; ++r)
       CHECK(dst[r + 4 * c] == (r >= 2 ? src[r - 1 + 5 * c] : -1));
 }
+
+/* The power-of-two blocks (cusolverMpSyevd's): the largest power of two at
+ * most T_A dividing the shard; on one rank any, at most min(T_A, n). Checked
+ * against a direct search. */
+TEST(local_layout_pow2_block_divides_the_shard) {
+  static const int64_t ns[] = {1, 7, 16, 24, 3000, 4096, 6000, 12288};
+  static const int ranks[] = {1, 2, 3, 4};
+  static const int64_t tiles[] = {1, 3, 64, 750, 1024, 1500, 2048, 4096};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; ++i)
+    for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; ++r)
+      for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; ++t) {
+        const int64_t n = ns[i], tile = tiles[t];
+        const int P = ranks[r];
+        if (n % P != 0) continue;
+        int64_t want = 1;
+        for (int64_t b = 1; b <= tile && b <= n; b *= 2)
+          if (P == 1 || (n / P) % b == 0) want = b;
+        CHECK_EQ(jmg_local_pow2_block(n, P, tile), want);
+      }
+  CHECK_EQ(jmg_local_pow2_block(3000, 1, 1500), 1024);
+  CHECK_EQ(jmg_local_pow2_block(3000, 2, 1500), 4);
+  CHECK_EQ(jmg_local_pow2_block(6144, 2, 3072), 1024);
+}

@@ -3,7 +3,10 @@ JAXMG_ENGINE=cusolvermp: every op and dtype on one GPU (a 1 x 1 grid)
 against float64 NumPy references by residuals (eigenvectors by
 ||A V - V diag(w)|| and orthogonality, never elementwise), on fresh random
 inputs; status and NaN on a matrix that is not positive definite and on a
-singular one; jit, grad and vmap through the engine; JAXMG_TRACE naming the
+singular one (the first zero pivot, read off U's diagonal); any T_A
+(syevd's power-of-two blocks chosen by the engine); right-hand sides in
+chunks, every column checked; jit, grad and vmap through the engine;
+JAXMG_TRACE naming the
 engine; the error that names the extra when libcusolverMp is missing (a
 subprocess with JAXMG_CUSOLVERMP_LIB pointing nowhere). Written now and
 skipped below 2 / 4 GPUs: one process driving 2 and 4 GPUs, and one process
@@ -143,6 +146,91 @@ def test_syevd_values_and_vectors(request, dtype, n, T_A):
                                  return_status=True)
     jt.assert_status_ok(status)
     assert np.abs(np.asarray(w_only, np.float64) - want).max() < jt.tol(dtype, n) * scale
+
+
+def _check_eigh(a, w, v, dtype):
+    n = a.shape[0]
+    want = np.linalg.eigvalsh(jt.to_ref(a))
+    scale = max(np.abs(want).max(), 1.0)
+    assert np.abs(np.asarray(w, np.float64) - want).max() < jt.tol(dtype, n) * scale
+    if v is not None:
+        assert jt.eig_residual(a, w, v) < jt.tol(dtype, n)
+        assert jt.orthogonality(v) < jt.tol(dtype, n) * np.sqrt(n)
+
+
+@needs_mp
+@pytest.mark.parametrize("k,n,T_A", [(1, 3000, None), (1, 3000, 1500), (1, 3000, 96),
+                                     (2, 3000, None), (2, 600, 300), (2, 3000, 96)])
+def test_syevd_takes_any_t_a(request, k, n, T_A):
+    """Issue 27: cusolverMpSyevd takes power-of-two blocks only, and the
+    engine picks its own (engine.h's block). One GPU, N = 3000: T_A left out
+    (1500) and 1500 run in blocks of 1024, 96 (padded to 3072) in blocks of
+    64. Two GPUs: T_A left out pads the shards of 1500 to 1536 (tiles of
+    512); an explicit T_A = 300 for shards of 300 runs in blocks of 4
+    (slow, so N = 600); 96 pads to 1536, blocks of 64. Values and vectors,
+    values only."""
+    if len(GPUS) < k:
+        pytest.skip(f"needs {k} GPUs")
+    rng = _rng(request)
+    mesh = _mesh(k)
+    a = jt.make_hermitian(rng, n, np.float64)
+    w, v, status = jaxmg.syevd(_on(mesh, a), T_A, mesh, ROWS, return_status=True)
+    jt.assert_status_ok(status)
+    _check_eigh(a, w, v, np.float64)
+    w, status = jaxmg.syevd(_on(mesh, a), T_A, mesh, ROWS, return_eigenvectors=False,
+                            return_status=True)
+    jt.assert_status_ok(status)
+    _check_eigh(a, w, None, np.float64)
+
+
+@needs_mp
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=["f64", "c64"])
+def test_default_size_every_op_with_t_a_left_out(request, dtype):
+    """The default-size checks of issue 27 on one GPU: N = 3000 with T_A left
+    out (1500), every op of the engine."""
+    rng = _rng(request)
+    mesh = _mesh()
+    n = 3000
+    tol = jt.tol(dtype, n)
+    a = jt.make_hpd(rng, n, dtype)
+    b = jt.make_rhs(rng, n, 2, dtype)
+    x, status = jaxmg.potrs(_on(mesh, a), b, None, mesh, SPECS, return_status=True)
+    jt.assert_status_ok(status)
+    assert jt.solve_backward_error(a, x, b) < tol
+    inv, status = jaxmg.potri(_on(mesh, a), None, mesh, ROWS, return_status=True)
+    jt.assert_status_ok(status)
+    assert jt.inverse_residual(a, inv) < tol
+    g = (jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n)).astype(dtype)
+    x, status = jaxmg.lu_solve(_on(mesh, g), b, None, mesh, SPECS, return_status=True)
+    jt.assert_status_ok(status)
+    assert jt.solve_backward_error(g, x, b) < tol
+    h = jt.make_hermitian(rng, n, dtype)
+    w, v, status = jaxmg.syevd(_on(mesh, h), None, mesh, ROWS, return_status=True)
+    jt.assert_status_ok(status)
+    _check_eigh(h, w, v, dtype)
+
+
+@needs_mp
+@pytest.mark.parametrize("nrhs", [16, 300])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+def test_many_right_hand_sides_every_column(request, dtype, nrhs):
+    """Right-hand sides go to cusolverMpPotrs and cusolverMpGetrs in chunks
+    of up to T_A columns (mp.h, mp_rhs): T_A = 128 makes 300 columns three
+    chunks, the last narrower. Every column's backward error is checked."""
+    rng = _rng(request)
+    mesh = _mesh()
+    n, T_A = 512, 128
+    b = jt.make_rhs(rng, n, nrhs, dtype)
+    a = jt.make_hpd(rng, n, dtype)
+    x, status = jaxmg.potrs(_on(mesh, a), b, T_A, mesh, SPECS, return_status=True)
+    jt.assert_status_ok(status)
+    for j in range(nrhs):
+        assert jt.solve_backward_error(a, x[:, j:j + 1], b[:, j:j + 1]) < jt.tol(dtype, n), j
+    g = (jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n)).astype(dtype)
+    x, status = jaxmg.lu_solve(_on(mesh, g), b, T_A, mesh, SPECS, return_status=True)
+    jt.assert_status_ok(status)
+    for j in range(nrhs):
+        assert jt.solve_backward_error(g, x[:, j:j + 1], b[:, j:j + 1]) < jt.tol(dtype, n), j
 
 
 @needs_mp

@@ -331,3 +331,67 @@ def test_an_mpmd_call_on_a_one_process_engine_is_refused_before_tracing():
         _shard.check_local_job("potrs", ENGINE, job=12345)
     _shard.check_local_job("potrs", ENGINE, job=0)  # one process: fine
     _shard.check_local_job("potrs", "cusolvermp", job=12345)  # NCCL spans processes
+
+
+def _eig_check(a, w, v, dtype):
+    n = a.shape[0]
+    ref = np.linalg.eigvalsh(jt.to_ref(a))
+    scale = max(1.0, float(np.abs(ref).max()))
+    assert np.abs(np.asarray(w) - ref).max() < jt.tol(dtype, n) * scale
+    v = jt.to_ref(v)
+    assert np.abs(jt.to_ref(a) @ v - v * np.asarray(w)).max() < jt.tol(dtype, n) * scale
+    assert np.abs(v.conj().T @ v - np.eye(n)).max() < jt.tol(dtype, n)
+
+
+@pytest.mark.parametrize("T_A", [None, 300, 96])
+def test_syevd_blocks_are_powers_of_two_whatever_t_a(cpu_devices, rng, T_A):
+    """The local engines lay syevd's A out in power-of-two blocks that divide
+    the shard (cuSOLVERMp's stedc needs powers of two; lapack-local takes
+    the same blocks): N = 600 on 2 devices, a shard of 300 rows. T_A left
+    out pads the shards to 384 (tiles of 128) rather than run in blocks of 4;
+    an explicit T_A runs as given (300: blocks of 4; 96: the shard padded
+    to 384, blocks of 64).
+    Eigenvalues and eigenvectors checked against NumPy."""
+    n = 600
+    mesh, spec = layout(cpu_devices, "line2")
+    if T_A is None:
+        g = _shard.choose_geometry("syevd", n, 2, np.dtype(np.float64), None, True, False,
+                                   "cpu")
+        assert (g.tile, g.rp, g.engine) == (128, 384, ENGINE)
+    a = jt.make_hermitian(rng, n, np.float64)
+    w, v, status = jaxmg.syevd(put(a, mesh, spec), T_A, mesh=mesh, in_specs=(spec,),
+                               return_status=True)
+    jt.assert_status_ok(status)
+    _eig_check(a, w, v, np.float64)
+
+
+def test_syevd_on_one_device_takes_any_t_a(cpu_devices, rng):
+    """On one device the engine's blocks need divide nothing: N = 300 with
+    T_A left out (300, blocks of 256) and T_A = 150 (blocks of 128), no
+    padding in either."""
+    n = 300
+    mesh = Mesh(np.array(cpu_devices[:1]), ("x",))
+    spec = P("x", None)
+    g = _shard.choose_geometry("syevd", n, 1, np.dtype(np.float64), None, True, False, "cpu")
+    assert (g.tile, g.rp) == (300, 300)
+    a = jt.make_hermitian(rng, n, np.float64)
+    for T_A in (None, 150):
+        w, v, status = jaxmg.syevd(put(a, mesh, spec), T_A, mesh=mesh, in_specs=(spec,),
+                                   return_status=True)
+        jt.assert_status_ok(status)
+        _eig_check(a, w, v, np.float64)
+
+
+@pytest.mark.parametrize("name", ["line4", "grid2x2", "grid4x1"])
+def test_syevd_blocks_other_than_t_a_on_every_grid(cpu_devices, rng, name):
+    """Blocks that differ from T_A through Π and the grid moves: N = 48 on 4
+    devices, shards of 12, T_A = 6 gives blocks of 4 (the largest power of
+    two at most 6 dividing 12). Values and vectors against NumPy."""
+    n, T_A = 48, 6
+    mesh, spec = layout(cpu_devices, name)
+    for dtype in (np.float64, np.complex64):
+        a = jt.make_hermitian(rng, n, dtype)
+        w, v, status = jaxmg.syevd(put(a, mesh, spec), T_A, mesh=mesh, matrix_specs=spec,
+                                   return_status=True)
+        jt.assert_status_ok(status)
+        _eig_check(a, w, v, dtype)

@@ -20,7 +20,8 @@ def test_trace_prints_each_step_of_a_call(mesh, rng, capfd, monkeypatch):
     assert np.linalg.norm(a @ x - b) < 1e-12 * np.linalg.norm(b)
     err = capfd.readouterr().err
     ms = r"\d+\.\d\d ms"
-    line = (rf"jaxmg trace potrs float64 N=16 T_A=2 nrhs=3 on 4: scratch {ms}, permute apart {ms}, "
+    line = (rf"jaxmg trace potrs float64 N=16 T_A=2 nrhs=3 on 4: finite check {ms}, scratch {ms}, "
+            rf"permute apart {ms}, "
             rf"outputs {ms}, total {ms}")
     assert len(re.findall(line, err)) == 1, err
 

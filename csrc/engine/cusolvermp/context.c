@@ -28,6 +28,7 @@
 #include "cuda/dtype.h"
 #include "cuda/handles.h"
 #include "engine/cusolvermp/mp.h"
+#include "layout/local.h"
 
 #define MP_MAX_GPUS 64
 
@@ -76,6 +77,9 @@ int mp_check(cusolverStatus_t st, const mp_call *c, const char *call,
  * every rank whatever its rc, so that no rank waits. Returns rc where this
  * rank had failed; else the communicator's failure (its error in err), or 0. */
 static int mp_max(mp_call *c, int rc, int *v, jmg_error *err) {
+  /* One rank: its own value is the maximum, and no collective is needed
+   * (a device round trip and a wait each, six or more a call). */
+  if (c->a->ranks == 1) return rc;
   jmg_error mine;
   jmg_error_clear(&mine);
   int crc = c->a->comm_ops->max_int(c->a->comm, v, c->a->device_ctx, c->op,
@@ -225,6 +229,8 @@ void mp_end(mp_call *c) {
   c->ndescs = 0;
   free(c->h_work);
   c->h_work = NULL;
+  free(c->h_diag);
+  c->h_diag = NULL;
   for (int i = 0; i < c->ntaken; ++i)
     c->dev->free(c->dev->alloc_ctx, c->taken[i], c->taken_bytes[i]);
   c->ntaken = 0;
@@ -357,6 +363,8 @@ int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   memset(r, 0, sizeof *r);
   r->nrhs = nrhs;
+  r->width = nrhs < a->mb ? nrhs : a->mb;
+  if (r->width < 1) r->width = 1;
   r->local_rows = mp_numroc(a->n, a->mb, c->myrow, a->grid_rows);
   r->lld = r->local_rows;
   if (a->grid_rows == 1) { /* rank 0 holds every row: b itself, ld n */
@@ -375,7 +383,12 @@ int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err) {
 
 int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
-  return mp_desc(c, a->n, 1, a->mb, a->nb, r->lld, &r->desc, err);
+  int rc = mp_desc(c, a->n, r->width, a->mb, a->mb, r->lld, &r->desc, err);
+  r->last = r->desc;
+  const int64_t rest = r->nrhs % r->width;
+  if (rc == 0 && rest != 0)
+    rc = mp_desc(c, a->n, rest, a->mb, a->mb, r->lld, &r->last, err);
+  return rc;
 }
 
 void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j) {
@@ -433,19 +446,81 @@ int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err) {
 int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
                  mp_rhs_solve_fn solve, void *ctx, jmg_error *err) {
   int rc = mp_rhs_scatter(c, b, r, err);
-  for (int64_t j = 0; rc == 0 && j < r->nrhs; ++j) {
+  for (int64_t j = 0; rc == 0 && j < r->nrhs; j += r->width) {
+    const int64_t cols = r->nrhs - j < r->width ? r->nrhs - j : r->width;
     int s = 0;
     rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c->stream),
                       c->op, err);
     if (rc == 0)
-      rc = mp_check(solve(c, mp_rhs_col(c, r, b, j), r->desc, d_info, ctx), c,
-                    call, err);
+      rc = mp_check(solve(c, mp_rhs_col(c, r, b, j), cols,
+                          cols == r->width ? r->desc : r->last, d_info, ctx),
+                    c, call, err);
     rc = mp_agree_info(c, rc, d_info, call, &s, err);
     if (rc == 0 && s != 0)
       rc = jmg_error_set(err, JMG_ECUSOLVER, c->op, call,
                          "info %d after a successful factorization", s);
   }
   if (rc == 0) rc = mp_rhs_gather(c, b, r, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
+  return rc;
+}
+
+/* ---- the diagonal ------------------------------------------------------ */
+
+#define DIAG_GROUP 64 /* broadcasts per NCCL group */
+
+int mp_diag_take(mp_call *c, void **d_diag, void **h_diag, jmg_error *err) {
+  const size_t bytes = (size_t)c->a->n * c->elem;
+  *h_diag = NULL;
+  int rc = mp_take(c, bytes, d_diag, err);
+  if (rc != 0) return rc;
+  free(c->h_diag);
+  c->h_diag = malloc(bytes);
+  if (c->h_diag == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
+                         "cannot allocate %zu bytes for the diagonal", bytes);
+  *h_diag = c->h_diag;
+  return 0;
+}
+
+int mp_diag(mp_call *c, const void *m, void *d_diag, void *h_diag,
+            jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  const int64_t R = a->grid_rows, C = a->grid_cols, mb = a->mb, n = a->n;
+  const size_t e = c->elem;
+  const int64_t tiles = (n + mb - 1) / mb;
+  char *d = d_diag;
+  int rc = 0;
+  for (int64_t k = 0; rc == 0 && k < tiles; ++k) {
+    int owner = (int)((k % R) + (k % C) * R);
+    if (owner != a->rank) continue;
+    int64_t len = n - k * mb < mb ? n - k * mb : mb;
+    const char *src = (const char *)m + ((size_t)((k / C) * mb) * (size_t)a->ld +
+                                         (size_t)((k / R) * mb)) *
+                                            e;
+    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(d + (size_t)(k * mb) * e, e, src,
+                                        (size_t)(a->ld + 1) * e, e, (size_t)len,
+                                        cudaMemcpyDeviceToDevice, c->stream),
+                      c->op, err);
+  }
+  for (int64_t k0 = 0; rc == 0 && a->ranks > 1 && k0 < tiles;
+       k0 += DIAG_GROUP) {
+    rc = a->comm_ops->group_begin(c->op, err);
+    for (int64_t k = k0; rc == 0 && k < tiles && k < k0 + DIAG_GROUP; ++k) {
+      int owner = (int)((k % R) + (k % C) * R);
+      int64_t len = n - k * mb < mb ? n - k * mb : mb;
+      rc = a->comm_ops->bcast(a->comm, d + (size_t)(k * mb) * e,
+                              (size_t)len * e, owner, a->device_ctx, c->op,
+                              err);
+    }
+    jmg_error ignored;
+    int end = a->comm_ops->group_end(c->op, rc == 0 ? err : &ignored);
+    if (rc == 0) rc = end;
+  }
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(h_diag, d, (size_t)n * e,
+                                      cudaMemcpyDeviceToHost, c->stream),
+                      c->op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
   return rc;
 }
@@ -475,17 +550,20 @@ int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
  * - potrf, potrs, syevd, gels: square blocks, MB_A = NB_A, and B (or Z)
  *   aligned with A, MB_B = MB_A, IB = IA (functions.html): the local
  *   layout has MB = NB = T_A, and every B here has A's MB; IA = JA = 1;
- * - potrs, getrs: one right-hand side per call ("Currently, this routine
- *   only supports NRHS=1"): the routines solve column by column;
+ * - potrs, getrs: 0.7's documentation said one right-hand side per call
+ *   ("Currently, this routine only supports NRHS=1"); 0.8.0's library
+ *   checks only NRHS >= 0 (mp.h, mp_rhs): right-hand sides go in chunks of
+ *   T_A columns, potri's n of them in one call;
  * - getrs: "Only CUBLAS_OP_N is currently supported": lu_solve's
  *   transposed solve factors Aᵀ (transpose.c);
  * - cusolverMpCreate: the stream cannot be the default stream (checked per
  *   call, mp_begin: XLA's streams are not);
  * - syevd (through stedc): "the current implementation of the
  *   cusolverMpStedc may fail when the blocksize is not a power of two"
- *   (functions.html, cusolverMpSyevd): refused here, below.
+ *   (functions.html, cusolverMpSyevd): the engine picks its own blocks
+ *   there (mp_block, below).
  * What remains to refuse per problem is the library itself (not installed:
- * the message names the extra) and syevd's block size. */
+ * the message names the extra). */
 static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t why_len) {
   (void)e;
@@ -506,21 +584,28 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              "only");
     return 0;
   }
-  if (strcmp(p->op, "syevd") == 0 && (p->tile & (p->tile - 1)) != 0) {
-    snprintf(why, why_len,
-             "T_A=%lld is not a power of two: cusolverMpSyevd may fail with "
-             "such blocks (cuSOLVERMp docs, cusolverMpStedc); choose a power "
-             "of two",
-             (long long)p->tile);
-    return 0;
-  }
   return 1;
+}
+
+/* The blocks A is laid out in (engine.h, block): T_A, but for syevd, whose
+ * stedc "may fail when the blocksize is not a power of two": there the
+ * largest power of two at most T_A that divides the shard (so that no data
+ * moves between ranks, layout/local.h), on one GPU at most min(T_A, N).
+ * Any T_A runs; one whose shard has only small powers of two in it runs
+ * with small blocks, slowly: the Python layer's default T_A pads the
+ * shards to a multiple of a wide power of two instead (_shard.py,
+ * choose_geometry). lapack-local takes the same blocks (its ll_block). */
+static int64_t mp_block(const jmg_engine *e, const jmg_problem *p) {
+  (void)e;
+  if (strcmp(p->op, "syevd") != 0) return p->tile;
+  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
 const jmg_engine jmg_cusolvermp_engine = {
     .name = "cusolvermp",
     .model = JMG_MODEL_LOCAL,
     .supports = mp_supports,
+    .block = mp_block,
     .local =
         {
             .potrs = jmg_mp_potrs,

@@ -1,6 +1,14 @@
 /* lu_solve on cuSOLVERMp: cusolverMpGetrf (partial pivoting) and
- * cusolverMpGetrs for each right-hand side in turn (one per call; B on grid
- * column 0, mp.h, mp_rhs), then X broadcast to every rank.
+ * cusolverMpGetrs on the right-hand sides in chunks of up to T_A columns (B
+ * on grid column 0, mp.h, mp_rhs), then X broadcast to every rank.
+ *
+ * A singular A: cuSOLVERMp 0.8's getrf returns info 0 for a matrix with an
+ * exactly zero pivot (one H200, 2026-11-24: all ones, or a zero row and
+ * column, gave info 0 and NaN from getrs), where LAPACK's names the first
+ * one. So the ranks read U's diagonal after getrf (mp_diag) and take the
+ * first pivot that is exactly zero, or not finite (what a finite A gets
+ * only from a division by a zero pivot), as info: the other engines'
+ * status. getrs is then not called.
  *
  * The transposed solve (transpose 1: Aᵀ X = B, not conjugated): getrs
  * solves only with A itself ("Only CUBLAS_OP_N is currently supported",
@@ -9,8 +17,11 @@
  * transposed by cuBLAS), and getrf/getrs run on it. This is the ops layer's
  * usual case: the engines hold Aᵀ of the user's matrix. A is overwritten
  * or left as it is (engine.h: not returned). */
+#include <limits.h>
+#include <math.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cusolvermp/mp.h"
 
@@ -21,12 +32,31 @@ typedef struct mp_getrs_ctx {
   const int64_t *ipiv; /* getrf's pivots */
 } mp_getrs_ctx;
 
-/* cusolverMpGetrs on one column (mp_rhs_solve). */
-static cusolverStatus_t solve_column(mp_call *c, void *col,
-                                     jmg_mp_desc_t col_desc, int *d_info,
-                                     void *ctx) {
+/* The first zero pivot on U's diagonal (1-based), or 0. */
+static int first_zero_pivot(const mp_call *c, const void *diag) {
+  const jmg_local_matrix *a = c->a;
+  const int single = jmg_dtype_real_size(a->dtype) == 4;
+  const size_t step = jmg_dtype_is_complex(a->dtype) ? 2 : 1;
+  for (int64_t i = 0; i < a->n; ++i) {
+    int zero = 1, finite = 1;
+    for (size_t p = 0; p < step; ++p) {
+      const size_t k = (size_t)i * step + p;
+      const double v =
+          single ? (double)((const float *)diag)[k] : ((const double *)diag)[k];
+      zero = zero && v == 0.0;
+      finite = finite && isfinite(v);
+    }
+    if (zero || !finite) return i + 1 > INT_MAX ? INT_MAX : (int)(i + 1);
+  }
+  return 0;
+}
+
+/* cusolverMpGetrs on one chunk (mp_rhs_solve). */
+static cusolverStatus_t solve_chunk(mp_call *c, void *col, int64_t ncols,
+                                    jmg_mp_desc_t col_desc, int *d_info,
+                                    void *ctx) {
   const mp_getrs_ctx *g = ctx;
-  return c->api->getrs(c->handle, CUBLAS_OP_N, c->a->n, 1, g->m, 1, 1, g->da,
+  return c->api->getrs(c->handle, CUBLAS_OP_N, c->a->n, ncols, g->m, 1, 1, g->da,
                        g->ipiv, col, 1, 1, col_desc, c->type, c->d_work,
                        c->d_bytes, c->h_work, c->h_bytes, d_info);
 }
@@ -41,6 +71,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   memset(&st, 0, sizeof st);
   int *d_info = NULL;
   int64_t *ipiv = NULL;
+  void *d_diag = NULL, *h_diag = NULL;
   void *m = a->data; /* the matrix factored: A, or Aᵀ in a scratch part */
   int rc = mp_begin(&c, "lu_solve", a, err);
   if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
@@ -48,6 +79,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     rc = mp_take(&c, (size_t)(a->rows + a->mb) * sizeof(int64_t),
                  (void **)&ipiv, err);
   if (rc == 0) rc = mp_rhs_take(&c, b, nrhs, &r, err);
+  if (rc == 0) rc = mp_diag_take(&c, &d_diag, &h_diag, err);
   if (rc == 0 && transpose) {
     rc = mp_take(&c, (size_t)(a->ld * a->cols) * c.elem, &m, err);
     if (rc == 0) rc = mp_transpose_take(&c, &st, err);
@@ -66,7 +98,8 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                                            ipiv, c.type, &d1, &h1),
                     &c, "cusolverMpGetrf_bufferSize", err);
     if (rc == 0)
-      rc = mp_check(api->getrs_buffer_size(c.handle, CUBLAS_OP_N, a->n, 1, m,
+      rc = mp_check(api->getrs_buffer_size(c.handle, CUBLAS_OP_N, a->n,
+                                           r.width, m,
                                            1, 1, da, ipiv,
                                            mp_rhs_col(&c, &r, b, 0), 1, 1,
                                            r.desc, c.type, &d2, &h2),
@@ -74,6 +107,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);
+    jmg_trace_mark("engine start");
   }
 
   if (rc == 0 && transpose) {
@@ -90,11 +124,18 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                       c.d_bytes, c.h_work, c.h_bytes, d_info);
     rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpGetrf", &f, err);
   }
+  /* The same diagonal on every rank, so the same f. */
+  if (rc == 0 && f == 0) {
+    rc = mp_diag(&c, m, d_diag, h_diag, err);
+    if (rc == 0) f = first_zero_pivot(&c, h_diag);
+  }
+  jmg_trace_mark(transpose ? "transpose+getrf" : "getrf");
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
     mp_getrs_ctx g = {da, m, ipiv};
-    rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpGetrs", solve_column, &g,
+    rc = mp_rhs_solve(&c, b, &r, d_info, "cusolverMpGetrs", solve_chunk, &g,
                       err);
+    jmg_trace_mark("getrs");
   }
   if (rc == 0) *info = f;
   mp_end(&c);

@@ -40,8 +40,9 @@ typedef struct mp_call {
   size_t taken_bytes[MP_MAX_TAKEN];
   int ntaken;
   void *d_work, *h_work;
+  void *h_diag; /* mp_diag_take's host vector */
   size_t d_bytes, h_bytes;
-  jmg_mp_desc_t descs[4];
+  jmg_mp_desc_t descs[6];
   int ndescs;
   struct jmg_cuda_handles *blas; /* this GPU's cuBLAS (mp_transpose_take) */
 } mp_call;
@@ -96,47 +97,66 @@ int mp_agree_factor(mp_call *c, int rc, cusolverStatus_t st,
 int mp_agree_info(mp_call *c, int rc, const int *d_info, const char *call,
                   int *info, jmg_error *err);
 
-/* The right-hand sides B (n x nrhs) as the library takes them.
- * cusolverMpPotrs and cusolverMpGetrs solve one right-hand side per call
- * ("Currently, this routine only supports NRHS=1", functions.html), so each
- * column j is solved by itself, as an n x 1 matrix with MB_B = MB_A (which
- * both require) on grid column 0: rank (row, 0) holds that column's row
- * blocks of grid row `row`. The columns sit side by side in this rank's
- * part (ld lld), which on a 1 x P grid is b itself on rank 0. Each rank has
- * all of B, so the distribution is local copies; the solution goes back to
- * every rank by one broadcast per rank of grid column 0. */
+/* The right-hand sides B (n x nrhs) as the library takes them: in chunks
+ * of at most MB_A columns, each chunk an n x width matrix with MB_B = MB_A
+ * (which potrs and getrs require) and NB_B = MB_A, so that all of it lies
+ * in grid column 0: rank (row, 0) holds that chunk's row blocks of grid
+ * row `row`. 0.7's documentation said potrs and getrs solve one right-hand
+ * side per call ("Currently, this routine only supports NRHS=1"); 0.8.0's
+ * library checks only NRHS >= 0 and JB + NRHS - 1 <= N_B (read from its
+ * argument checks, libcusolverMp.so.0 0.8.0.3126, 2026-11-25), so jaxmg
+ * gives it whole chunks (tests/gpu: every column of up to 300 right-hand
+ * sides checked). The columns sit side by side in this rank's part (ld
+ * lld), which on a 1 x P grid is b itself on rank 0. Each rank has all of
+ * B, so the distribution is local copies; the solution goes back to every
+ * rank by one broadcast per rank of grid column 0. */
 typedef struct mp_rhs {
   int64_t nrhs;
+  int64_t width;      /* columns per chunk: min(nrhs, MB_A), at least 1 */
   void *local;        /* this rank's part (NULL: off grid column 0) */
   int64_t local_rows; /* its rows */
   int64_t lld;
   void *recv;         /* the largest owner's part, for the gather */
-  jmg_mp_desc_t desc; /* of one column (n x 1) */
+  jmg_mp_desc_t desc; /* of a full chunk (n x width) */
+  jmg_mp_desc_t last; /* of the last chunk, where narrower (else desc) */
 } mp_rhs;
 
 /* Step 1: its buffers (b itself where it already is the part). */
 int mp_rhs_take(mp_call *c, void *b, int64_t nrhs, mp_rhs *r, jmg_error *err);
-/* Step 2: the descriptor of one column. */
+/* Step 2: the chunks' descriptors. */
 int mp_rhs_desc(mp_call *c, mp_rhs *r, jmg_error *err);
-/* What the library is given for column j (any valid pointer where this
- * rank holds none of it). */
+/* What the library is given for the chunk that begins at column j (any
+ * valid pointer where this rank holds none of it). */
 void *mp_rhs_col(const mp_call *c, const mp_rhs *r, void *b, int64_t j);
 /* Step 3: b into this rank's part (local copies, on the stream), and the
  * solution from the owners' parts into every rank's b (collective). */
 int mp_rhs_scatter(mp_call *c, const void *b, mp_rhs *r, jmg_error *err);
 int mp_rhs_gather(mp_call *c, void *b, mp_rhs *r, jmg_error *err);
-/* One right-hand side of a solve: the library's call for column `col` of
- * the part, described by col_desc (d_info receives its info), with what
- * the routine passes as ctx. */
+/* One chunk of a solve: the library's call for `ncols` right-hand sides at
+ * `col`, described by col_desc (d_info receives its info), with what the
+ * routine passes as ctx. */
 typedef cusolverStatus_t (*mp_rhs_solve_fn)(mp_call *c, void *col,
+                                            int64_t ncols,
                                             jmg_mp_desc_t col_desc,
                                             int *d_info, void *ctx);
-/* Steps 3 with the solves between: scatters b, solves each column in turn
+/* Steps 3 with the solves between: scatters b, solves each chunk in turn
  * (solve; the info agreed across ranks, a nonzero one after a successful
  * factorization an error naming call), gathers the solution into every
  * rank's b and waits for the stream. */
 int mp_rhs_solve(mp_call *c, void *b, mp_rhs *r, int *d_info, const char *call,
                  mp_rhs_solve_fn solve, void *ctx, jmg_error *err);
+
+/* The diagonal of a matrix in A's layout (m: this rank's part of it, e.g.
+ * a factor), all n elements of A's type, on every rank: each diagonal
+ * block's owner copies its diagonal into an n-vector on its GPU and
+ * broadcasts that segment (one broadcast per diagonal block, in NCCL groups
+ * of 64), then the vector goes to the host. mp_diag_take (step 1) takes the
+ * device vector (released by mp_end) and the host one (host memory the
+ * call frees in mp_end too); mp_diag (step 3, collective) fills them and
+ * waits. */
+int mp_diag_take(mp_call *c, void **d_diag, void **h_diag, jmg_error *err);
+int mp_diag(mp_call *c, const void *m, void *d_diag, void *h_diag,
+            jmg_error *err);
 
 /* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
 int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err);

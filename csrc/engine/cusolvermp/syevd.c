@@ -15,6 +15,7 @@
  * every rank has rank 0's whatever the library leaves on the others. */
 #include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cusolvermp/mp.h"
 
@@ -46,6 +47,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                     &c, "cusolverMpSyevd_bufferSize", err);
     if (rc == 0) rc = mp_take_work(&c, d1, h1, err);
     rc = mp_agree(&c, rc, err);
+    jmg_trace_mark("engine start");
   }
 
   int f = 0;
@@ -59,6 +61,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                                d_info),
                     &c, "cusolverMpSyevd", err);
     rc = mp_agree_info(&c, rc, d_info, "cusolverMpSyevd", &f, err);
+    jmg_trace_mark("syevd");
   }
   /* f > 0: did not converge; w and A are left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {

@@ -106,8 +106,10 @@ int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
     ((jmg_gesdd_fn)r->gesdd)(&jobz, &m, &n, full_a, &m, s, up, &ldu, vp, &ldvt,
                              work, &lwork, iwork, info);
   /* gesdd's info -4 (LAPACK >= 3.10) says A has a NaN entry: no argument
-   * of ours was wrong, the matrix cannot be decomposed. That is data (the
-   * ops layer fills the outputs with NaN; status -4), not an error. */
+   * of ours was wrong, the matrix cannot be decomposed. Such an A does not
+   * get here (exec/finite.h answers it with status -1 before any engine);
+   * should gesdd say so anyway, it is data (the ops layer fills the outputs
+   * with NaN), not an error. */
   if (*info < 0 && *info != -4) {
     rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK gesdd",
                        "argument %d was rejected", -*info);

@@ -244,6 +244,16 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   return 1;
 }
 
+/* LAPACK takes any block; lapack-local lays A out in the blocks
+ * cuSOLVERMp's routines take (engine/cusolvermp/context.c, mp_block: a
+ * power of two for syevd), so that the CPU tests run the layouts the GPU
+ * engine gets. */
+static int64_t ll_block(const jmg_engine *e, const jmg_problem *p) {
+  (void)e;
+  if (strcmp(p->op, "syevd") != 0) return p->tile;
+  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
+}
+
 static int ll_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
                       size_t len) {
   (void)e, (void)p;
@@ -258,6 +268,7 @@ const jmg_engine jmg_lapack_local_engine = {
     .model = JMG_MODEL_LOCAL,
     .supports = ll_supports,
     .prefers = ll_prefers,
+    .block = ll_block,
     .local =
         {
             .potrs = jmg_ll_potrs,

@@ -206,21 +206,32 @@ def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
     now): ``(True, engine)`` or ``(False, why not)``; None when the platform's
     library is not loaded (nothing to ask). ``n`` is the padded order, ``tile``
     the T_A the call will carry, ``nodes`` the hosts the group spans."""
+    choice = engine_choice(platform, op, nparts, dtype, n, tile, nodes)
+    return None if choice is None else choice[:2]
+
+
+def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
+                  tile: int, nodes: int = 1) -> tuple[bool, str, int] | None:
+    """engine_check's answer and the block size the chosen engine lays A out
+    in (engine.h's ``block``: T_A, unless the engine's library cannot take
+    it; 0 when no engine was chosen)."""
     load()
     lib = _LIBS.get(platform)
     if lib is None:
         return None
     fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}")
     fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
-                   ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
+                   ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t,
+                   ctypes.POINTER(ctypes.c_int64)]
     fn.restype = ctypes.c_int
     out = ctypes.create_string_buffer(1024)
+    block = ctypes.c_int64(0)
     rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), int(n), int(tile), out,
-            len(out))
+            len(out), ctypes.byref(block))
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")
-    return rc == 1, text
+    return rc == 1, text, int(block.value)
 
 
 def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,

@@ -353,8 +353,11 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     ``supports``; ``nodes``: the most nodes a group spans). An explicit T_A
     that none takes is a ValueError naming each engine's reason; left out,
     the default (``default_tile``) with the widest tiles an engine runs
-    (``_checks.tile_caps``). The engine chosen is kept in the geometry (an
-    engine of the local model changes the call's attributes)."""
+    (``_checks.tile_caps``), padded to a power-of-two tile where the engine
+    would lay A out in much narrower blocks than the default's (``wider``;
+    the C library says which blocks: engine.h's ``block``). The engine
+    chosen is kept in the geometry (an engine of the local model changes
+    the call's attributes)."""
     solver = op.removesuffix("_shardmap_ctx")  # the ctx forms run the same ops
     where = f"on {nparts} {platform} device(s)" + (f" over {nodes} nodes" if nodes > 1 else "")
     hint = ("" if nodes == 1 else
@@ -363,12 +366,32 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
             "over an axis within a node (e.g. P('T', None) on a mesh ('S', 'T') with 'T' "
             "within nodes), so that each node solves its own copy")
 
-    def check(g: Geometry) -> tuple[bool, str] | None:
-        return _native.engine_check(platform, solver, nparts, dtype.name, g.rp * nparts,
-                                    g.tile, nodes=nodes)
+    def check(g: Geometry) -> tuple[bool, str, int] | None:
+        return _native.engine_choice(platform, solver, nparts, dtype.name, g.rp * nparts,
+                                     g.tile, nodes=nodes)
 
-    def chosen(g: Geometry, verdict: tuple[bool, str] | None) -> Geometry:
+    def chosen(g: Geometry, verdict: tuple[bool, str, int] | None) -> Geometry:
         return dataclasses.replace(g, engine=verdict[1]) if verdict is not None else g
+
+    def wider(g: Geometry, verdict: tuple[bool, str, int] | None) -> Geometry:
+        """g, or where the engine would lay A out in blocks much narrower
+        than g's tiles (cuSOLVERMp's syevd takes powers of two that divide
+        the shard: 4 for a shard of 1500 rows), the geometry padded to a
+        power-of-two tile that the engine takes whole, with the fewest
+        padding rows (then the widest tile)."""
+        if verdict is None or not verdict[0] or pad is False or exact:
+            return chosen(g, verdict)
+        if verdict[2] >= min(g.tile, _checks.tile_caps()[-1]):
+            return chosen(g, verdict)
+        best = None
+        for cap in _checks.tile_caps():
+            g2 = geometry(op, n, nparts, cap, pad)
+            v2 = check(g2)
+            if v2 is None or not v2[0] or v2[2] < g2.tile:
+                continue
+            if best is None or g2.rp < best[0].rp:
+                best = (g2, v2)
+        return chosen(*best) if best is not None else chosen(g, verdict)
 
     if T_A is not None:
         g = geometry(op, n, nparts, _checks.check_tile(op, T_A), pad)
@@ -384,7 +407,7 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
         g = geometry(op, n, nparts, _checks.default_tile(n, nparts, exact, cap), pad)
         verdict = check(g)
         if verdict is None or verdict[0]:
-            return chosen(g, verdict)
+            return wider(g, verdict)
         first = first or verdict[1]
     raise ValueError(
         f"jaxmg.{op}: no engine runs N={n} {dtype.name} {where}: {first}{hint}"

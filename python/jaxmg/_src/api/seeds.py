@@ -68,7 +68,8 @@ def potrs(
     Returns:
       x with b's shape, replicated on every device; with ``return_status``,
       ``(x, status)`` where status is an int32 scalar: 0 on success, k > 0 when
-      the leading minor of order k is not positive definite (x is then NaN).
+      the leading minor of order k is not positive definite, -1 when A has a
+      NaN or an Inf entry (x is then NaN).
     """
     x, status = run_solve("potrs", a, b, T_A, mesh, in_specs, pad, potrs_core.over_mesh)
     return (x, status) if return_status else x
@@ -130,7 +131,8 @@ def potri(
     Returns:
       A^-1, both triangles, sharded like ``a``; with ``return_status``,
       ``(inverse, status)``: status 0 on success, k > 0 when the leading minor
-      of order k is not positive definite (the inverse is then NaN).
+      of order k is not positive definite, -1 when A has a NaN or an Inf
+      entry (the inverse is then NaN).
     """
     n, _ = _checks.check_matrix("potri", a)
     a, mesh, rows, g = _shard.prepare("potri", a, n, T_A, mesh, in_specs, 1, pad)
@@ -199,7 +201,7 @@ def syevd(
       as columns (``a @ V = V * w``, as in ``jnp.linalg.eigh``; JAXMg returns
       them as rows), sharded by columns (``P(None, axis)``), the layout the
       solver leaves them in. ``status``: 0 on success, > 0 if the solver did not
-      converge (outputs are then NaN).
+      converge, -1 when A has a NaN or an Inf entry (outputs are then NaN).
     """
     n, _ = _checks.check_matrix("syevd", a)
     a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
@@ -286,8 +288,8 @@ def lu_solve(
     Returns:
       x with b's shape, replicated on every device; with ``return_status``,
       ``(x, status)`` where status is an int32 scalar: 0 on success, k > 0
-      when U(k, k) of the LU factorization is exactly zero (A is singular; x
-      is then NaN). A nearly singular A gives status 0 and an x as accurate
+      when U(k, k) of the LU factorization is exactly zero (A is singular),
+      -1 when A has a NaN or an Inf entry (x is then NaN). A nearly singular A gives status 0 and an x as accurate
       as its condition number allows, as LAPACK's getrf/getrs. Differentiable
       in a and b, and batched by ``jax.vmap`` (one matrix after the other).
     """

@@ -173,7 +173,7 @@ def potrs(
     Returns:
       x with b's shape, replicated; with ``return_status``, ``(x, status)``,
       status an int32 scalar: 0 on success, k > 0 when the leading minor of
-      order k is not positive definite (x is then NaN). With
+      order k is not positive definite, -1: A not finite (x NaN). With
       ``return_logdet``, ``(x, logdet)`` or ``(x, logdet, status)``.
     """
     specs = _specs("potrs", in_specs, matrix_specs)
@@ -209,7 +209,7 @@ def lu_solve(
     Returns:
       x with b's shape, replicated; with ``return_status``, ``(x, status)``,
       status an int32 scalar: 0 on success, k > 0 when U(k, k) is exactly
-      zero (A is singular; x is then NaN).
+      zero (A singular), -1 when A has a NaN or an Inf (x is then NaN).
     """
     specs = _specs("lu_solve", in_specs, matrix_specs)
     return _plain("lu_solve", seeds.lu_solve, (a, b), T_A, mesh, specs, donate,
@@ -305,7 +305,7 @@ def syevd(
     Returns:
       ``w``, ``(w, V)``, ``(w, status)`` or ``(w, V, status)``: w ascending,
       real, replicated; V's columns the eigenvectors, sharded by columns;
-      status 0 on success, > 0 if the solver did not converge (outputs NaN).
+      status 0 on success, > 0: no convergence, -1: A not finite (outputs NaN).
     """
     specs = _specs("syevd", in_specs, matrix_specs)
     return _plain("syevd", seeds.syevd, (a,), T_A, mesh, specs, donate, _syevd_worked,
@@ -614,7 +614,7 @@ def lu_solve_shardmap_ctx(
       ``(a_work, x, status)``: a_work the solver's work buffer in A's shape
       and sharding (its contents are unspecified; ``a`` itself is never
       modified), x with b's shape, replicated (NaN when A is singular),
-      status an int32 scalar (0, or k > 0 when U(k, k) is exactly zero).
+      status an int32 scalar (0; k > 0: U(k, k) exactly zero; -1: A not finite).
       Differentiable in a and b through x (a_work is held constant).
     """
     return _solve_ctx("lu_solve_shardmap_ctx", a, b, T_A, positional, mesh=mesh,
