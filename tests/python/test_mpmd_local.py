@@ -45,6 +45,14 @@ def test_every_case_of_the_local_model_across_processes(nproc):
     assert sockets_left() <= before_sockets
 
 
+def test_two_processes_of_two_devices_each():
+    """The seed tutorial's mesh ("S", "T"), 2 processes of 2 devices: rows
+    over "T" run in each process over the threads communicator; rows over
+    ("S", "T") over the processes communicator, two ranks in each process."""
+    assert_all_passed(run_job("mesh2d", 2, devices_per_process=2, extra_env=LOCAL), 2,
+                      expect=4)
+
+
 def _failed_within(results, i: int, bound_s: float, *says: str) -> str:
     assert i in results, results["outputs"][i][-3000:]
     assert not results[i]["failed"], results[i]["failed"]
