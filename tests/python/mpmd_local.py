@@ -13,7 +13,8 @@ runs (potrs with and without the log-determinant, potri, syevd with and
 without vectors, lu_solve) in every dtype, on the 1 x P line and on r x c
 grids (A sharded P(r, c) over a 2D mesh of the processes), padded and not;
 a numerical failure on the last rank's rows only (the same status and NaN in
-every process); jit, grad and vmap; the ctx forms at the global level and
+every process); jit, grad and vmap; independent calls in one program; the
+ctx forms at the global level and
 inside a shard_map (communicator ids made by process 0); NetKet's
 distributed solvers, process_grid included. gesvd is not an op of the local
 model (cuSOLVERMp 0.8 has no SVD) and is not here."""
@@ -202,6 +203,34 @@ def jit_grad_vmap(mesh: Mesh, spec: P) -> None:
     close_blocks(xs, np.stack([np.linalg.solve(m, b) for m in batch]), 1e-12, "vmap potrs")
 
 
+def independent_calls(nproc: int) -> None:
+    """Three solves and an eigendecomposition with no data dependence in one
+    jitted program, run several times: XLA:CPU may run them in any order,
+    or at once, in each process; every call site has its own communicator
+    over the group's connections, so they never meet."""
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    n = 4 * nproc
+    rng = np.random.default_rng(29)
+    mats = [jt.make_hpd(rng, n, np.float64) * (k + 1) for k in range(3)]
+    h = jt.make_hermitian(rng, n, np.float64)
+    b = jt.make_rhs(rng, n, 2, np.float64)
+    specs = (P("x", None), P(None, None))
+
+    @jax.jit
+    def program(a0, a1, a2, h, b):
+        xs = [jaxmg.potrs(a, b, 2, mesh, specs) for a in (a0, a1, a2)]
+        return xs, jaxmg.syevd(h, 2, mesh, (P("x", None),), return_eigenvectors=False)
+
+    args = [global_array(m, mesh, P("x", None)) for m in (*mats, h)]
+    args.append(global_array(b, mesh, P(None, None)))
+    w_ref = np.linalg.eigvalsh(h)
+    for _ in range(5):
+        xs, w = program(*args)
+        for a, x in zip(mats, xs):
+            assert jt.solve_backward_error(a, whole(x), b) < 1e-13
+        assert np.abs(whole(w) - w_ref).max() < 1e-12 * np.abs(w_ref).max()
+
+
 def ctx_forms(nproc: int) -> None:
     """JAXMg 1.x's ctx forms at the global level (eagerly, and under jit on
     the context mesh), and the seeds' inside a user's shard_map, whose
@@ -306,6 +335,7 @@ def cases(nproc: int) -> list[tuple[str, Callable[[], None]]]:
         shape, names, spec = layouts(nproc)[lname]
         out.append((f"jit-grad-vmap-{lname}", lambda shape=shape, names=names, spec=spec:
                     jit_grad_vmap(make_mesh(shape, names), spec)))
+    out.append(("independent-calls", lambda: independent_calls(nproc)))
     out.append(("ctx-forms", lambda: ctx_forms(nproc)))
     out.extend(netket_solvers(nproc))
     only = [p for p in os.environ.get("JAXMG_TEST_LOCAL_CASES", "").split(",") if p]
