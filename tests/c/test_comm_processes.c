@@ -392,6 +392,64 @@ TEST(comm_processes_a_rank_that_never_comes_is_a_timeout) {
   CHECK(jobs[2].arg < 0.5);
 }
 
+/* A call site that fails leaves the group's other call sites working:
+ * the group set up (site C), ranks 0 and 1 of 3 time out at site A (rank 2
+ * never comes there), then all three run rounds at site B over the same
+ * connections, and rank 2 then finds site A failed, told why. */
+static void set_timeout(const char *value) {
+  setenv("JAXMG_RENDEZVOUS_TIMEOUT", value, 1);
+}
+
+static int run_at(pj *jobs, int n, const unsigned char *id,
+                  void (*body)(pj *, jmg_comm *), int first_rank) {
+  for (int r = 0; r < n; ++r) {
+    memset(&jobs[r], 0, sizeof jobs[r]);
+    memcpy(jobs[r].id, id, JMG_COMM_ID_MAX);
+    jobs[r].rank = first_rank + r;
+    jobs[r].ranks = 3;
+    jobs[r].body = body;
+  }
+  return run_threads(jobs, n);
+}
+
+TEST(comm_processes_a_failed_call_site_leaves_the_others_working) {
+  const char *saved = getenv("JAXMG_RENDEZVOUS_TIMEOUT");
+  char keep[64] = "";
+  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
+  unsigned char a[JMG_COMM_ID_MAX], b[JMG_COMM_ID_MAX], c[JMG_COMM_ID_MAX];
+  new_id(c, 20);
+  with_site(a, c, 21);
+  with_site(b, c, 22);
+  pj setup[3], at_a[2], at_b[3], late[1];
+  set_timeout("10");
+  int rc = run_at(setup, 3, c, max_body, 0);
+  set_timeout("0.3");
+  if (rc == 0) rc = run_at(at_a, 2, a, max_body, 0);
+  set_timeout("10");
+  if (rc == 0) rc = run_at(at_b, 3, b, rounds_body, 0);
+  if (rc == 0) rc = run_at(late, 1, a, max_body, 2);
+  if (saved != NULL)
+    setenv("JAXMG_RENDEZVOUS_TIMEOUT", keep, 1);
+  else
+    unsetenv("JAXMG_RENDEZVOUS_TIMEOUT");
+  CHECK_EQ(rc, 0);
+  for (int r = 0; r < 3; ++r) CHECK_EQ(setup[r].rc, 0);
+  int timed_out = 0;
+  for (int r = 0; r < 2; ++r) {
+    CHECK(at_a[r].rc == -JMG_ETIMEDOUT || at_a[r].rc == -JMG_EPEER);
+    timed_out += at_a[r].rc == -JMG_ETIMEDOUT;
+  }
+  CHECK(timed_out >= 1);
+  for (int r = 0; r < 3; ++r) {
+    if (at_b[r].rc != 0) TEST_FAIL_AT("rank %d at B: %s", r, at_b[r].err.msg);
+    CHECK_EQ(at_b[r].rc, 0);
+    CHECK_EQ(at_b[r].bad, 0);
+  }
+  CHECK_EQ(late[0].rc, -JMG_EPEER);
+  CHECK_CONTAINS(late[0].err.msg, "failed earlier");
+  CHECK_CONTAINS(late[0].err.msg, "never came");
+}
+
 TEST(comm_processes_ids_and_the_cpu_platform_choice) {
   unsigned char id[JMG_COMM_ID_MAX], other[JMG_COMM_ID_MAX];
   new_id(id, 0);
