@@ -50,6 +50,12 @@ typedef struct jmg_comm_ops {
    * time: every rank opens it at once. */
   int (*open)(const void *id, int rank, int ranks, void *device_ctx,
               jmg_comm **out, const char *op, jmg_error *err);
+  /* Optional (NULL where the communicator has no use for it): the pid of
+   * the process of every rank of id's group (ranks entries, 0 where it
+   * cannot be watched from here), told before open, so that the first open
+   * fails at once, naming the rank, where a rank's process is gone, instead
+   * of waiting for it until the timeout. Not collective. */
+  void (*watch)(const void *id, int ranks, const int64_t *pids);
   /* The library's own handle (ncclComm_t), for engines that take it. */
   void *(*native)(jmg_comm *c);
   /* *value = the maximum of every rank's *value (a host int); waits for the

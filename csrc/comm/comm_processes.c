@@ -26,7 +26,10 @@
  * connects to every lower rank (retrying until that rank listens), accepts
  * every higher one, and checks each peer's hello (the group, the ranks, the
  * same user: SO_PEERCRED, which also gives the peer's pid for the errors).
- * The listening sockets are closed once the transport is up.
+ * The listening sockets are closed once the transport is up. Where the
+ * caller told the ranks' pids (watch: MPMD calls name every shard's
+ * process), a rank whose process is gone is an error at once, naming it,
+ * instead of a wait until the timeout.
  *
  * Moving bytes. One thread of this process (started by the first open)
  * polls every connection: it writes the queued sends (header, then the
@@ -76,6 +79,7 @@
 
 #include "comm/comm.h"
 #include "common/config.h"
+#include "common/proc.h"
 
 #define PC_CALL "processes communicator"
 #define ID_TAG "jaxmg-procs-comm"
@@ -172,7 +176,16 @@ struct jmg_comm {
   struct jmg_comm *next;
 };
 
+/* The pids told by watch, per group (its base id), kept until exit. */
+typedef struct pc_pids {
+  unsigned char base[PC_BASE_BYTES];
+  int ranks;
+  int64_t *pids;
+  struct pc_pids *next;
+} pc_pids;
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pc_pids *g_pids;
 static pthread_cond_t g_cv; /* CLOCK_MONOTONIC; made by ensure_io */
 static pc_end *g_ends;
 static int g_io_started;
@@ -273,6 +286,7 @@ static void atfork_child(void) {
   if (g_wake[1] >= 0) close(g_wake[1]);
   g_wake[0] = g_wake[1] = -1;
   g_ends = NULL;
+  g_pids = NULL;
   g_io_started = 0;
   g_cv_made = 0; /* a waiter of the parent's may have left it in use */
   pthread_mutex_init(&g_mu, NULL);
@@ -701,6 +715,63 @@ int jmg_comm_processes_id(const void *id) {
 /* ---- setting up a transport
  * --------------------------------------------------*/
 
+static void pc_watch_pids(const void *id, int ranks, const int64_t *pids) {
+  if (ranks < 1 || pids == NULL) return;
+  pthread_once(&g_atfork_once, register_atfork);
+  pthread_mutex_lock(&g_mu);
+  pc_pids *w = g_pids;
+  while (w != NULL && memcmp(w->base, id, PC_BASE_BYTES) != 0) w = w->next;
+  if (w == NULL || w->ranks != ranks) {
+    pc_pids *made = calloc(1, sizeof *made);
+    int64_t *copy = calloc((size_t)ranks, sizeof *copy);
+    if (made == NULL || copy == NULL) { /* nothing to watch: the timeout */
+      free(made), free(copy);
+      pthread_mutex_unlock(&g_mu);
+      return;
+    }
+    memcpy(made->base, id, PC_BASE_BYTES);
+    made->ranks = ranks;
+    made->pids = copy;
+    made->next = g_pids;
+    g_pids = w = made;
+  }
+  memcpy(w->pids, pids, (size_t)ranks * sizeof *pids);
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* The pid of rank p's process as watch told it (0: unknown). */
+static int64_t watched_pid(const pc_end *e, int p) {
+  int64_t pid = 0;
+  pthread_mutex_lock(&g_mu);
+  for (const pc_pids *w = g_pids; w != NULL; w = w->next)
+    if (w->ranks == e->ranks && memcmp(w->base, e->base, PC_BASE_BYTES) == 0)
+      pid = w->pids[p];
+  pthread_mutex_unlock(&g_mu);
+  return pid;
+}
+
+/* A rank not connected yet whose watched process is gone (the one waited
+ * for, or any other: a rank that saw it gone gave up its set-up, and those
+ * that wait for that rank must not wait for the timeout); -1 if none. */
+static int gone_rank(const pc_end *e, int64_t *pid) {
+  for (int q = 0; q < e->ranks; ++q) {
+    if (q == e->rank || e->peers[q].fd >= 0) continue;
+    *pid = watched_pid(e, q);
+    if (*pid > 0 && !jmg_proc_alive((pid_t)*pid)) return q;
+  }
+  return -1;
+}
+
+/* The error for rank p, whose process is gone before it opened. */
+static int gone_error(const pc_end *e, int p, int64_t pid, const char *op,
+                      jmg_error *err) {
+  return jmg_error_set(err, JMG_EPEER, op, PC_CALL,
+                       "rank %d of %d: the process of rank %d (pid %lld) is "
+                       "gone: it exited or was killed before it opened the "
+                       "communicator",
+                       e->rank, e->ranks, p, (long long)pid);
+}
+
 /* Writes or reads all of len bytes on a blocking-or-not socket by the
  * deadline: 0, or -1 with errno (ETIMEDOUT at the deadline, EPIPE for a
  * connection closed while reading). */
@@ -794,6 +865,9 @@ static int connect_lower(pc_end *e, int to, const struct timespec *deadline,
       return jmg_error_sys(err, jmg_errno_status(errnum), op, "connect", errnum,
                            "a connection of the communicator");
     if (ms_left(deadline) == 0) break;
+    int64_t pid = 0;
+    const int gone = gone_rank(e, &pid);
+    if (gone >= 0) return gone_error(e, gone, pid, op, err);
     struct timespec ts = {0, pause_us * 1000};
     nanosleep(&ts, NULL);
     if (pause_us < 20000) pause_us *= 2;
@@ -865,8 +939,14 @@ static int connect_end(pc_end *e, const char *op, jmg_error *err) {
             e->rank, e->ranks, timeout_s(), who);
         break;
       }
+      int64_t pid = 0;
+      const int gone = gone_rank(e, &pid);
+      if (gone >= 0) {
+        rc = gone_error(e, gone, pid, op, err);
+        break;
+      }
       struct pollfd p = {lfd, POLLIN, 0};
-      (void)poll(&p, 1, left);
+      (void)poll(&p, 1, left < 100 ? left : 100);
       continue;
     }
     const long pid = peer_pid(fd);
@@ -1384,6 +1464,7 @@ static const jmg_comm_ops g_processes_ops = {
     .per_call_site = 1,
     .make_id = pc_make_id,
     .open = pc_open,
+    .watch = pc_watch_pids,
     .native = pc_native,
     .max_int = pc_max_int,
     .bcast = pc_bcast,

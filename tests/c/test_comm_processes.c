@@ -35,6 +35,8 @@ typedef struct pj {
   double elapsed_s; /* of the body, after the open */
   double arg;       /* the body's own */
   void (*body)(struct pj *j, jmg_comm *c);
+  int watch; /* tell pids (watch) before the open */
+  int64_t pids[MAX_RANKS];
 } pj;
 
 static const jmg_comm_ops *ops(void) { return jmg_processes_comm(); }
@@ -55,6 +57,7 @@ static void with_site(unsigned char *dst, const unsigned char *id,
 static void run_one(pj *j) {
   jmg_error_clear(&j->err);
   jmg_comm *c = NULL;
+  if (j->watch) ops()->watch(j->id, j->ranks, j->pids);
   j->rc = ops()->open(j->id, j->rank, j->ranks, NULL, &c, "test", &j->err);
   const double t0 = now_s();
   if (j->rc == 0) j->body(j, c);
@@ -390,6 +393,56 @@ TEST(comm_processes_a_rank_that_never_comes_is_a_timeout) {
   CHECK_CONTAINS(jobs[2].err.msg, "failed earlier");
   CHECK_CONTAINS(jobs[2].err.msg, "never came");
   CHECK(jobs[2].arg < 0.5);
+}
+
+/* A rank whose process is gone before it opens the group: where the others
+ * were told the ranks' pids (watch), they fail at once, naming it (the
+ * highest rank: the others wait to accept it; the lowest: the others
+ * connect to it), long before the 30 s timeout. */
+TEST(comm_processes_a_rank_dead_before_the_set_up_fails_the_others_at_once) {
+  for (int dead_rank = 3; dead_rank >= 0; dead_rank -= 3) {
+    unsigned char id[JMG_COMM_ID_MAX];
+    new_id(id, 7);
+    fflush(NULL);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    CHECK(dead > 0);
+    pj jobs[3];
+    for (int k = 0, r = 0; r < 4; ++r) {
+      if (r == dead_rank) continue;
+      memset(&jobs[k], 0, sizeof jobs[k]);
+      memcpy(jobs[k].id, id, sizeof id);
+      jobs[k].rank = r;
+      jobs[k].ranks = 4;
+      jobs[k].body = max_body;
+      jobs[k].watch = 1;
+      jobs[k].pids[dead_rank] = (int64_t)dead; /* the others: 0, unknown */
+      ++k;
+    }
+    const double t0 = now_s();
+    const int reported = run_processes(jobs, 3, "30", 60.0);
+    const double took = now_s() - t0;
+    waitpid(dead, NULL, 0);
+    CHECK_EQ(reported, 3);
+    if (took >= 10.0)
+      for (int k = 0; k < 3; ++k)
+        TEST_FAIL_AT("dead %d, took %.1f s: rank %d: %s", dead_rank, took,
+                     jobs[k].rank, jobs[k].err.msg);
+    CHECK(took < 10.0);
+    char says[64];
+    snprintf(says, sizeof says, "rank %d (pid %ld) is gone", dead_rank,
+             (long)dead);
+    int named = 0;
+    for (int k = 0; k < 3; ++k) {
+      CHECK(jobs[k].rc == -JMG_EPEER || jobs[k].rc == -JMG_ETIMEDOUT);
+      named += jobs[k].rc == -JMG_EPEER && strstr(jobs[k].err.msg, says);
+    }
+    /* Every rank waits for the dead one in the set-up and sees it gone. */
+    if (named != 3)
+      for (int k = 0; k < 3; ++k)
+        TEST_FAIL_AT("rank %d: %s", jobs[k].rank, jobs[k].err.msg);
+    CHECK_EQ(named, 3);
+  }
 }
 
 /* A call site that fails leaves the group's other call sites working:

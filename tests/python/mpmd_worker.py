@@ -253,9 +253,10 @@ def comm_ids(checks: Checks, me: int) -> None:
 # raises before the second call and its process ends ("local-raise"), is
 # killed inside it ("local-kill": 1 s in, while process 2 comes 3 s late),
 # or never arrives ("local-absent": it comes JAXMG_RENDEZVOUS_TIMEOUT + 2 s
-# late). The others record how long the call took to fail and why; the
-# late process too.
-LOCAL_FAILURES = ("local-raise", "local-kill", "local-absent")
+# late); or it is killed before the first call in the local model, while the
+# others set its communicator up ("local-kill-first"). The others record how long the call
+# took to fail and why; the late process too.
+LOCAL_FAILURES = ("local-raise", "local-kill", "local-absent", "local-kill-first")
 
 
 def local_failure(name: str, checks: Checks, me: int) -> None:
@@ -266,6 +267,22 @@ def local_failure(name: str, checks: Checks, me: int) -> None:
     def potri() -> jax.Array:
         return jax.block_until_ready(jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
 
+    if name == "local-kill-first":
+        # A first call in the leader model (engine lapack) publishes every
+        # process's pid; the next, the first in the local model, sets its
+        # communicator up, and process 1 is dead by then.
+        os.environ["JAXMG_ENGINE"] = "lapack"
+        potri()
+        os.environ["JAXMG_ENGINE"] = "lapack-local"
+        if me == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            potri()
+            checks.failed.append(f"{name}: the call succeeded without its peers")
+        except Exception as e:  # noqa: BLE001
+            checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
+        return
     potri()
     if me == 1 and name == "local-raise":
         try:

@@ -87,6 +87,17 @@ def test_a_process_killed_inside_a_call():
     assert sockets_left() <= before
 
 
+def test_a_process_killed_before_its_first_call_in_the_local_model():
+    """While the others set the communicator up (after a call in the leader
+    model, in which every process published its pid): each call names
+    every shard's process, so they fail at once, naming rank 1's pid as
+    gone, instead of waiting out the 30 s timeout."""
+    results = run_job("local-kill-first", 3, timeout_s=30.0, bound_s=120.0, extra_env=LOCAL)
+    assert 1 not in results
+    for i in (0, 2):
+        _failed_within(results, i, 5.0, "jaxmg.potri", "rank 1 (pid", "is gone")
+
+
 def test_a_process_that_never_arrives_then_a_fresh_job_works():
     """Process 1 comes JAXMG_RENDEZVOUS_TIMEOUT + 2 s late: the others fail
     after the timeout saying that rank 1 never came; process 1 then fails
