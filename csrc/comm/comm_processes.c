@@ -193,7 +193,7 @@ static int g_cv_made;
 static int g_wake[2] = {-1, -1};
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
-/* ---- small helpers ------------------------------------------------------*/
+/* ---- small helpers -----------------------------------------------------*/
 
 static void random_bytes(unsigned char *out, size_t len) {
   size_t got = 0;
@@ -270,7 +270,7 @@ static socklen_t address(const unsigned char *base, int rank,
   return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
 }
 
-/* ---- fork ----------------------------------------------------------------*/
+/* ---- fork --------------------------------------------------------------*/
 
 static void atfork_prepare(void) { pthread_mutex_lock(&g_mu); }
 static void atfork_parent(void) { pthread_mutex_unlock(&g_mu); }
@@ -296,7 +296,7 @@ static void register_atfork(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-/* ---- failure --------------------------------------------------------------*/
+/* ---- failure -----------------------------------------------------------*/
 
 static void wake_io(void) {
   if (g_wake[1] < 0) return;
@@ -414,8 +414,7 @@ static struct jmg_comm *comm_of_locked(pc_end *e, uint64_t site) {
   return c;
 }
 
-/* ---- the I/O thread
- * --------------------------------------------------------*/
+/* ---- the I/O thread ----------------------------------------------------*/
 
 /* A connection that closed or failed: the peer is lost (every later
  * operation with it fails; what it sent before stays to be received); its
@@ -693,8 +692,7 @@ static int ensure_io_locked(const char *op, jmg_error *err) {
   return 0;
 }
 
-/* ---- ids
- * -------------------------------------------------------------------*/
+/* ---- ids ---------------------------------------------------------------*/
 
 static int pc_make_id(void *id, const char *op, jmg_error *err) {
   (void)op, (void)err;
@@ -712,8 +710,7 @@ int jmg_comm_processes_id(const void *id) {
   return memcmp(id, ID_TAG, sizeof ID_TAG) == 0;
 }
 
-/* ---- setting up a transport
- * --------------------------------------------------*/
+/* ---- setting up a transport --------------------------------------------*/
 
 static void pc_watch_pids(const void *id, int ranks, const int64_t *pids) {
   if (ranks < 1 || pids == NULL) return;
@@ -1091,8 +1088,7 @@ static int pc_open(const void *id, int rank, int ranks, void *device_ctx,
 
 static void *pc_native(jmg_comm *c) { return c; }
 
-/* ---- pending operations (per thread)
- * ----------------------------------------*/
+/* ---- pending operations (per thread) -----------------------------------*/
 
 typedef struct pc_op {
   int send; /* 1: send, 0: receive */
@@ -1149,8 +1145,7 @@ static int post(int send, int chan, jmg_comm *c, void *buf, size_t bytes,
   return 0;
 }
 
-/* ---- running a group
- * ---------------------------------------------------------*/
+/* ---- running a group ---------------------------------------------------*/
 
 /* The first message of (site, chan) from peer p of e, unlinked; NULL if
  * none yet. g_mu held. */

@@ -152,7 +152,7 @@ static int group_socket_left(const unsigned char *id) {
   return found;
 }
 
-/* ---- bodies -------------------------------------------------------------*/
+/* ---- bodies ------------------------------------------------------------*/
 
 /* Rounds of max_int, a ring exchange and a broadcast. */
 static void rounds_body(pj *j, jmg_comm *c) {
@@ -274,7 +274,7 @@ static void late_body(pj *j, jmg_comm *c) {
   j->arg = now_s() - t0;
 }
 
-/* ---- tests ----------------------------------------------------------------*/
+/* ---- tests -------------------------------------------------------------*/
 
 TEST(comm_processes_ranks_as_threads_two_call_sites_at_once) {
   unsigned char a[JMG_COMM_ID_MAX], b[JMG_COMM_ID_MAX];
