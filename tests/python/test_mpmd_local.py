@@ -9,8 +9,9 @@ and 1.x's forms, the 1 x P line and r x c grids of the processes, padded and
 not, a numerical failure on one rank only, jit, grad and vmap, the ctx forms,
 NetKet's distributed solvers (process_grid included). Then failures across
 processes: a process that raises before a call and ends, one killed inside
-it, one that never arrives; the others fail within the timeout with an error
-naming it, and a fresh job afterwards works. Nothing is left behind: no
+it, one killed before its first call, one that never arrives; the others
+fail within the timeout with an error naming it (at once where its process
+is gone), and a fresh job afterwards works. Nothing is left behind: no
 abstract socket of jaxmg's (/proc/net/unix) and no shared memory segment."""
 
 from __future__ import annotations
