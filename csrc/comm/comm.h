@@ -3,8 +3,10 @@
  * nodes, without a leader and without shared memory.
  *
  * CUDA's is NCCL (cuda/comm_nccl.c, libnccl loaded at run time); the CPU
- * platform's joins threads of one process (comm/comm_threads.c, for the
- * lapack-local engine). A communicator
+ * platform has two, for the lapack-local engine: one joins the threads of
+ * one process (comm/comm_threads.c), the other the processes of one node
+ * (comm/comm_processes.c, where a group spans processes); the id says
+ * which (ffi/platform.h, comm_of_id). A communicator
  * joins the ranks of one group: it is opened once per (id, rank) and cached
  * until the process exits. The id is made by one rank (make_id) and handed
  * to the others by the Python layer (through JAX's distributed key-value
@@ -48,6 +50,12 @@ typedef struct jmg_comm_ops {
    * time: every rank opens it at once. */
   int (*open)(const void *id, int rank, int ranks, void *device_ctx,
               jmg_comm **out, const char *op, jmg_error *err);
+  /* Optional (NULL where the communicator has no use for it): the pid of
+   * the process of every rank of id's group (ranks entries, 0 where it
+   * cannot be watched from here), told before open, so that the first open
+   * fails at once, naming the rank, where a rank's process is gone, instead
+   * of waiting for it until the timeout. Not collective. */
+  void (*watch)(const void *id, int ranks, const int64_t *pids);
   /* The library's own handle (ncclComm_t), for engines that take it. */
   void *(*native)(jmg_comm *c);
   /* *value = the maximum of every rank's *value (a host int); waits for the
@@ -76,8 +84,19 @@ typedef struct jmg_comm_ops {
 const jmg_comm_ops *jmg_nccl_comm(void);
 
 /* The threads of one process, over host memory (comm/comm_threads.c): the
- * CPU platform's. Its ids name nothing outside the process that made them,
- * so it cannot span processes: opening another process's id is refused. */
+ * CPU platform's in one process (SPMD). Its ids name nothing outside the
+ * process that made them, so it cannot span processes: opening another
+ * process's id is refused. */
 const jmg_comm_ops *jmg_threads_comm(void);
+
+/* The processes of one node (and their threads), over Unix domain sockets
+ * (comm/comm_processes.c): the CPU platform's where a group spans processes
+ * (MPMD, one process per CPU device), for the local model on CPU devices and
+ * its tests; across nodes the GPU engines' NCCL carries the work. */
+const jmg_comm_ops *jmg_processes_comm(void);
+
+/* 1 if id (JMG_COMM_ID_MAX bytes) was made by jmg_processes_comm's
+ * make_id. */
+int jmg_comm_processes_id(const void *id);
 
 #endif

@@ -5,8 +5,8 @@
  * Ids: 128 bytes, made by make_id: a tag, this process's pid, a counter and
  * 16 random bytes. The communicators live in a registry of this process
  * (a list under a mutex), so an id made in another process names nothing
- * here: opening it is refused (the pid in the id says so), and a job of
- * several processes (MPMD) cannot use this communicator by construction.
+ * here: opening it is refused (the pid in the id says so): a group that
+ * spans processes (MPMD) uses comm/comm_processes.c instead.
  *
  * The shared state of an id (its ranks' queues) is created by the first
  * rank that opens it; each rank's end is part of it, so the cache per
@@ -183,10 +183,10 @@ static int tc_open(const void *id, int rank, int ranks, void *device_ctx,
   if (given.pid != (int64_t)getpid())
     return jmg_error_set(
         err, JMG_EUNSUPPORTED, op, THREADS_CALL,
-        "the id was made by process %lld and this is process %lld: the CPU "
-        "platform's communicator joins the threads of one process, so the "
-        "local model (JAXMG_ENGINE=lapack-local) cannot run a group that "
-        "spans processes (MPMD)",
+        "the id was made by process %lld and this is process %lld: the "
+        "threads communicator joins the threads of one process and cannot "
+        "run a group that spans processes (MPMD), whose ids come from the "
+        "processes communicator (jaxmg_comm_new_id_processes)",
         (long long)given.pid, (long long)getpid());
   if (ranks < 1 || rank < 0 || rank >= ranks)
     return jmg_error_set(err, JMG_EINVAL, op, THREADS_CALL,

@@ -12,7 +12,8 @@
  *   JAXMG_TRACE               "" or "0": off; anything else: one line per call
  *   JAXMG_RENDEZVOUS_TIMEOUT  seconds to wait for the other participants (300;
  *                             the rendezvous, and every wait of the CPU
- *                             threads communicator, comm/comm_threads.c)
+ *                             communicators, comm/comm_threads.c and
+ *                             comm/comm_processes.c)
  *   JAXMG_COPY_LANES          copy queues of the in-place permutation, 1..64
  *                             (0, the default: one per device)
  *   JAXMG_PERMUTE             "inplace", "apart", or unset (auto)

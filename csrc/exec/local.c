@@ -230,6 +230,10 @@ static int open_comm(const jmg_op_call *call, void *device_ctx,
                          "engine %s runs in the local model, which needs a "
                          "communicator, and this platform has none",
                          call->engine ? call->engine->name : "?");
+  /* MPMD calls name every rank's process: a communicator that sets up
+   * connections between processes can tell a dead one at once. */
+  if (call->comm_ops->watch != NULL && call->key.pids != NULL)
+    call->comm_ops->watch(call->comm_id, call->key.nparts, call->key.pids);
   return call->comm_ops->open(call->comm_id, call->shard, call->key.nparts,
                               device_ctx, out, op, err);
 }

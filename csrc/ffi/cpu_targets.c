@@ -31,6 +31,11 @@ static int cpu_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
   return 0;
 }
 
+/* The communicator an id was made by: processes or threads. */
+static const jmg_comm_ops *cpu_comm_of_id(const void *id) {
+  return jmg_comm_processes_id(id) ? jmg_processes_comm() : jmg_threads_comm();
+}
+
 static const jmg_engine *const g_cpu_engines[] = {
     &jmg_lapack_engine, &jmg_lapack_local_engine, NULL};
 
@@ -45,7 +50,10 @@ static const jmg_ffi_platform g_cpu = {
     .copy_local = cpu_copy_local,
     .async = 1,
     .share = jmg_host_share,
-    .comm = jmg_threads_comm, /* lapack-local's: threads of this process */
+    /* lapack-local's: threads of this process (SPMD), or processes of this
+     * node (MPMD), as the call's id says */
+    .comm = jmg_threads_comm,
+    .comm_of_id = cpu_comm_of_id,
 };
 
 /* The handlers, one per op. */
@@ -65,10 +73,8 @@ JMG_EXPORT int jaxmg_cpu_register_lapack(const char *name, void *fn) {
   return jmg_lapack_register(name, fn);
 }
 
-/* A new id of the CPU platform's communicator for a group (the CUDA
- * library exports the same symbol for NCCL's): 0, or -1 and the reason. */
-JMG_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err_msg,
-                                 size_t errlen) {
+static int new_id(const jmg_comm_ops *comm, uint8_t *out, size_t len,
+                  char *err_msg, size_t errlen) {
   jmg_error err;
   jmg_error_clear(&err);
   int rc = 0;
@@ -78,7 +84,7 @@ JMG_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err_msg,
                        out == NULL ? (size_t)0 : len, JMG_COMM_ID_MAX);
   if (rc == 0) {
     memset(out, 0, len);
-    rc = jmg_threads_comm()->make_id(out, "comm_new_id", &err);
+    rc = comm->make_id(out, "comm_new_id", &err);
   }
   if (rc != 0) {
     if (err_msg != NULL && errlen > 0) jmg_error_format(&err, err_msg, errlen);
@@ -86,4 +92,19 @@ JMG_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err_msg,
   }
   if (err_msg != NULL && errlen > 0) err_msg[0] = '\0';
   return 0;
+}
+
+/* A new id of the CPU platform's communicator for a group of one process
+ * (the threads communicator; the CUDA library exports the same symbol for
+ * NCCL's): 0, or -1 and the reason. */
+JMG_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err_msg,
+                                 size_t errlen) {
+  return new_id(jmg_threads_comm(), out, len, err_msg, errlen);
+}
+
+/* The same for a group that spans processes of this node (the processes
+ * communicator). */
+JMG_EXPORT int jaxmg_comm_new_id_processes(uint8_t *out, size_t len,
+                                           char *err_msg, size_t errlen) {
+  return new_id(jmg_processes_comm(), out, len, err_msg, errlen);
 }

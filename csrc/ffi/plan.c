@@ -53,12 +53,14 @@ static int plan_local(XLA_FFI_CallFrame *frame,
                          "attribute comm_id has %zu words: not %d per group "
                          "for group %llu (jaxmg's Python layer makes it)",
                          nwords, (int)WORDS, (unsigned long long)group);
+  memcpy(call->comm_id, words + group * WORDS, JMG_COMM_ID_MAX);
+  if (platform->comm_of_id != NULL) /* the id says whose it is */
+    call->comm_ops = platform->comm_of_id(call->comm_id);
   if (call->comm_ops->id_bytes > JMG_COMM_ID_MAX)
     return jmg_error_set(err, JMG_EINTERNAL, op, "communicator",
                          "the %s id needs %zu bytes, more than %d",
                          call->comm_ops->name, call->comm_ops->id_bytes,
                          JMG_COMM_ID_MAX);
-  memcpy(call->comm_id, words + group * WORDS, JMG_COMM_ID_MAX);
   if (call->comm_ops->per_call_site) { /* comm/comm.h: one per call site */
     const uint64_t site = (uint64_t)call->key.mesh_id;
     if (call->comm_ops->id_bytes + sizeof site > JMG_COMM_ID_MAX)

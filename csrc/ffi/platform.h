@@ -43,8 +43,12 @@ typedef struct jmg_ffi_platform {
    * leader (MPMD calls, see share/share.h). */
   const jmg_share *(*share)(void);
   /* The platform's communicator for JMG_MODEL_LOCAL engines (comm/comm.h);
-   * NULL where it has none (CPU). */
+   * NULL where it has none. */
   const jmg_comm_ops *(*comm)(void);
+  /* Where the platform has several (CPU: threads of one process, or
+   * processes of one node), the one a call's id was made by; NULL: comm()
+   * for every id. */
+  const jmg_comm_ops *(*comm_of_id)(const void *id);
 } jmg_ffi_platform;
 
 #endif

@@ -10,7 +10,9 @@ JAXMG_TRACE naming the
 engine; the error that names the extra when libcusolverMp is missing (a
 subprocess with JAXMG_CUSOLVERMP_LIB pointing nowhere). Written now and
 skipped below 2 / 4 GPUs: one process driving 2 and 4 GPUs, and one process
-per GPU (tests/python/mpmd_worker.py), both against the default engine.
+per GPU (tests/python/mpmd_worker.py), both against the default engine; and
+one process per GPU running the cases that the CPU tests run through
+lapack-local with one process per CPU device (tests/python/mpmd_local.py).
 
 Skipped without GPUs (conftest) and, but for the missing-library test,
 where jaxmg.cusolvermp_available() says the engine cannot run (the reason
@@ -453,6 +455,28 @@ def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, m
                 part = ref[tuple(slice(*s) for s in idx)]
                 err = np.abs(np.load(path) - part).max() / max(np.abs(ref).max(), 1.0)
                 assert err < jt.tol(dtype, n), f"{op} {dtype} {path.name}: {err:.3g}"
+
+
+@needs_mp
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_one_process_per_gpu_runs_the_cpu_local_model_cases(gpus, nproc):
+    """The cases the CPU tests run with one process per CPU device through
+    lapack-local (tests/python/mpmd_local.py, tests/python/test_mpmd_local.py),
+    here with one process per GPU through cuSOLVERMp over NCCL: every op and
+    dtype against NumPy, the seeds' and 1.x's forms, the 1 x P line and the
+    r x c grids (2 x 2, 4 x 1; 2 x 1), padded and not, a failure on the last
+    rank's rows, jit, grad and vmap, the ctx forms, NetKet's solvers (where
+    NetKet is installed). What passes on CPU is what runs here."""
+    if len(gpus) < nproc:
+        pytest.skip(f"needs {nproc} GPUs")
+    import mpmd_local
+
+    expect = len(mpmd_local.cases(nproc))
+    results = run_job("local", nproc, platform="cuda", timeout_s=120.0, bound_s=220.0,
+                      extra_env={"JAXMG_ENGINE": "cusolvermp", "JAXMG_TEST_HANG_S": "200",
+                                 "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN")})
+    report_outputs(results, nproc, expect=expect)
+    assert_all_passed(results, nproc, expect=expect)
 
 
 # --- a 2D process grid: P(r, c) (skipped below r c GPUs) -----------------------

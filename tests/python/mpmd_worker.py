@@ -33,19 +33,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
 import jaxmg_testing as jt  # noqa: E402
+import mpmd_local  # noqa: E402
+from mpmd_local import global_array, local_blocks  # noqa: E402
 
 DTYPES = dict(zip(jt.DTYPE_IDS, jt.DTYPES))
 FRESH_CALLS = 40  # the "fresh" scenario's calls
-
-
-def global_array(x: np.ndarray, mesh: Mesh, spec: P) -> jax.Array:
-    """x (the same in every process) as a global array laid out as spec."""
-    return jax.make_array_from_callback(x.shape, NamedSharding(mesh, spec), lambda i: x[i])
-
-
-def local_blocks(y: jax.Array):
-    """(index, block) of this process's shards of y."""
-    return [(s.index, np.asarray(s.data)) for s in y.addressable_shards]
 
 
 class Checks:
@@ -255,6 +247,63 @@ def comm_ids(checks: Checks, me: int) -> None:
         time.sleep(3.0)
 
 
+# Failures across the processes of a local-model job (3 processes, one
+# device each; the launcher sets JAXMG_ENGINE): after a first call together
+# (which sets the communicator up and compiles the program), process 1
+# raises before the second call and its process ends ("local-raise"), is
+# killed inside it ("local-kill": 1 s in, while process 2 comes 3 s late),
+# or never arrives ("local-absent": it comes JAXMG_RENDEZVOUS_TIMEOUT + 2 s
+# late); or it is killed before the first call in the local model, while the
+# others set its communicator up ("local-kill-first"). The others record how long the call
+# took to fail and why; the late process too.
+LOCAL_FAILURES = ("local-raise", "local-kill", "local-absent", "local-kill-first")
+
+
+def local_failure(name: str, checks: Checks, me: int) -> None:
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    a = global_array(jt.make_hpd(np.random.default_rng(1), 12, np.float64), mesh,
+                     P("x", None))
+
+    def potri() -> jax.Array:
+        return jax.block_until_ready(jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
+
+    if name == "local-kill-first":
+        # A first call in the leader model (engine lapack) publishes every
+        # process's pid; the next, the first in the local model, sets its
+        # communicator up, and process 1 is dead by then.
+        os.environ["JAXMG_ENGINE"] = "lapack"
+        potri()
+        os.environ["JAXMG_ENGINE"] = "lapack-local"
+        if me == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            potri()
+            checks.failed.append(f"{name}: the call succeeded without its peers")
+        except Exception as e:  # noqa: BLE001
+            checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
+        return
+    potri()
+    if me == 1 and name == "local-raise":
+        try:
+            raise ValueError("process 1 fails before the call")
+        except ValueError as e:
+            checks.done.append(f"raised: {e}")
+            return  # and the process ends (main)
+    if me == 1 and name == "local-kill":
+        threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+    if me == 2 and name == "local-kill":
+        time.sleep(3.0)
+    if me == 1 and name == "local-absent":
+        time.sleep(float(os.environ["JAXMG_RENDEZVOUS_TIMEOUT"]) + 2.0)
+    t0 = time.monotonic()
+    try:
+        potri()
+        checks.failed.append(f"{name}: the call succeeded without its peers")
+    except Exception as e:  # noqa: BLE001
+        checks.done.append(f"raised after {time.monotonic() - t0:.2f} s: {e}")
+
+
 def _check(ok: bool) -> None:
     if not ok:
         raise AssertionError("check failed")
@@ -349,6 +398,12 @@ def scenario(name: str, checks: Checks, me: int) -> None:
             checks.run(f"fresh-{i}", lambda: check_fresh_potrs(mesh, 4 * len(devices), rng))
     elif name == "netket":
         netket_solvers(checks)
+    elif name == "local":
+        # The local model (JAXMG_ENGINE from the launcher: lapack-local on
+        # CPU devices, cusolvermp on GPUs): tests/python/mpmd_local.py.
+        mpmd_local.run_cases(checks, len(devices))
+    elif name in LOCAL_FAILURES:
+        local_failure(name, checks, me)
     elif name == "loop":
         mesh = Mesh(devices, ("x",))
         for i in range(4):
@@ -360,7 +415,8 @@ def scenario(name: str, checks: Checks, me: int) -> None:
 
 def main() -> None:
     name, port, nproc, me = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    if name.startswith("kill"):
+    failing = name.startswith("kill") or name in LOCAL_FAILURES
+    if failing:
         # Without it, jax.distributed brings every process down when one dies.
         jax.config.update("jax_enable_recoverability", True)
     # On GPUs each process drives one GPU but sees them all (the leader opens
@@ -381,9 +437,12 @@ def main() -> None:
         checks.failed.append(traceback.format_exc())
     print("RESULT " + json.dumps({"process": me, "done": checks.done,
                                   "failed": checks.failed}), flush=True)
-    if name.startswith("kill") and me == 0:
-        time.sleep(4.0)  # the coordination service lives in process 0
-    elif not name.startswith("kill"):
+    if failing and me == 0:
+        # The coordination service lives in process 0 ("local-absent": until
+        # the late process has made its call).
+        late = float(os.environ.get("JAXMG_RENDEZVOUS_TIMEOUT", "0")) + 2.0
+        time.sleep(4.0 + (late if name == "local-absent" else 0.0))
+    elif not failing:
         # The coordination service lives in process 0: it leaves only after
         # every process has printed its result (in scenarios whose last
         # steps need no peer, such as "nodes", process 0 may finish first).

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 import jaxmg
-from jaxmg._src import _native, _shard
+from jaxmg._src import _native
 import jaxmg_testing as jt
 
 ENGINE = "lapack-local"
@@ -317,20 +317,20 @@ def test_the_engine_runs_only_where_named(monkeypatch):
     assert _native.engine_check("cpu", "potrs", 4, "float64", 16, 4) == (True, "lapack")
     monkeypatch.setenv("JAXMG_ENGINE", ENGINE)
     ok, why = _native.engine_check("cpu", "potrs", 4, "float64", 16, 4, nodes=2)
-    assert not ok and "threads of one process" in why, why
+    assert not ok and "threads and processes of one node" in why, why
 
 
 def test_comm_ids_are_the_platforms():
+    """In one process the threads communicator's; for a group that spans
+    processes (MPMD, tests/python/test_mpmd_local.py) the processes
+    communicator's (comm/comm_processes.c)."""
     first, second = _native.comm_new_id("cpu"), _native.comm_new_id("cpu")
     assert len(first) == _native.COMM_ID_BYTES and first != second
     assert first.startswith(b"jaxmg-threads-comm")
+    third = _native.comm_new_id("cpu", processes=True)
+    assert len(third) == _native.COMM_ID_BYTES and third.startswith(b"jaxmg-procs-comm")
+    assert third[48:] == bytes(_native.COMM_ID_BYTES - 48)  # the call site goes at the end
 
-
-def test_an_mpmd_call_on_a_one_process_engine_is_refused_before_tracing():
-    with pytest.raises(ValueError, match="threads of one process.*MPMD"):
-        _shard.check_local_job("potrs", ENGINE, job=12345)
-    _shard.check_local_job("potrs", ENGINE, job=0)  # one process: fine
-    _shard.check_local_job("potrs", "cusolvermp", job=12345)  # NCCL spans processes
 
 
 def _eig_check(a, w, v, dtype):

@@ -232,8 +232,8 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   (void)e;
   if (p->nodes > 1) {
     snprintf(why, len,
-             "the group spans %d nodes and its communicator joins the "
-             "threads of one process",
+             "the group spans %d nodes and its communicators join the "
+             "threads and processes of one node",
              p->nodes);
     return 0;
   }

@@ -1,6 +1,7 @@
 /* lapack-local: the local model (engine/engine.h, JMG_MODEL_LOCAL) on CPU
- * devices, over the threads communicator (comm/comm_threads.c). Internal
- * to engine/lapack_local/.
+ * devices, over the CPU platform's communicators: the threads of one
+ * process (comm/comm_threads.c) or the processes of one node, one per
+ * device (comm/comm_processes.c). Internal to engine/lapack_local/.
  *
  * Every rank holds its part of H in jmg_local_matrix's 2D block-cyclic
  * layout; the engine gathers the whole matrix onto rank 0 over the

@@ -78,7 +78,6 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
         ngroups = int(np.prod([sizes[name] for name in rows.others], dtype=np.int64))
         kind = (op, rows.axes, tuple(int(sizes[a]) for a in rows.axes + rows.others))
         job = _mode.ambient_job_id(op, rows.nparts)
-        _shard.check_local_job(op, g.engine, job)
         comm = _mode.ambient_comm_ids(ngroups, job, kind, platform)
         grid_rows = _shard.local_grid_rows(rows.axes, sizes)
     return Call(g, rows.axes, rows.others, _shard.mesh_id([], rows.axes + rows.others),

@@ -14,14 +14,16 @@ library's engine check and as the call's attribute ``nodes``) runs on
 cuSOLVERMp, which needs no shared memory, or is refused before tracing, in
 every process, with the engines' reasons.
 
-An engine of the local model (cuSOLVERMp) wants one communicator id per group
-(attribute ``comm_id``, int64[groups * 16]: group g's 128 bytes at
-[16 g, 16 g + 16)). The group's first process makes it (NCCL's unique id,
-through the C library) and hands it to the others through the job's
-key-value store, under a key that every process computes alike (the job and
-the group's device ids); ids are kept per device set, so retracing and the
-other ops reuse the same communicator (the C library keeps one per id). In one
-process every id is made here.
+An engine of the local model (cuSOLVERMp; lapack-local on CPU devices) wants
+one communicator id per group (attribute ``comm_id``, int64[groups * 16]:
+group g's 128 bytes at [16 g, 16 g + 16)). The group's first process makes it
+(NCCL's unique id, or on CPU devices the id of the communicator between the
+processes of the node, through the C library) and hands it to the others
+through the job's key-value store, under a key that every process computes
+alike (the job and the group's device ids); ids are kept per device set, so
+retracing and the other ops reuse the same communicator (the C library keeps
+one per id). In one process every id is made here (on CPU devices, the
+threads communicator's).
 
 An MPMD call carries the job's identity (``job_id``): the C library keys its
 rendezvous on it instead of XLA's run id, which is per process. It is a hash
@@ -306,7 +308,8 @@ def mesh_comm_ids(mesh: Mesh, axes: Sequence[str], others: Sequence[str],
             if any(d.process_index == me for d in row) else None for row in grid]
     makers = [int(row[0].process_index) for row in grid]
     return comm_id_attr(share_comm_ids(tags, makers, me, job,
-                                       lambda: _native.comm_new_id(platform), _comm_ids))
+                                       lambda: _native.comm_new_id(platform, bool(job)),
+                                       _comm_ids))
 
 
 def ambient_comm_ids(ngroups: int, job: int, kind: tuple[Any, ...], platform: str) -> tuple[int, ...]:
@@ -324,4 +327,5 @@ def ambient_comm_ids(ngroups: int, job: int, kind: tuple[Any, ...], platform: st
     name = hashlib.blake2b(repr(kind).encode(), digest_size=6).hexdigest()
     tags = [f"ambient-{name}-{k}-{g}" for g in range(ngroups)]
     return comm_id_attr(share_comm_ids(tags, [0] * ngroups, jax.process_index(), job,
-                                       lambda: _native.comm_new_id(platform), None))
+                                       lambda: _native.comm_new_id(platform, bool(job)),
+                                       None))

@@ -286,18 +286,21 @@ def cusolvermp_available() -> tuple[bool, str]:
 COMM_ID_BYTES = 128
 
 
-def comm_new_id(platform: str) -> bytes:
+def comm_new_id(platform: str, processes: bool = False) -> bytes:
     """A new communicator id of ``platform``'s communicator ("CUDA": NCCL's
-    ncclGetUniqueId; "cpu": the threads communicator of this process, which
-    the lapack-local engine uses), through that platform's library, to hand
-    to every participant of one group. RuntimeError naming the cause when it
-    cannot be made (e.g. libnccl missing)."""
+    ncclGetUniqueId; "cpu": the lapack-local engine's, the threads
+    communicator of this process, or with ``processes`` the one between the
+    processes of this node, comm/comm_processes.c, for a group that spans
+    processes), through that platform's library, to hand to every
+    participant of one group. RuntimeError naming the cause when it cannot
+    be made (e.g. libnccl missing)."""
     load()
     lib = _LIBS.get(platform)
     if lib is None:
         raise RuntimeError(f"jaxmg: a communicator id of platform {platform!r} needs "
                            f"jaxmg's {platform} library, which is not loaded")
-    fn = lib.jaxmg_comm_new_id
+    fn = (lib.jaxmg_comm_new_id_processes if processes and platform == "cpu"
+          else lib.jaxmg_comm_new_id)
     fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
     fn.restype = ctypes.c_int
     out = ctypes.create_string_buffer(COMM_ID_BYTES)

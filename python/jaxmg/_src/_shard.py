@@ -176,24 +176,10 @@ def unpad_info(info: jax.Array, g: Geometry) -> jax.Array:
 
 
 # The engines of the local model (engine/engine.h, JMG_MODEL_LOCAL): their
-# calls carry a communicator id per group (attribute comm_id, _mode.py).
+# calls carry a communicator id per group (attribute comm_id, _mode.py): on
+# CPU devices (lapack-local) the threads communicator's in one process, the
+# processes communicator's where a group spans processes (MPMD).
 LOCAL_ENGINES = frozenset({"cusolvermp", "lapack-local"})
-
-# Those whose communicator joins the threads of one process (CPU devices'),
-# so that a group spanning processes (MPMD) cannot run on them.
-ONE_PROCESS_ENGINES = frozenset({"lapack-local"})
-
-
-def check_local_job(op: str, engine: str | None, job: int) -> None:
-    """ValueError, before anything is traced, where an engine whose
-    communicator joins the threads of one process would run a group that
-    spans processes (``job`` nonzero: MPMD)."""
-    if job and engine in ONE_PROCESS_ENGINES:
-        raise ValueError(
-            f"jaxmg.{op}: engine {engine} (JAXMG_ENGINE) runs the local model over "
-            "a communicator that joins the threads of one process, and this call's "
-            "devices span processes (MPMD): unset JAXMG_ENGINE (engine lapack runs "
-            "MPMD on CPU devices), or run the program in one process")
 
 
 def local_grid_rows(axes: Sequence[str], sizes: Any) -> int:
@@ -424,7 +410,6 @@ def mesh_call(op: str, mesh: Mesh, rows: Any, g: Geometry) -> Call:
     pids = tuple(int(p) for p in _mode.group_pids(mesh, rows.axes, rows.others)) if job else None
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     local = g.engine in LOCAL_ENGINES
-    check_local_job(op, g.engine, job)
     comm = _mode.mesh_comm_ids(mesh, rows.axes, rows.others, job) if local else None
     grid_rows = local_grid_rows(rows.axes, mesh.shape) if local else 1
     return Call(g, rows.axes, rows.others, mesh_id(ids, mesh.axis_names), job, pids,
