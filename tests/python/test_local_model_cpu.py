@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 import jaxmg
-from jaxmg._src import _native
+from jaxmg._src import _native, _shard
 import jaxmg_testing as jt
 
 ENGINE = "lapack-local"
