@@ -82,7 +82,7 @@ class Measured:
         ``cusolverdn-gather>cusolvermg`` when the gather engine fell back), or
         None without a trace."""
         for line in reversed(self.trace):
-            m = re.search(r", engine (\S+)$", line)
+            m = re.search(r", engine ([^,\s]+)(?:, workspace |$)", line)
             if m:
                 return m.group(1)
         return None

@@ -113,6 +113,30 @@ cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
   }
 }
 
+cublasStatus_t jmg_cublas_trsm_right_64(cublasHandle_t h, jmg_dtype t,
+                                        cublasFillMode_t uplo, int64_t m,
+                                        int64_t n, double alpha, const void *A,
+                                        int64_t lda, void *B, int64_t ldb) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha);
+  const cublasSideMode_t right = CUBLAS_SIDE_RIGHT;
+  const cublasOperation_t no = CUBLAS_OP_N;
+  const cublasDiagType_t nonunit = CUBLAS_DIAG_NON_UNIT;
+  switch (t) {
+    case JMG_F32:
+      return cublasStrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.s, A, lda,
+                               B, ldb);
+    case JMG_F64:
+      return cublasDtrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.d, A, lda,
+                               B, ldb);
+    case JMG_C64:
+      return cublasCtrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.c, A, lda,
+                               B, ldb);
+    default:
+      return cublasZtrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.z, A, lda,
+                               B, ldb);
+  }
+}
+
 cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,
                                   cublasFillMode_t uplo, int64_t n, int64_t k,
                                   const void *A, int64_t lda, double beta,

@@ -46,6 +46,12 @@ cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
                                        int64_t n, const void *A, int64_t lda,
                                        void *B, int64_t ldb);
 
+/* B = alpha B op(A)^-1, A lower or upper triangular (side right, n x n). */
+cublasStatus_t jmg_cublas_trsm_right_64(cublasHandle_t h, jmg_dtype t,
+                                        cublasFillMode_t uplo, int64_t m,
+                                        int64_t n, double alpha, const void *A,
+                                        int64_t lda, void *B, int64_t ldb);
+
 /* C = A^H A + beta C (A^T A for the real types), C n x n of which the
  * triangle uplo is written, A k x n. */
 cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,

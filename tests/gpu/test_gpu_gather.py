@@ -51,7 +51,7 @@ def _mesh(nparts: int) -> Mesh:
 
 
 def _engines_in(err: str) -> set[str]:
-    return set(re.findall(r"^jaxmg trace .*, engine ([\w>-]+)$", err, re.M))
+    return set(re.findall(r"^jaxmg trace .*, engine ([\w>-]+), workspace \d+ bytes", err, re.M))
 
 
 def _general_host(rng, n: int, dtype) -> np.ndarray:

@@ -108,7 +108,7 @@ def _check_syevd_np(a, w, v, dtype):
 
 
 def _engines_in(err: str) -> set[str]:
-    return set(re.findall(r"^jaxmg trace .*, engine (\w+)$", err, re.M))
+    return set(re.findall(r"^jaxmg trace .*, engine (\w+), workspace \d+ bytes", err, re.M))
 
 
 @pytest.mark.timeout(600)

@@ -5,10 +5,13 @@
  * The inverse from the factor L, two ways:
  * - N*N within INT_MAX: cusolverDn<t>potri (the 64-bit API has none).
  * - Beyond, where that routine fails (CUSOLVER_STATUS_INVALID_VALUE: N =
- *   46,336 ran and 46,400 failed on an H200, 2026-11-25): M = L^-1 by the
- *   64-bit cusolverDnXtrtri, then A^-1 = M^H M by LAPACK's blocked LAUUM
- *   (lower) on cuBLAS's 64-bit trmm, gemm and herk, in place, with one
- *   LAUUM_NB^2 scratch for the diagonal blocks. */
+ *   46,336 ran and 46,400 failed on an H200, 2026-11-25), and so does
+ *   cusolverDnXtrtri on the whole matrix (same N, same status, the same
+ *   day): M = L^-1 by LAPACK's blocked TRTRI (lower), cuBLAS's 64-bit trmm
+ *   and trsm around cusolverDnXtrtri on each LAUUM_NB diagonal block, then
+ *   A^-1 = M^H M by LAPACK's blocked LAUUM (lower) on cuBLAS's 64-bit trmm,
+ *   gemm and herk, in place, with one LAUUM_NB^2 scratch for the diagonal
+ *   blocks. */
 #include <limits.h>
 
 #include "common/trace.h"
@@ -73,15 +76,15 @@ int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
     return rc;
   }
   size_t dev = 0, host = 0;
+  const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
   rc = JMG_CUSOLVER_TRY(
       cusolverDnXtrtri_bufferSize(
-          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, a->n,
+          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int64_t)nb,
           jmg_cuda_data_type(a->dtype), call->a_data, a->n, &dev, &host),
       call->op, err);
   if (dev > *device_bytes) *device_bytes = dev;
   if (host > *host_bytes) *host_bytes = host;
   /* [the solvers' workspace | the LAUUM's diagonal-block scratch] */
-  const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
   *device_bytes = aligned(*device_bytes) + nb * nb * jmg_dtype_size(a->dtype);
   return rc;
 }
@@ -141,27 +144,64 @@ static int lauum_lower(jmg_dn_call *call, cublasHandle_t blas, void *scratch,
   return rc;
 }
 
+/* M = L^-1 in place in the lower triangle of a, LAPACK's ?trtri (lower) by
+ * blocks of LAUUM_NB, from the last block column to the first: the block
+ * below each diagonal block becomes -(inverted trailing part) times it
+ * times the diagonal block's inverse, then the diagonal block is inverted
+ * (cusolverDnXtrtri on that block alone, its info in d_info[1] when it
+ * finds a zero on the diagonal). */
+static int trtri_lower(jmg_dn_call *call, cublasHandle_t blas, size_t dev,
+                       jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const jmg_dtype t = a->dtype;
+  const int64_t n = a->n, lda = a->n;
+  const size_t es = jmg_dtype_size(t);
+  char *base = call->a_data;
+#define AT(r, c) (base + ((size_t)(r) + (size_t)(c) * (size_t)lda) * es)
+  int rc = 0;
+  const int64_t last = (n - 1) / LAUUM_NB * LAUUM_NB;
+  for (int64_t j = last; rc == 0 && j >= 0; j -= LAUUM_NB) {
+    const int64_t jb = n - j < LAUUM_NB ? n - j : LAUUM_NB;
+    const int64_t below = n - j - jb;
+    if (below > 0) {
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_trmm_left_64(blas, t, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                  below, jb, AT(j + jb, j + jb), lda,
+                                  AT(j + jb, j), lda),
+          call->op, err);
+      if (rc == 0)
+        rc = JMG_CUBLAS_TRY(
+            jmg_cublas_trsm_right_64(blas, t, CUBLAS_FILL_MODE_LOWER, below, jb,
+                                     -1.0, AT(j, j), lda, AT(j + jb, j), lda),
+            call->op, err);
+    }
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(
+          cusolverDnXtrtri(call->dn, CUBLAS_FILL_MODE_LOWER,
+                           CUBLAS_DIAG_NON_UNIT, jb, jmg_cuda_data_type(t),
+                           AT(j, j), lda, call->work, dev, call->host_work,
+                           call->host_bytes, call->d_info + 1),
+          call->op, err);
+  }
+#undef AT
+  return rc;
+}
+
 /* The inverse from the factor beyond cusolverDn<t>potri's sizes (above). */
 static int inverse_large(jmg_dn_call *call, jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
+  const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
   size_t dev = 0, host = 0;
   int rc = JMG_CUSOLVER_TRY(
       cusolverDnXtrtri_bufferSize(
-          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, a->n,
+          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int64_t)nb,
           jmg_cuda_data_type(a->dtype), call->a_data, a->n, &dev, &host),
       call->op, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXtrtri(call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT,
-                         a->n, jmg_cuda_data_type(a->dtype), call->a_data, a->n,
-                         call->work, dev, call->host_work, call->host_bytes,
-                         call->d_info + 1),
-        call->op, err);
   cublasHandle_t blas = call->h->blas[0];
   if (rc == 0)
     rc = JMG_CUBLAS_TRY(cublasSetStream(blas, call->stream), call->op, err);
+  if (rc == 0) rc = trtri_lower(call, blas, dev, err);
   /* The scratch sits after the solvers' workspace (jmg_dn_potri_workspace). */
-  const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
   void *scratch = (char *)call->work + call->work_bytes -
                   nb * nb * jmg_dtype_size(a->dtype);
   if (rc == 0) rc = lauum_lower(call, blas, scratch, err);
