@@ -135,6 +135,17 @@ def is_tracer(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def concrete_value(x: Any) -> Any:
+    """x's value where it is known while tracing: x itself when it is not
+    traced; a tracer's value under a transformation run eagerly (``jax.grad``,
+    ``jax.jvp``, ``jax.vjp`` outside ``jax.jit``: the primal's); None
+    under ``jax.jit`` and wherever JAX does not know it."""
+    if not is_tracer(x):
+        return x
+    known = getattr(x, "to_concrete_value", None)  # a private method of Tracer
+    return known() if known is not None else None
+
+
 def distributed_client() -> Any:
     """The ``jax.distributed`` client of this process, or None when
     ``jax.distributed.initialize`` was not called."""
