@@ -1,6 +1,7 @@
 """Every use of a JAX API that moved between versions, in one place.
 
-Tested with jax 0.10.2 (CPU, PyPI) and 0.11.2 (CUDA 13).
+Tested with jax 0.10.2 and 0.8.2 (CPU, PyPI; 0.8.2 is the oldest jaxmg supports) and
+0.11.2 (CUDA 13).
 """
 
 from __future__ import annotations
