@@ -14,6 +14,11 @@ jax.set_mesh, first order elsewhere and for the eigenvectors, whose central
 differences are too coarse beyond (test_derivatives.py and
 test_ctx_derivatives.py take every op to second order on Auto meshes).
 
+test_cotangents_are_typed_like_their_primals (issue 29) checks that the
+cotangents jaxmg hands back for A and b are typed (and, eagerly, placed) like
+A and b, unsharded, row-sharded or replicated, through the user's own
+(A + A^H) / 2, for every op and both API forms.
+
 What a user does on an Explicit mesh is what JAX asks of any code there, and
 the tests do it the same way: contract V's sharded columns only after laying
 V out (jax.sharding.reshard), and, around their own shard_map, lay its inputs
