@@ -29,17 +29,16 @@ python -m pytest -q -rs tests/python tests/gpu "$@" || status=1
 # The oldest jax jaxmg claims (pyproject.toml), in its own environment
 # (.venv-jaxmin), on a subset within a few minutes that covers every op, both
 # API forms (the seeds' and 1.x's, plain and ctx), grad, jvp and vmap, on
-# meshes of Auto and Explicit axes: the 1.x forms (every op but gesvd, vmap
-# and grad of the ctx forms), the log-determinant and its derivative, the
-# seeds' ctx forms against the plain ones, vmap of the plain forms, gesvd
-# (vmap, grad, its ctx form), and the derivatives and cotangents of every op
-# and form on every kind of mesh, jitted (the eager cases run the same rules
-# and take most of that file's time).
+# meshes of Auto and Explicit axes: the 1.x forms (every op but gesvd; vmap
+# and grad of the ctx forms; the seeds' ctx forms inside shard_map), the
+# log-determinant and its derivative, vmap of the plain forms and of gesvd,
+# gesvd's ctx form, and the derivatives (check_grads: jvp and vjp) and
+# cotangents of every op and form (gesvd included) on every kind of mesh,
+# jitted (the eager cases run the same rules and take most of that file's
+# time).
 JAXMIN_TESTS=(tests/python/test_v1_api.py tests/python/test_logdet.py
-              tests/python/test_composition.py::test_shardmap_ctx_matches_plain_form
               tests/python/test_derivatives.py::test_vmap_equals_unbatched_calls
               tests/python/test_gesvd.py::test_gesvd_vmaps
-              tests/python/test_gesvd.py::test_gesvd_grad_matches_jax_on_gauge_invariant_losses
               tests/python/test_gesvd.py::test_gesvd_ctx_at_the_global_level
               tests/python/test_mesh_derivatives.py)
 JAXMIN_SELECT="not (mesh_derivatives and eager)"
