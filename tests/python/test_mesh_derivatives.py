@@ -256,16 +256,18 @@ def cotangent_cases(mesh, layout):
 
 
 def layout_type(x):
-    """What x's type says of its layout: shape, dtype, and the spec and mesh
-    where the mesh has Explicit axes. Auto axes put nothing in types: a
-    value on an Auto mesh is typed as one on none, P(None, None) (JAX types
-    the cotangents of its own with_sharding_constraint and shard_map with
-    the Auto mesh, whatever the primal's)."""
+    """What x's type says of its layout: shape, dtype, spec, and the mesh
+    where the spec shards x over Explicit axes. Auto axes put nothing in
+    types, and an unsharded value is unsharded on any mesh: JAX types the
+    cotangents of its own with_sharding_constraint and shard_map with their
+    mesh whatever the primal's, and jax 0.8.2 so types an unsharded A's
+    cotangent through potrs' logdet rule; either adds to the primal's kind
+    without a sharding error."""
     t = jax.typeof(x)
     mesh, spec = t.sharding.mesh, tuple(t.sharding.spec)
-    explicit = AxisType.Explicit in tuple(mesh.axis_types)
-    return (t.shape, t.dtype, spec + (None,) * (len(t.shape) - len(spec)),
-            mesh if explicit else None)
+    spec = spec + (None,) * (len(t.shape) - len(spec))
+    sharded = AxisType.Explicit in tuple(mesh.axis_types) and any(e is not None for e in spec)
+    return t.shape, t.dtype, spec, (mesh if sharded else None)
 
 
 def weighted(f, weights):
