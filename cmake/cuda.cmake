@@ -86,9 +86,18 @@ if(JAXMG_CUSOLVERMP_HEADER_DIR)
 else()
   message(STATUS "cusolverMp.h not found: engine/cusolvermp/api.h is not checked (set JAXMG_CUSOLVERMP_INCLUDE)")
 endif()
-# Found at run time from JAX's own nvidia-* wheels (preloaded by the Python
-# layer) or, failing that, from the toolkit it was built against.
+# Found at run time from the NVIDIA wheels that jax[cuda13] installs
+# (nvidia-cuda-runtime, nvidia-cublas, nvidia-cusolver put them in
+# site-packages/nvidia/cu13/lib, beside site-packages/jaxmg), else from the
+# toolkit it was built against. The Python layer also loads them from those
+# wheels wherever they are on sys.path (_native.py), for installs where
+# jaxmg is not beside them (pip install --target).
+# JAXMG_CUDA_FALLBACK_RPATH: the toolkit's folder on the machines that will
+# run it (scripts/build-wheel.sh: /usr/local/cuda/lib64); by default the
+# one built against.
+set(JAXMG_CUDA_FALLBACK_RPATH "${CUDAToolkit_LIBRARY_DIR}" CACHE STRING
+    "The CUDA toolkit's library folder libjaxmg_cuda.so falls back on")
 set_target_properties(jaxmg_cuda PROPERTIES
-  INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}"
+  INSTALL_RPATH "\$ORIGIN/../nvidia/cu13/lib;${JAXMG_CUDA_FALLBACK_RPATH}"
   BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR}")
 install(TARGETS jaxmg_cuda LIBRARY DESTINATION jaxmg)

@@ -5,10 +5,18 @@
 # plots, tested on CPU), NetKet (its distributed solvers are tested on jaxmg:
 # tests/python/test_netket.py) and the build tools; then builds
 # and installs jaxmg itself. Sourced by run-example.sh and test.sh.
+#
+# JAXMG_VENV (default .venv) and JAXMG_JAX_SPEC (default: the newest jax
+# that pyproject.toml allows) make another environment: test.sh makes
+# .venv-jaxmin with the oldest jax jaxmg claims (JAXMG_JAX_MIN below), where
+# NetKet (which needs a newer jax) is left out.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${JAXMG_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
+# The oldest jax jaxmg supports: pyproject.toml's bound, read from there.
+JAXMG_JAX_MIN="$(sed -n 's/^dependencies = \["jax>=\([0-9.]*\)".*/\1/p' "$root/pyproject.toml")"
+jax_spec="${JAXMG_JAX_SPEC:-jax>=$JAXMG_JAX_MIN}"
 
 if [ ! -x "$venv/bin/python" ]; then
   if ! "$python" -m venv "$venv" 2>/dev/null; then
@@ -26,9 +34,13 @@ if ! command -v cc >/dev/null 2>&1; then
     sudo apt-get update -qq && sudo apt-get install -y -qq gcc; fi
 fi
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q "jax>=0.6.2" numpy scipy pytest pytest-timeout matplotlib \
-  "netket>=3.23" "scikit-build-core>=0.10" cmake ninja
+extra=("netket>=3.23")
+[ -n "${JAXMG_JAX_SPEC:-}" ] && extra=()
+"$venv/bin/python" -m pip install -q "$jax_spec" numpy scipy pytest pytest-timeout matplotlib \
+  "${extra[@]}" "scikit-build-core>=0.10" cmake ninja
 # Build and install jaxmg into the venv (no build isolation: the venv already
-# holds jax, whose XLA FFI headers the build needs).
-"$venv/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps "$root"
+# holds jax, whose XLA FFI headers the build needs), in a build folder of its
+# own: CMake keeps the Python (so the jax headers) it first found.
+"$venv/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps \
+  -C build-dir="$root/build/$(basename "$venv")" "$root"
 export PATH="$venv/bin:$PATH"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up (see setup-venv.sh), then runs the whole test suite:
 #   1. the C unit tests, built plainly and under AddressSanitizer + UBSan;
-#   2. the Python tests on 4 CPU devices (GPU tests skip without GPUs).
+#   2. the Python tests on 4 CPU devices (GPU tests skip without GPUs), with
+#      the newest jax installable here (.venv);
+#   3. a subset of them with the oldest jax jaxmg claims (.venv-jaxmin).
 # Exits non-zero if anything fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +23,30 @@ for variant in plain sanitize; do
     cat "$build.log"; echo "C build ($variant) failed"; status=1
   fi
 done
-echo "== Python tests (4 CPU devices)"
+echo "== Python tests (4 CPU devices, jax $(python -c 'import jax; print(jax.__version__)'))"
 python -m pytest -q -rs tests/python tests/gpu "$@" || status=1
+
+# The oldest jax jaxmg claims (pyproject.toml), in its own environment
+# (.venv-jaxmin), on a subset within a few minutes that covers every op, both
+# API forms (the seeds' and 1.x's, plain and ctx), grad, jvp and vmap, on
+# meshes of Auto and Explicit axes: the 1.x forms (every op but gesvd; vmap
+# and grad of the ctx forms; the seeds' ctx forms inside shard_map), the
+# log-determinant and its derivative, vmap of the plain forms and of gesvd,
+# gesvd's ctx form, and the derivatives (check_grads: jvp and vjp) and
+# cotangents of every op and form (gesvd included) on every kind of mesh,
+# jitted (the eager cases run the same rules and take most of that file's
+# time).
+JAXMIN_TESTS=(tests/python/test_v1_api.py tests/python/test_logdet.py
+              tests/python/test_derivatives.py::test_vmap_equals_unbatched_calls
+              tests/python/test_gesvd.py::test_gesvd_vmaps
+              tests/python/test_gesvd.py::test_gesvd_ctx_at_the_global_level
+              tests/python/test_mesh_derivatives.py)
+JAXMIN_SELECT="not (mesh_derivatives and eager)"
+echo "== Python tests on the oldest jax jaxmg claims (jax $JAXMG_JAX_MIN, a subset)"
+(
+  export JAXMG_VENV="$root/.venv-jaxmin" JAXMG_JAX_SPEC="jax==$JAXMG_JAX_MIN"
+  source "$root/scripts/setup-venv.sh" || { echo "test: setup (jax $JAXMG_JAX_MIN) failed" >&2; exit 1; }
+  set +e
+  python -m pytest -q -rs "${JAXMIN_TESTS[@]}" -k "$JAXMIN_SELECT"
+) || status=1
 exit $status

@@ -174,3 +174,26 @@ def test_ambient_ids_are_numbered_per_kind_of_call(monkeypatch):
     assert first[0].endswith("-0-0") and second[0].endswith("-1-0"), seen
     assert first[0].rsplit("-", 2)[0] == second[0].rsplit("-", 2)[0] != extra[0].rsplit("-", 2)[0]
     assert [t.rsplit("-", 2)[1:] for t in extra] == [["0", "0"], ["0", "1"]]
+
+
+def test_where_the_cuda_libraries_are_looked_for(tmp_path, monkeypatch):
+    """libjaxmg_cuda.so's CUDA libraries (issue 29): those this process has
+    not loaded, from the folder JAX loaded its cuSOLVER from, else from
+    NVIDIA's wheels on sys.path."""
+    wheels = tmp_path / "site" / "nvidia/cu13/lib"
+    jax_dir = tmp_path / "jax_cuda"
+    for folder in (wheels, jax_dir):
+        folder.mkdir(parents=True)
+        for soname in _native._CUDA_LINKED:
+            (folder / soname).write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    nothing_loaded = {}.get
+    assert _native.cuda_library_paths(nothing_loaded) == [
+        str(wheels / soname) for soname in _native._CUDA_LINKED]
+    jax_loaded = {"libcudart.so.13": str(jax_dir / "libcudart.so.13"),
+                  "libcusolver.so.12": str(jax_dir / "libcusolver.so.12")}.get
+    assert _native.cuda_library_paths(jax_loaded) == [
+        str(jax_dir / "libcublas.so.13"), str(jax_dir / "libcusolverMg.so.12")]
+    (jax_dir / "libcusolverMg.so.12").unlink()
+    assert _native.cuda_library_paths(jax_loaded) == [
+        str(jax_dir / "libcublas.so.13"), str(wheels / "libcusolverMg.so.12")]

@@ -14,6 +14,11 @@ jax.set_mesh, first order elsewhere and for the eigenvectors, whose central
 differences are too coarse beyond (test_derivatives.py and
 test_ctx_derivatives.py take every op to second order on Auto meshes).
 
+test_cotangents_are_typed_like_their_primals (issue 29) checks that the
+cotangents jaxmg hands back for A and b are typed (and, eagerly, placed) like
+A and b, unsharded, row-sharded or replicated, through the user's own
+(A + A^H) / 2, for every op and both API forms.
+
 What a user does on an Explicit mesh is what JAX asks of any code there, and
 the tests do it the same way: contract V's sharded columns only after laying
 V out (jax.sharding.reshard), and, around their own shard_map, lay its inputs
@@ -23,6 +28,7 @@ and outputs out as in_specs and out_specs say.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -150,3 +156,169 @@ def test_check_grads_on_every_kind_of_mesh(cpu_devices, rng, form, kind, set_mes
                             atol=GRAD_TOL, rtol=GRAD_TOL)
             except Exception as e:
                 raise AssertionError(f"{name}: {e}") from e
+
+
+# --- cotangents typed like their primals (issue 29) -------------------------------
+#
+# A user's code around jaxmg differentiates only if the cotangent jaxmg hands
+# back for A (and b) is laid out, and on a mesh of Explicit axes typed, as A
+# itself: the Hermitian part (A + A^H) / 2 of an unsharded A adds jaxmg's
+# cotangent to its transpose, which JAX refuses when one is typed P('x', None)
+# and the other P(None, 'x'). Each case takes one reverse-mode derivative of
+# half the ops (both API forms) through the user's own code, checks the
+# cotangents' types against the inputs' (and, eagerly, their placement) and
+# their values against jnp.linalg's in float64/complex128.
+
+LAYOUTS = ("unsharded", "rows", "replicated")
+
+
+def laid_out_as(mesh, x, layout, device):
+    """x as the layout says: on one device (uncommitted, as jnp.asarray
+    leaves it: jax.jit refuses arguments committed to other devices than
+    its mesh's), rows sharded, or replicated."""
+    if layout == "unsharded":
+        with jax.default_device(device):
+            return jnp.asarray(x)
+    return jax.device_put(x, NamedSharding(mesh, ROWS if layout == "rows" else P()))
+
+
+def hermitian_part(mesh, a, layout):
+    """(A + A^H) / 2, the user's code; on an Explicit mesh a row-sharded A^H
+    is laid out like A first, as JAX asks of any code there."""
+    ah = jnp.conj(a).T
+    if layout == "rows":
+        ah = laid_out(mesh, ah, ROWS)
+    return (a + ah) / 2
+
+
+def nonsymmetric_part(mesh, a, layout):
+    """3/4 A + 1/4 A^H: non-symmetric, and it uses A^H too (for lu_solve and
+    gesvd)."""
+    ah = jnp.conj(a).T
+    if layout == "rows":
+        ah = laid_out(mesh, ah, ROWS)
+    return 0.75 * a + 0.25 * ah
+
+
+def svd_function(u, s, vh):
+    """U sin(S) Vh: independent of the singular vectors' phases."""
+    return (u * jnp.sin(s)) @ vh
+
+
+def cotangent_cases(mesh, layout):
+    """(name, f(a, b) through jaxmg, the same through jnp.linalg)."""
+    sym = functools.partial(hermitian_part, mesh, layout=layout)
+    gen = functools.partial(nonsymmetric_part, mesh, layout=layout)
+    full = functools.partial(laid_out, mesh, spec=P())
+
+    def ref_vectors(a):
+        w, v = jnp.linalg.eigh(a)
+        return eigh_function(w, v)
+
+    def ref_svd(a):
+        return svd_function(*jnp.linalg.svd(a, full_matrices=False))
+
+    def svd_of(u, s, vh):
+        return svd_function(u, s, full(vh))
+
+    def ctx_vectors(a):
+        _, w, v, _ = jaxmg.syevd_shardmap_ctx(sym(a), TILE, mesh, matrix_specs=SPEC)
+        return eigh_function(w, full(v))
+
+    return [
+        ("potrs", lambda a, b: jaxmg.potrs(sym(a), b, TILE, mesh, SPEC),
+         lambda a, b: jnp.linalg.solve((a + jnp.conj(a).T) / 2, b)),
+        ("potrs 1.x, logdet", lambda a, b: jaxmg.potrs(
+            sym(a), b, TILE, mesh, matrix_specs=SPEC, return_logdet=True),
+         lambda a, b: (jnp.linalg.solve((a + jnp.conj(a).T) / 2, b),
+                       jnp.linalg.slogdet((a + jnp.conj(a).T) / 2)[1])),
+        ("potrs_shardmap_ctx 1.x", lambda a, b: jaxmg.potrs_shardmap_ctx(
+            sym(a), b, TILE, mesh, matrix_specs=SPEC)[1],
+         lambda a, b: jnp.linalg.solve((a + jnp.conj(a).T) / 2, b)),
+        ("lu_solve", lambda a, b: jaxmg.lu_solve(gen(a), b, TILE, mesh, SPEC),
+         lambda a, b: jnp.linalg.solve(0.75 * a + 0.25 * jnp.conj(a).T, b)),
+        ("lu_solve_shardmap_ctx 1.x", lambda a, b: jaxmg.lu_solve_shardmap_ctx(
+            gen(a), b, TILE, mesh, matrix_specs=SPEC)[1],
+         lambda a, b: jnp.linalg.solve(0.75 * a + 0.25 * jnp.conj(a).T, b)),
+        ("potri", lambda a, b: jaxmg.potri(sym(a), TILE, mesh, SPEC),
+         lambda a, b: jnp.linalg.inv((a + jnp.conj(a).T) / 2)),
+        ("eigenvalues", lambda a, b: jaxmg.syevd(sym(a), TILE, mesh, SPEC,
+                                                 return_eigenvectors=False),
+         lambda a, b: jnp.linalg.eigvalsh((a + jnp.conj(a).T) / 2)),
+        ("eigenvectors", lambda a, b: eigh_function(
+            *(lambda w, v: (w, full(v)))(*jaxmg.syevd(sym(a), TILE, mesh, SPEC))),
+         lambda a, b: ref_vectors((a + jnp.conj(a).T) / 2)),
+        ("syevd_shardmap_ctx 1.x", lambda a, b: ctx_vectors(a),
+         lambda a, b: ref_vectors((a + jnp.conj(a).T) / 2)),
+        ("gesvd", lambda a, b: svd_of(*jaxmg.gesvd(gen(a), TILE, mesh, matrix_specs=SPEC)),
+         lambda a, b: ref_svd(0.75 * a + 0.25 * jnp.conj(a).T)),
+    ]
+
+
+def layout_type(x):
+    """What x's type says of its layout: shape, dtype, spec, and the mesh
+    where the spec shards x over Explicit axes. Auto axes put nothing in
+    types, and an unsharded value is unsharded on any mesh: JAX types the
+    cotangents of its own with_sharding_constraint and shard_map with their
+    mesh whatever the primal's, and jax 0.8.2 so types an unsharded A's
+    cotangent through potrs' logdet rule; either adds to the primal's kind
+    without a sharding error."""
+    t = jax.typeof(x)
+    mesh, spec = t.sharding.mesh, tuple(t.sharding.spec)
+    spec = spec + (None,) * (len(t.shape) - len(spec))
+    sharded = AxisType.Explicit in tuple(mesh.axis_types) and any(e is not None for e in spec)
+    return t.shape, t.dtype, spec, (mesh if sharded else None)
+
+
+def weighted(f, weights):
+    """sum(Re(conj(W) * f(a, b))) over f's outputs: a real scalar whose
+    cotangent 1 is every output's cotangent W."""
+    def loss(*args):
+        outs = jax.tree_util.tree_leaves(f(*args))
+        return sum(jnp.sum(jnp.real(jnp.conj(w) * o)) for w, o in zip(weights, outs))
+    return loss
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("set_mesh", [False, True], ids=["no_set_mesh", "set_mesh"])
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cotangents_are_typed_like_their_primals(cpu_devices, rng, layout, kind, set_mesh,
+                                                 jit):
+    mesh = jax.make_mesh((len(cpu_devices),), ("x",), devices=cpu_devices,
+                         axis_types=(AXIS_TYPES[kind],))
+    dtype = np.complex128 if set_mesh != jit else np.float64
+    a0 = general(jt.make_hpd(rng, N, dtype))
+    b0 = jt.make_rhs(rng, N, 2, dtype)
+    context = jax.set_mesh(mesh) if set_mesh else contextlib.nullcontext()
+    # Half the ops with jax.set_mesh, the other half without: each op meets
+    # every layout, kind of mesh and mode once.
+    for name, f, ref in cotangent_cases(mesh, layout)[int(set_mesh)::2]:
+        # Derivatives in b only where the op takes b: JAX itself cannot make
+        # the zero cotangent of an unused input typed on an Explicit mesh
+        # eagerly outside jax.set_mesh.
+        takes_b = name.startswith(("potrs", "lu_solve"))
+        args0 = (a0, b0) if takes_b else (a0,)
+        if not takes_b:
+            f, ref = (lambda g: lambda a: g(a, None))(f), (lambda g: lambda a: g(a, None))(ref)
+        outs = jax.tree_util.tree_leaves(jax.eval_shape(ref, *args0))
+        weights = [jt.random_matrix(rng, o.shape, o.dtype).astype(o.dtype) for o in outs]
+        args = tuple(laid_out_as(mesh, x, layout, cpu_devices[0]) for x in args0)
+        typed = []
+
+        def grads(*args):
+            loss, pullback = jax.vjp(weighted(f, weights), *args)
+            cts = pullback(jnp.ones_like(loss))
+            typed.append(tuple(layout_type(c) == layout_type(x) for c, x in zip(cts, args)))
+            return cts
+
+        with context:
+            cts = (jax.jit(grads) if jit else grads)(*args)
+        wants = jax.grad(weighted(ref, weights), argnums=tuple(range(len(args0))))(*args0)
+        assert typed == [(True,) * len(args)], f"{name}: {typed}"
+        for c, x, want in zip(cts, args, wants):
+            if not jit:  # placed where the inputs are
+                assert c.sharding.is_equivalent_to(x.sharding, 2), \
+                    f"{name}: {c.sharding} against {x.sharding}"
+            err = jt.fro(jt.to_ref(c) - jt.to_ref(want)) / jt.fro(want)
+            assert err < 1e-10, f"{name}: relative error {err:.2e}"

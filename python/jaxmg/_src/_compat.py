@@ -1,6 +1,7 @@
 """Every use of a JAX API that moved between versions, in one place.
 
-Tested with jax 0.10.2 (CPU, PyPI) and 0.11.2 (CUDA 13).
+Tested with jax 0.10.2 and 0.8.2 (CPU, PyPI; 0.8.2 is the oldest jaxmg supports) and
+0.11.2 (CUDA 13).
 """
 
 from __future__ import annotations
@@ -133,6 +134,17 @@ def sharding_of(x: Any) -> Any:
 def is_tracer(x: Any) -> bool:
     """Whether x is a traced value (under jit, grad, vmap...)."""
     return isinstance(x, jax.core.Tracer)
+
+
+def concrete_value(x: Any) -> Any:
+    """x's value where it is known while tracing: x itself when it is not
+    traced; a tracer's value under a transformation run eagerly (``jax.grad``,
+    ``jax.jvp``, ``jax.vjp`` outside ``jax.jit``: the primal's); None
+    under ``jax.jit`` and wherever JAX does not know it."""
+    if not is_tracer(x):
+        return x
+    known = getattr(x, "to_concrete_value", None)  # a private method of Tracer
+    return known() if known is not None else None
 
 
 def distributed_client() -> Any:

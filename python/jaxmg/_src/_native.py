@@ -21,6 +21,7 @@ import functools
 import importlib.util
 import os
 import pathlib
+from typing import Callable
 
 import jax
 
@@ -109,6 +110,48 @@ def cusolvermp_path() -> str | None:
     return os.environ.get("JAXMG_CUSOLVERMP_LIB") or _in_nvidia_wheels(_CUSOLVERMP_IN_WHEEL)
 
 
+# What libjaxmg_cuda.so links (its DT_NEEDED, CUDA 13's sonames), in
+# dependency order.
+_CUDA_LINKED = ("libcudart.so.13", "libcublas.so.13", "libcusolver.so.12",
+                "libcusolverMg.so.12")
+
+
+def cuda_library_paths(loaded: Callable[[str], str | None] | None = None) -> list[str]:
+    """The CUDA libraries libjaxmg_cuda.so links that this process has not
+    loaded yet (``loaded``: soname -> the file this process loaded under it,
+    or None; default: read from /proc/self/maps), where they are found: the
+    folder JAX loaded its cuSOLVER from (jaxlib's CUDA plugin loads it;
+    cuSOLVERMg is one JAX never loads), else NVIDIA's wheels
+    (``jax[cuda13]``'s ``nvidia-*``, wherever they are on sys.path). Those
+    found in neither are left out: the library's RUNPATH
+    (``$ORIGIN/../nvidia/cu13/lib``, then the toolkit it was built against)
+    decides for them."""
+    loaded = loaded or _loaded
+    jax_cusolver = loaded("libcusolver.so.12")
+    paths = []
+    for soname in _CUDA_LINKED:
+        if loaded(soname):
+            continue
+        beside = pathlib.Path(jax_cusolver).parent / soname if jax_cusolver else None
+        path = (str(beside) if beside is not None and beside.exists()
+                else _in_nvidia_wheels(f"cu13/lib/{soname}"))
+        if path is not None:
+            paths.append(path)
+    return paths
+
+
+def _preload_cuda_libraries() -> None:
+    """Loads ``cuda_library_paths()`` before libjaxmg_cuda.so, so that the
+    dynamic loader finds them by soname whatever the install's layout. One
+    that fails to load is left to the RUNPATH; a failure there is load()'s
+    to report."""
+    for path in cuda_library_paths():
+        try:
+            ctypes.CDLL(path)
+        except OSError:
+            pass
+
+
 def _set_library_paths(lib: ctypes.CDLL) -> None:
     """Tells the CUDA library where libnccl and libcusolverMp are, before
     anything opens them. AttributeError when the library lacks the entry
@@ -162,6 +205,7 @@ def load() -> dict[str, bool]:
     cuda_path = _find_library("jaxmg_cuda")
     if cuda_path is not None:
         try:
+            _preload_cuda_libraries()
             cuda = ctypes.CDLL(str(cuda_path))
         except OSError as e:
             # Built, but its CUDA libraries are missing here: fine on a

@@ -208,11 +208,33 @@ _call_ids = itertools.count(1)
 _mpmd_call_ids: dict[int, Any] = {}
 
 def onto(x: Any, mesh: Mesh, spec: Any) -> Any:
-    """A concrete array committed to other devices than mesh's, moved onto
-    mesh as spec says (jit refuses arguments on other devices); host arrays
-    and traced values as they are (the program lays them out)."""
+    """x moved onto mesh as spec says where the op's program cannot do it
+    or its cotangent would come back laid out otherwise than x; else x as
+    it is (host arrays, arrays on mesh's devices, values traced under
+    ``jax.jit``: the program lays them out).
+
+    - A concrete array committed to other devices than mesh's is moved (jit
+      refuses arguments on other devices).
+    - Under autodiff run eagerly (``jax.grad`` or ``jax.vjp`` outside
+      ``jax.jit``), x is a tracer whose value is known: it is put on mesh
+      here, naming its value's own placement as the source, so that JAX
+      moves its cotangent back there. Left to the program, the cotangent
+      would come back as XLA lays it out (A's rows sharded, for A), typed
+      so on a mesh of Explicit axes, and the cotangent of an unsharded A's
+      other uses (``(A + A^H) / 2``) could not be added to it (issue 29).
+      Under ``jax.jit`` the program's own placement (``_compat.place``)
+      types the cotangent like x."""
+    if _compat_is_tracer(x):
+        value = _compat.concrete_value(x)
+        if value is None:
+            return x
+        src = getattr(value, "sharding", None)
+        if not isinstance(src, jax.sharding.Sharding):  # a host array: one device
+            local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+            src = jax.sharding.SingleDeviceSharding(local[0] if local else jax.devices()[0])
+        return jax.device_put(x, jax.sharding.NamedSharding(mesh, spec), src=src)
     sharding = getattr(x, "sharding", None)
-    if sharding is None or _compat_is_tracer(x):
+    if sharding is None:
         return x
     if set(sharding.device_set) == set(mesh.devices.flat):
         return x
