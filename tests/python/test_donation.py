@@ -22,7 +22,8 @@ from jax.sharding import PartitionSpec as P
 
 import jaxmg
 import jaxmg_testing as jt
-from jaxmg._src.api import v1
+from jaxmg._src.api.v1 import gesvd_forms as v1_gesvd, solve_forms as v1_solve
+from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 
 N = 64  # 16 rows a device: no padding with T_A left out
 SPEC = P("x", None)
@@ -64,15 +65,15 @@ def _worked_forms(mesh):
     """(name, the function a donating eager call jits, its number of arrays)."""
     kw = dict(T_A=None, mesh=mesh, in_specs=(SPEC,))
     return [
-        ("potrs", functools.partial(v1._solve_worked, "potrs", False, **kw), 2),
-        ("potrs_logdet", functools.partial(v1._solve_worked, "potrs", True,
+        ("potrs", functools.partial(v1_solve._solve_worked, "potrs", False, **kw), 2),
+        ("potrs_logdet", functools.partial(v1_solve._solve_worked, "potrs", True,
                                            return_status=True, **kw), 2),
-        ("lu_solve", functools.partial(v1._solve_worked, "lu_solve", False, **kw), 2),
-        ("syevd", functools.partial(v1._syevd_worked, **kw), 1),
-        ("syevd_values", functools.partial(v1._syevd_worked, return_eigenvectors=False,
+        ("lu_solve", functools.partial(v1_solve._solve_worked, "lu_solve", False, **kw), 2),
+        ("syevd", functools.partial(v1_syevd._syevd_worked, **kw), 1),
+        ("syevd_values", functools.partial(v1_syevd._syevd_worked, return_eigenvectors=False,
                                            **kw), 1),
         ("potri", functools.partial(jaxmg.potri, **kw), 1),
-        ("gesvd", functools.partial(v1._gesvd_plain, T_A=None, mesh=mesh, specs=(SPEC,),
+        ("gesvd", functools.partial(v1_gesvd._gesvd_plain, T_A=None, mesh=mesh, specs=(SPEC,),
                                     full=False, want_u=True, want_vh=True,
                                     want_status=False, work=True), 1),
     ]

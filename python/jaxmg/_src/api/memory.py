@@ -29,7 +29,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxmg._src import _checks, _mode, _native, _shard
-from jaxmg._src.api import seeds, v1
+from jaxmg._src.api import seeds
+from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
+from jaxmg._src.api.v1 import solve_forms as v1_solve
+from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 from jaxmg._src.core import gesvd as gesvd_core
 
 OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd")
@@ -110,7 +113,7 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     if in_specs is None:
         axes = tuple(mesh.axis_names)
         in_specs = (P(axes[0] if len(axes) == 1 else axes, None),)
-    specs = v1._specs(op, in_specs, None)
+    specs = v1_calls._specs(op, in_specs, None)
     specs = (specs,) if isinstance(specs, P) else tuple(specs)
     rows = _checks.check_specs(op, mesh, specs[:1], 1)
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
@@ -147,18 +150,18 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
              donate: bool, vectors: bool, want_u: bool, want_vh: bool,
              full: bool) -> tuple[Any, tuple[Any, ...]]:
     """The function a call runs and its abstract arguments: with ``donate``,
-    the one a donating eager call jits (its work buffer returned, v1's
+    the one a donating eager call jits (its work buffer returned, v1.solve_forms'
     ``*_worked``), else the plain form's."""
     kw = dict(T_A=T_A, mesh=mesh, in_specs=specs, pad=pad)
     if op in ("potrs", "lu_solve"):
         plain = seeds.potrs if op == "potrs" else seeds.lu_solve
-        fn = functools.partial(v1._solve_worked, op, False) if donate else plain
+        fn = functools.partial(v1_solve._solve_worked, op, False) if donate else plain
         return functools.partial(fn, **kw), (a, b)
     if op == "potri":
         return functools.partial(seeds.potri, **kw), (a,)
     if op == "syevd":
-        fn = v1._syevd_worked if donate else seeds.syevd
+        fn = v1_syevd._syevd_worked if donate else seeds.syevd
         return functools.partial(fn, return_eigenvectors=vectors, **kw), (a,)
-    return functools.partial(v1._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
+    return functools.partial(v1_gesvd._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
                              want_u=want_u, want_vh=want_vh, want_status=False,
                              work=donate), (a,)
