@@ -1,4 +1,4 @@
-/* The ops: potrs, potri, syevd, lu_solve, gesvd, one file each. Each file holds the op's
+/* The ops: potrs, potri, syevd, lu_solve, gesvd, sygvd, one file each. Each file holds the op's
  * description (exec/op_desc.h: its own buffers and scalars beside the common
  * ones, where they sit in the FFI frame) and its steps in the leader model
  * (exec/leader.h), in the same order for every op: the leader permutes the
@@ -48,5 +48,6 @@ extern const jmg_op_desc jmg_potri_op;
 extern const jmg_op_desc jmg_syevd_op;
 extern const jmg_op_desc jmg_lu_solve_op;
 extern const jmg_op_desc jmg_gesvd_op;
+extern const jmg_op_desc jmg_sygvd_op;
 
 #endif
