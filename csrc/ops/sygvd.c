@@ -155,6 +155,11 @@ static int sygvd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
     rc = jmg_local_from_grid(v, rc, 0, err);
     rc = jmg_local_redistribute_vectors(v, rc, err);
   }
+  /* n + k (B's leading minor of order k of H) is renumbered as M's, as
+   * potrs's minor is (jmg_local_perm_info); 1..n (no convergence) names no
+   * row. */
+  if (info > v->a.n)
+    info = (int)(v->a.n + jmg_local_perm_info(&v->perm, info - v->a.n));
   *info_out = info;
   return rc;
 }
