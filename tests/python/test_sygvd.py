@@ -371,3 +371,26 @@ def test_cuda_engine_choice_skips_cusolvermg(cuda, monkeypatch):
     monkeypatch.setenv("JAXMG_ENGINE", "cusolvermg")
     ok, why = _native.engine_check("CUDA", "sygvd", 4, "float64", 1024, 256)
     assert not ok and "JAXMG_ENGINE" in why and "it has no sygvd" in why, why
+
+
+# --- JAXMG_TRACE and memory_estimate ----------------------------------------------------------
+
+
+def test_trace_names_the_op_and_the_engine(mesh, rng, capfd, monkeypatch):
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    a, b = _pencil(rng, 16, np.float64)
+    jaxmg.eigh_generalized(jt.shard_rows(a, mesh), jt.shard_rows(b, mesh), 2, mesh, SPECS)
+    err = capfd.readouterr().err
+    line = next((l for l in err.splitlines() if "jaxmg trace" in l and "sygvd" in l), "")
+    assert "sygvd float64 N=16 T_A=2" in line and "engine lapack" in line, err
+
+
+def test_memory_estimate_counts_b_and_aliases_both_when_donated(mesh):
+    n = 64
+    shard = n * (n // 4) * 8  # bytes of one device's rows of A (float64)
+    donated = jaxmg.memory_estimate("sygvd", (n, n), np.float64, mesh, T_A=5)
+    kept = jaxmg.memory_estimate("sygvd", (n, n), np.float64, mesh, T_A=5, donate=False)
+    assert donated.engine == "lapack" and donated.T_A == 4 and not donated.padded
+    assert donated.arguments == 2 * shard  # A and B
+    assert donated.aliased == 2 * shard    # both handed to the solver
+    assert kept.aliased == 0

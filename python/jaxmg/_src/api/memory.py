@@ -29,13 +29,14 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxmg._src import _checks, _mode, _native, _shard
-from jaxmg._src.api import seeds
+from jaxmg._src.api import generalized, seeds
 from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
 from jaxmg._src.api.v1 import solve_forms as v1_solve
 from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 from jaxmg._src.core import gesvd as gesvd_core
+from jaxmg._src.core import sygvd as sygvd_core
 
-OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd")
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +76,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     workspace of the engine that would run it.
 
     Args:
-      op: "potrs", "lu_solve", "potri", "syevd" or "gesvd".
+      op: "potrs", "lu_solve", "potri", "syevd", "gesvd" or "sygvd"
+        (``eigh_generalized``: B of A's shape and sharding).
       shape: A's shape, (N, N) (gesvd: (M, N)).
       dtype: A's dtype (float32, float64, complex64, complex128).
       mesh: the mesh A is on; left out, a 1-D mesh "x" over all devices.
@@ -120,6 +122,11 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     if op == "gesvd":
         g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    elif op == "sygvd":  # never padded: a T_A narrowed as eigh_generalized does
+        _checks.check_divisible(op, n, rows.nparts)
+        tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
+        g = _shard.choose_geometry(op, n, rows.nparts, dtype, tile, False, True, platform,
+                                   nodes)
     else:
         _checks.check_divisible(op, n, rows.nparts)
         g = _shard.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, not pad, platform,
@@ -127,6 +134,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
 
     a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     b = jax.ShapeDtypeStruct((n, nrhs), dtype, sharding=NamedSharding(mesh, P()))
+    if op == "sygvd":  # B: A's shape and sharding
+        b = jax.ShapeDtypeStruct((n, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
                         compute_u, compute_vh, full_matrices)
     donated = tuple(range(len(args))) if donate else ()
@@ -162,6 +171,10 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
     if op == "syevd":
         fn = v1_syevd._syevd_worked if donate else seeds.syevd
         return functools.partial(fn, return_eigenvectors=vectors, **kw), (a,)
+    if op == "sygvd":
+        fn = generalized._run_worked if donate else generalized._run
+        return functools.partial(fn, return_eigenvectors=vectors, return_status=False,
+                                 **kw), (a, b)
     return functools.partial(v1_gesvd._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
                              want_u=want_u, want_vh=want_vh, want_status=False,
                              work=donate), (a,)
