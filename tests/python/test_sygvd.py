@@ -169,6 +169,10 @@ def test_lapack_local_on_a_grid(cpu_devices, rng, monkeypatch):
     w, v, status = jaxmg.eigh_generalized(put(a), put(b), 2, mesh, (spec,), return_status=True)
     jt.assert_status_ok(status)
     _check(mesh, a, b, w, v, dtype, vspec=None)
+    # P(r, c), a 2D process grid's spec, is read as the rows over both axes.
+    grid = lambda x: jax.device_put(x, NamedSharding(mesh, P("r", "c")))  # noqa: E731
+    w, v = jaxmg.eigh_generalized(grid(a), grid(b), 2, mesh, matrix_specs=P("r", "c"))
+    _check(mesh, a, b, w, v, dtype, vspec=None)
 
 
 def test_vmap_over_a_batch(mesh, rng):

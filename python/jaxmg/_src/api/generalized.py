@@ -213,14 +213,34 @@ def _specs(in_specs: Any, matrix_specs: Any) -> Any:
     if specs is None:
         return None
     if isinstance(specs, P):
-        return (specs,)
+        return (_two_axes_as_rows(specs),)
     if isinstance(specs, (tuple, list)) and len(specs) == 2:
         if specs[0] != specs[1]:
             raise ValueError(
                 f"jaxmg.{_OP}: A and B must be sharded the same way; in_specs gives "
                 f"{specs[0]} for A and {specs[1]} for B")
-        return (specs[0],)
+        specs = specs[:1]
+    if isinstance(specs, (tuple, list)) and len(specs) == 1 and isinstance(specs[0], P):
+        return (_two_axes_as_rows(specs[0]),)
     return specs
+
+
+def _two_axes_as_rows(spec: P) -> P:
+    """``P(r, c)`` over two different mesh axes (a 2D process grid, as
+    NetKet's ``process_grid`` makes) read as the rows over both,
+    ``P((r, c), None)``, as every op reads it (1.x's forms); any other spec
+    as it is (the checks judge it)."""
+    entries = tuple(spec)
+    if len(entries) != 2 or entries[0] is None or entries[1] is None:
+        return spec
+
+    def names(e: Any) -> tuple[Any, ...]:
+        return tuple(e) if isinstance(e, (tuple, list)) else (e,)
+
+    rows, cols = names(entries[0]), names(entries[1])
+    if set(rows) & set(cols) or len(set(rows)) != len(rows) or len(set(cols)) != len(cols):
+        return spec
+    return P(rows + cols, None)
 
 
 def _check_pair(a: Any, b: Any) -> tuple[int, np.dtype]:
@@ -245,7 +265,7 @@ def _check_b_layout(b: Any, mesh: Mesh, rows: _checks.RowSharding) -> None:
     if not isinstance(sharding, NamedSharding):
         return
     spec = tuple(sharding.spec) + (None,) * (2 - len(tuple(sharding.spec)))
-    same = sharding.mesh == mesh and P(*spec[:2]) == rows.spec
+    same = sharding.mesh == mesh and _two_axes_as_rows(P(*spec[:2])) == rows.spec
     if not same:
         raise ValueError(
             f"jaxmg.{_OP}: A and B must be sharded the same way: A's rows are sharded as "
