@@ -24,6 +24,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxmg._src import _checks, _compat, _manual, _native, _shard
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.api import _donate
+from jaxmg._src.api.v1._calls import _check_flag as _flag, _two_axes_as_rows
 from jaxmg._src.core import sygvd as sygvd_core
 
 _OP = "eigh_generalized"
@@ -197,12 +198,6 @@ def _program(a: Any, b: Any, T_A: int | None, mesh: Mesh, in_specs: Any,
     return buffers, (out[0] if len(out) == 1 else out)
 
 
-def _flag(op: str, name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"jaxmg.{op}: {name} must be a bool, got {value!r}")
-    return bool(value)
-
-
 def _specs(in_specs: Any, matrix_specs: Any) -> Any:
     """in_specs (or its 1.x name matrix_specs) as A's spec alone: one spec,
     or two equal ones (A's and B's)."""
@@ -223,24 +218,6 @@ def _specs(in_specs: Any, matrix_specs: Any) -> Any:
     if isinstance(specs, (tuple, list)) and len(specs) == 1 and isinstance(specs[0], P):
         return (_two_axes_as_rows(specs[0]),)
     return specs
-
-
-def _two_axes_as_rows(spec: P) -> P:
-    """``P(r, c)`` over two different mesh axes (a 2D process grid, as
-    NetKet's ``process_grid`` makes) read as the rows over both,
-    ``P((r, c), None)``, as every op reads it (1.x's forms); any other spec
-    as it is (the checks judge it)."""
-    entries = tuple(spec)
-    if len(entries) != 2 or entries[0] is None or entries[1] is None:
-        return spec
-
-    def names(e: Any) -> tuple[Any, ...]:
-        return tuple(e) if isinstance(e, (tuple, list)) else (e,)
-
-    rows, cols = names(entries[0]), names(entries[1])
-    if set(rows) & set(cols) or len(set(rows)) != len(rows) or len(set(cols)) != len(cols):
-        return spec
-    return P(rows + cols, None)
 
 
 def _check_pair(a: Any, b: Any) -> tuple[int, np.dtype]:
