@@ -1,10 +1,11 @@
 """jaxmg: multi-GPU dense linear algebra for JAX.
 
 Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
-eigendecompositions (``syevd``), general solves by LU (``lu_solve``) and
+eigendecompositions (``syevd``), general solves by LU (``lu_solve``),
 singular value decompositions (``gesvd``, of a rectangular or square matrix)
-of a row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
-GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
+and polar decompositions (``polar``, A = Up H of a tall or square matrix,
+through gesvd's SVD) of a row-sharded matrix, computed across the devices of
+a node (cuSOLVERDn on one GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.
 
 One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
@@ -12,7 +13,7 @@ One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
 called at the global level on the whole matrix, as NetKet does); see
 ``jaxmg._src.api.v1`` for how a call is read, for every op but ``potri``
 (whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri)
-and ``gesvd`` (1.x's form only: the seeds have no SVD).
+and ``gesvd`` and ``polar`` (1.x's form only: the seeds have neither).
 """
 
 from jaxmg._src._native import cusolvermp_available
@@ -26,6 +27,8 @@ from jaxmg._src.api.v1 import (
     gesvd_shardmap_ctx,
     lu_solve,
     lu_solve_shardmap_ctx,
+    polar,
+    polar_shardmap_ctx,
     potri,
     potrs,
     potrs_shardmap_ctx,
@@ -46,6 +49,8 @@ __all__ = [
     "lu_solve_shardmap_ctx",
     "gesvd",
     "gesvd_shardmap_ctx",
+    "polar",
+    "polar_shardmap_ctx",
     "cusolvermp_available",
     "memory_estimate",
     "MemoryEstimate",
