@@ -320,3 +320,21 @@ def test_polar_on_the_local_model_is_refused_before_tracing(mesh, rng, monkeypat
         jaxmg.polar(a)
     with pytest.raises(ValueError, match=r"jaxmg.polar_shardmap_ctx: no engine runs"):
         jax.jit(lambda x: jaxmg.polar_shardmap_ctx(x, mesh=mesh, matrix_specs=ROWS))(a)
+
+
+def test_polar_memory_estimate(mesh):
+    """jaxmg.memory_estimate("polar", ...): XLA's buffers of the very program
+    a call runs; a donated A aliased to Up; beside A, U (a temporary of A's
+    size) and a few blocks of Vh and H, never Vh or H whole per device."""
+    m, n = 64, 64
+    shard = m * n // 4 * 8
+    e = jaxmg.memory_estimate("polar", (m, n), np.float64, mesh)
+    assert (e.op, e.engine, e.donated) == ("polar", "lapack", True)
+    assert e.arguments == shard and e.aliased >= shard
+    assert e.outputs >= 2 * shard  # Up and H's rows
+    assert shard <= e.temporaries < 8 * shard, e  # Vh and H whole would be 2 x 4 shards more
+    assert e.workspace is None and "polar" in e.workspace_note
+    kept = jaxmg.memory_estimate("polar", (m, n), np.float64, mesh, donate=False)
+    assert kept.aliased == 0
+    with pytest.raises(ValueError, match="wider than tall"):
+        jaxmg.memory_estimate("polar", (8, 16), np.float64, mesh)
