@@ -5,32 +5,33 @@ gesvd's SVD)."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any, Callable
 
 import jax
-import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _manual, _mode, _native, _shard
+from jaxmg._src import _checks, _shard
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
     _at_global_level,
     _check_flag,
     _global_layout,
-    _inside_shard_map,
     _resolved,
     _specs,
 )
+from jaxmg._src.api.v1.gesvd_forms import _local_svd_call, _prepare_svd
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.core import polar as polar_core
 
 
 def _check_tall(op: str, a: Any) -> None:
     """A = Up H takes m >= n: a wide a is refused."""
-    m, n = (int(x) for x in a.shape)
+    _tall(op, *(int(x) for x in a.shape))
+
+
+def _tall(op: str, m: int, n: int) -> None:
     if m < n:
         raise ValueError(
             f"jaxmg.{op}: a is {m} x {n}, wider than tall; the polar decomposition A = Up H "
@@ -53,28 +54,19 @@ def _polar_rows(op: str, m: int, n: int, nparts: int) -> None:
             "same mesh axes). Shard over fewer devices")
 
 
-def _prepare_polar(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
-                   layout: Callable[[str, Any, Any, Any], tuple[Any, Any]]) -> tuple[Any, ...]:
-    """polar's steps before its program runs: a checked (tall), the mesh and
-    specs (``layout``'s), the rows' sharding, every output's rows against
-    the group, the geometry (the engine asked), a onto the mesh. Returns
-    (a, mesh, rows, g)."""
-    m, dtype = _checks.check_matrix(op, a, square=False)
-    n = int(a.shape[1])
-    _check_tall(op, a)
-    mesh, specs = layout(op, a, mesh, specs)
-    rows = _checks.check_specs(op, mesh, specs, 1)
-    _polar_rows(op, m, n, rows.nparts)
-    platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
-    nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
-    g = polar_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
-    return _shard.onto(a, mesh, rows.spec), mesh, rows, g
+def _polar_checks(op: str) -> Callable[[int, int, int], None]:
+    """polar's check of A's shape against the group, before tracing: tall,
+    then every output's rows."""
+    def check(m: int, n: int, nparts: int) -> None:
+        _tall(op, m, n)
+        _polar_rows(op, m, n, nparts)
+    return check
 
 
 def _polar_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any, want_h: bool,
                   layout: Callable[[str, Any, Any, Any], tuple[Any, Any]]) -> tuple[Any, ...]:
     """polar over a whole mesh: (Up, [H,] status)."""
-    a, mesh, rows, g = _prepare_polar(op, a, T_A, mesh, specs, layout)
+    a, mesh, rows, g = _prepare_svd(op, a, T_A, mesh, specs, layout, _polar_checks(op))
     out = polar_core.over_mesh(mesh, rows, g, want_h)(a)
     _shard.settle_on_cpu(out, mesh)
     return tuple(out)
@@ -191,24 +183,9 @@ def polar_shardmap_ctx(
     op = "polar_shardmap_ctx"
     want_h = _check_flag(op, "compute_h", compute_h)
     if current_manual_axes():
-        pad, axis_name, _ = _inside_shard_map(
-            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
-            matrix_specs=matrix_specs, in_specs=in_specs, extra={})
-        rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name,
-                                                   square=False)
-        m = int(a.shape[0]) * rows.nparts
-        if m < n:
-            raise ValueError(
-                f"jaxmg.{op}: A is {m} x {n} ({rows.nparts} shards of {a.shape[0]} rows), "
-                "wider than tall; the polar decomposition A = Up H takes M >= N")
-        _polar_rows(op, m, n, rows.nparts)
-        platform = _native.platform_of(jax.default_backend())
-        g = polar_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform,
-                                _mode.ambient_nodes(rows.nparts))
-        call = _manual.make_call(op, rows, m, a, T_A, pad, geometry=g)
-        # A rectangular shard does not tell the group's size (_shard.ffi_call).
-        call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
-        _native.load()
+        call = _local_svd_call(op, a, T_A, positional, pad=pad, axis_name=axis_name,
+                               mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs,
+                               check_rows=_polar_checks(op))
         out = polar_core.local(call, want_h, a)
         return tuple(out[:-1]) + (out[-1].reshape(1),)
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
