@@ -191,7 +191,8 @@ def test_polar_ctx_inside_shard_map(mesh, rng):
     _check(a, up, h, np.complex64)
 
 
-def test_polar_ctx_grad_inside_shard_map_matches_the_plain_form(mesh, rng):
+@pytest.mark.parametrize("check_vma", (True, False), ids=("vma", "no_vma"))
+def test_polar_ctx_grad_inside_shard_map_matches_the_plain_form(mesh, rng, check_vma):
     a = jt.random_matrix(rng, (12, 8), np.complex128)
     c = jt.random_matrix(rng, (12, 8), np.complex128)
     d = jt.random_matrix(rng, (8, 8), np.complex128)
@@ -203,7 +204,7 @@ def test_polar_ctx_grad_inside_shard_map_matches_the_plain_form(mesh, rng):
         return run
 
     ctx = jax.shard_map(lambda x: jaxmg.polar_shardmap_ctx(x)[:2], mesh=mesh,
-                        in_specs=(ROWS,), out_specs=(ROWS, ROWS))
+                        in_specs=(ROWS,), out_specs=(ROWS, ROWS), check_vma=check_vma)
     A = _place(a, mesh)
     g = jax.jit(jax.grad(loss(ctx)))(A)
     g_ref = jax.jit(jax.grad(loss(lambda x: jaxmg.polar(x, mesh=mesh, matrix_specs=ROWS))))(A)
@@ -338,3 +339,22 @@ def test_polar_memory_estimate(mesh):
     assert kept.aliased == 0
     with pytest.raises(ValueError, match="wider than tall"):
         jaxmg.memory_estimate("polar", (8, 16), np.float64, mesh)
+
+
+def test_polar_on_a_2d_grid_and_over_one_axis_of_two(cpu_devices, rng):
+    """A sharded P(r, c) (resharded to rows over both axes, as for every op),
+    and A's rows over one axis of a 2 x 2 mesh (each group of the other axis
+    decomposes its own copy)."""
+    grid = jax.make_mesh((2, 2), ("r", "c"), devices=cpu_devices,
+                         axis_types=(AxisType.Auto, AxisType.Auto))
+    a = jt.random_matrix(rng, (16, 8), np.complex64).astype(np.complex64)
+    up, h = jaxmg.polar(_place(a, grid, P("r", "c")), matrix_specs=P("r", "c"))
+    jt.assert_sharded_like(up, grid, P(("r", "c"), None))
+    jt.assert_sharded_like(h, grid, P(("r", "c"), None))
+    _check(a, up, h, np.complex64)
+    with jax.sharding.set_mesh(grid):
+        up2, h2, status = jax.jit(jaxmg.polar_shardmap_ctx)(_place(a, grid, P("r", "c")))
+    jt.assert_status_ok(status)
+    _check(a, up2, h2, np.complex64)
+    up3, h3 = jaxmg.polar(_place(a, grid, P("r", None)), matrix_specs=P("r", None))
+    _check(a, up3, h3, np.complex64)
