@@ -232,6 +232,12 @@ def test_polar_check_grads(cpu_devices, rng, axis_type, case):
     check_grads(f, (_place(a, mesh),), order=1, modes=("fwd", "rev"))
 
 
+def test_polar_check_grads_of_up_alone(auto_mesh, rng):
+    a = jt.random_matrix(rng, (12, 8), np.complex128)
+    f = jax.jit(lambda x: jaxmg.polar(x, mesh=auto_mesh, matrix_specs=ROWS, compute_h=False))
+    check_grads(f, (_place(a, auto_mesh),), order=1, modes=("fwd", "rev"))
+
+
 def test_polar_jvp_matches_the_svd_formula(auto_mesh, rng):
     """Against JAX's own: Up = U Vh and H = Vhᴴ S Vh of jnp.linalg.svd,
     differentiated by JAX (distinct singular values, where its rule holds)."""

@@ -82,10 +82,10 @@ def _hermitian_rows(call: _shard.Call, vh_all: jax.Array, x_vh: jax.Array) -> ja
     return _hermitian_average(call, v_rows @ x_vh)
 
 
-def _factors(call: _shard.Call, u: jax.Array, s: jax.Array,
-             vh: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(this device's rows of Up = U Vh, of H = V Σ Vᴴ) from its rows of U
-    and Vh. Vh's rows go round the ring of devices, as in _manual.ring_sum,
+def _factors(call: _shard.Call, u: jax.Array, s: jax.Array, vh: jax.Array,
+             want_h: bool) -> tuple[jax.Array, Any]:
+    """(this device's rows of Up = U Vh, of H = V Σ Vᴴ, or None without
+    ``want_h``) from its rows of U and Vh. Vh's rows go round the ring of devices, as in _manual.ring_sum,
     but in a fori_loop, so that XLA keeps one block in flight and one pair
     of sums (measured with XLA:CPU's buffer assignment, square A on 4
     devices: 5.5 shards of temporaries, against 7.8 unrolled and 12 with
@@ -98,29 +98,32 @@ def _factors(call: _shard.Call, u: jax.Array, s: jax.Array,
     s_c = s.astype(vh.dtype)
     nparts = call.g.nparts
     if nparts == 1:
-        return u @ vh, _hermitian_average(call, (jnp.conj(vh).T * s_c) @ vh)
+        h = _hermitian_average(call, (jnp.conj(vh).T * s_c) @ vh) if want_h else None
+        return u @ vh, h
     q = vh.shape[0]
     d = _manual.shard_index(call)
     to_previous = [(k, (k - 1) % nparts) for k in range(nparts)]
 
-    def term(j: jax.Array, vh_j: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def term(j: jax.Array, vh_j: jax.Array) -> tuple[jax.Array, ...]:
         up_part = jax.lax.dynamic_slice_in_dim(u, j * q, q, axis=1) @ vh_j
+        if not want_h:
+            return (up_part,)
         s_j = jax.lax.dynamic_slice_in_dim(s_c, j * q, q)
         v_j = jnp.conj(jax.lax.dynamic_slice_in_dim(vh_j, d * q, q, axis=1)).T
         return up_part, v_j @ (s_j[:, None] * vh_j)
 
     def step(i: jax.Array, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
         # After i moves, this device holds the rows of Vh of device d + i.
-        vh_i, up, h = carry
+        vh_i, sums = carry[0], carry[1:]
         vh_i = jax.lax.ppermute(vh_i, call.axis, to_previous)
-        up_i, h_i = term((d + i) % nparts, vh_i)
-        return vh_i, up + up_i, h + h_i
+        parts = term((d + i) % nparts, vh_i)
+        return (vh_i,) + tuple(x + y for x, y in zip(sums, parts))
 
-    _, up, h = jax.lax.fori_loop(1, nparts, step, (vh,) + term(d, vh))
-    return up, _hermitian_average(call, h)
+    sums = jax.lax.fori_loop(1, nparts, step, (vh,) + term(d, vh))[1:]
+    return sums[0], (_hermitian_average(call, sums[1]) if want_h else None)
 
 
-def _picked(up: jax.Array, h: jax.Array, status: jax.Array,
+def _picked(up: jax.Array, h: Any, status: jax.Array,
             want_h: bool) -> tuple[jax.Array, ...]:
     return (up,) + ((h,) if want_h else ()) + (status,)
 
@@ -132,7 +135,7 @@ def local(call: _shard.Call, want_h: bool, a: jax.Array) -> tuple[jax.Array, ...
     (0, or the SVD's nonzero status, every output then NaN), the same on
     every device. Differentiable in a where A has full column rank (_rule)."""
     u, s, vh, status = _svd(call, a)
-    up, h = _factors(call, u, s, vh)
+    up, h = _factors(call, u, s, vh, want_h)
     return _picked(up, h, status, want_h)
 
 
@@ -162,7 +165,7 @@ def _rule(call: _shard.Call, want_h: bool, a: jax.Array,
     r, n = a.shape
     m = r * call.g.nparts
     u, s, vh, status = _svd(call, a)
-    up, h = _factors(call, u, s, vh)
+    up, h = _factors(call, u, s, vh, want_h)
     vh_all = _gathered(call, vh)
     dtype = a.dtype
     v = jnp.conj(vh_all).T  # n x n
@@ -175,7 +178,8 @@ def _rule(call: _shard.Call, want_h: bool, a: jax.Array,
     if m > n:
         s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s)).astype(dtype)
         dup = dup + ((da @ v - u @ dp) * s_inv[None, :]) @ vh_all
-    dh = _hermitian_rows(call, vh_all, (dp - omega * s_c[None, :]) @ vh_all)
+    dh = (_hermitian_rows(call, vh_all, (dp - omega * s_c[None, :]) @ vh_all)
+          if want_h else None)
     return (_picked(up, h, status, want_h),
             _picked(dup, dh, _compat.zero_tangent(status), want_h))
 
