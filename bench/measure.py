@@ -22,7 +22,11 @@ with random probe vectors, in the working precision at
   orthonormality); infinite when w is not ascending;
 * eigvals (eigenvalues only): the larger of |sum w - tr A| / (N max|w|) and
   |sum w^2 - ||A||^2| / ||A||^2 (the first two moments of the spectrum, which
-  no eigenvector is needed to check); infinite when w is not ascending.
+  no eigenvector is needed to check); infinite when w is not ascending;
+* gesvd: the larger of ||A c - U diag(s) Vh c|| / (max s ||c||) and U's
+  and Vh's orthonormality on c; infinite when s is not descending;
+* polar (A general, as gesvd's): the larger of ||A c - Up H c|| / (||A||
+  ||c||), ||Upᴴ Up c - c|| / ||c|| and ||H c - Hᴴ c|| / (||A|| ||c||).
 
 ||A|| is the Frobenius norm. A run whose residual is not below
 cases.tolerance, is not finite, or whose jaxmg status is not 0 makes the
@@ -57,6 +61,9 @@ import inputs
 
 HI = jax.lax.Precision.HIGHEST
 PROBES = 4
+# The ops measured on a general matrix (inputs.general); the others on a
+# Hermitian positive definite one (inputs.hpd).
+GENERAL = ("lu_solve", "gesvd", "polar")
 
 
 @dataclass
@@ -200,6 +207,17 @@ def _gesvd_residual(a, u, s, vh, c):
     return jnp.where(descending, jnp.maximum(r1, jnp.maximum(r2, r3)), jnp.inf)
 
 
+@jax.jit
+def _polar_residual(a, up, h, c, anorm):
+    """max(||A c - Up H c|| / (||A|| ||c||), ||Upᴴ Up c - c|| / ||c||,
+    ||H c - Hᴴ c|| / (||A|| ||c||))."""
+    cn = jnp.linalg.norm(c)
+    r1 = jnp.linalg.norm(_mm(a, c) - _mm(up, _mm(h, c))) / (anorm * cn)
+    r2 = jnp.linalg.norm(_mm(jnp.conj(up).T, _mm(up, c)) - c) / cn
+    r3 = jnp.linalg.norm(_mm(h, c) - _mm(jnp.conj(h).T, c)) / (anorm * cn)
+    return jnp.maximum(r1, jnp.maximum(r2, r3))
+
+
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
@@ -212,6 +230,8 @@ def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.A
         return float(_potri_residual(a, out, probe, anorm))
     if op == "gesvd":
         return float(_gesvd_residual(a, *out, probe))
+    if op == "polar":
+        return float(_polar_residual(a, *out, probe, anorm))
     w, vecs = out
     return float(_syevd_residual(a, w, vecs, probe))
 
@@ -238,6 +258,10 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
         def f(a, b):
             u, s, vh, status = jaxmg.gesvd(a, tile, mesh, specs[0], return_status=True)
             return (u, s, vh), status
+    elif op == "polar":
+        def f(a, b):
+            up, h, status = jaxmg.polar(a, tile, mesh, specs[0], return_status=True)
+            return (up, h), status
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -262,6 +286,9 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "gesvd":
         def f(a, b):
             return jnp.linalg.svd(a, full_matrices=False), None
+    elif op == "polar":
+        def f(a, b):
+            return jax.scipy.linalg.polar(a), None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None
@@ -284,7 +311,7 @@ def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], see
     Measured.trace."""
     tol = cases.tolerance(dtype, n)
     key = jax.random.PRNGKey(seed)
-    a = (inputs.general if op in ("lu_solve", "gesvd") else inputs.hpd)(n, dtype, mesh, seed)
+    a = (inputs.general if op in GENERAL else inputs.hpd)(n, dtype, mesh, seed)
     b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, nrhs), dtype, mesh)
          if op in ("potrs", "lu_solve") else jnp.zeros((), dtype))
     anorm = frobenius(a)

@@ -3,10 +3,12 @@
 Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
 eigendecompositions (``syevd``), general solves by LU (``lu_solve``),
 singular value decompositions (``gesvd``, of a rectangular or square matrix)
-and the generalized Hermitian-definite eigenproblem A v = λ B v
+the generalized Hermitian-definite eigenproblem A v = λ B v
 (``eigh_generalized`` and ``eigh_generalized_shardmap_ctx``, B positive
-definite, SciPy's ``eigh(a, b)``) of row-sharded matrices, computed across the devices of a node (cuSOLVERDn on one
-GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
+definite, SciPy's ``eigh(a, b)``) and polar decompositions (``polar``, A = Up
+H of a tall or square matrix, through gesvd's SVD) of row-sharded matrices,
+computed across the devices of a node (cuSOLVERDn on one GPU, cuSOLVERMg and
+jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.
 
 One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
@@ -14,7 +16,7 @@ One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
 called at the global level on the whole matrix, as NetKet does); see
 ``jaxmg._src.api.v1`` for how a call is read, for every op but ``potri``
 (whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri)
-and ``gesvd`` (1.x's form only: the seeds have no SVD).
+and ``gesvd`` and ``polar`` (1.x's form only: the seeds have neither).
 """
 
 from jaxmg._src._native import cusolvermp_available
@@ -29,6 +31,8 @@ from jaxmg._src.api.v1 import (
     gesvd_shardmap_ctx,
     lu_solve,
     lu_solve_shardmap_ctx,
+    polar,
+    polar_shardmap_ctx,
     potri,
     potrs,
     potrs_shardmap_ctx,
@@ -51,6 +55,8 @@ __all__ = [
     "gesvd_shardmap_ctx",
     "eigh_generalized",
     "eigh_generalized_shardmap_ctx",
+    "polar",
+    "polar_shardmap_ctx",
     "cusolvermp_available",
     "memory_estimate",
     "MemoryEstimate",

@@ -40,6 +40,8 @@ GROUPS = (1, 2)
 NO_ROUTINE = {
     ("cusolvermg", "gesvd"),  # cuSOLVERMg has no SVD
     ("cusolvermp", "gesvd"),  # cuSOLVERMp 0.8 has none; jaxmg does not call 0.9's
+    ("cusolvermg", "polar"),  # polar runs through gesvd's SVD
+    ("cusolvermp", "polar"),
 }
 N, T_A = 64, 16
 
