@@ -124,13 +124,14 @@ typedef struct jmg_local_matrix {
 
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
-  const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd" */
+  const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd", "qr" */
   int nparts;     /* participants (devices) in the call's group */
   int nodes;      /* hosts the group spans (1: one node; the leader model
                    * needs one node, the local model runs on any) */
   jmg_dtype dtype;
   int64_t n;
-  int64_t m;    /* A's rows: n but for gesvd's m x n A (0 reads as n) */
+  int64_t m;    /* A's rows: n but for gesvd's and qr's m x n A (0 reads
+                 * as n) */
   int64_t tile; /* T_A */
 } jmg_problem;
 
@@ -194,6 +195,21 @@ typedef struct jmg_leader_routines {
   int (*gesvd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *s,
                const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                int *info, jmg_error *err);
+  /* The reduced QR decomposition A = Q R of an m x n A, m >= n, given
+   * TRANSPOSED, as a row-sharded A reaches the engine (ops/qr.c): every
+   * matrix here is in the CONTIGUOUS layout, as gesvd's.
+   *   a: M = Aᵀ, a->n = n rows (the leading dimension), m = a->ndev *
+   *      a->local_cols columns; replaced by Qᵀ (n x m: Q's rows where A's
+   *      were).
+   *   rt: Rᵀ, rt->n = n rows, rt->ndev * rt->local_cols >= n columns (R's
+   *      rows, ceil(n / ndev) a device): columns 0 .. n-1 receive Rᵀ (R's
+   *      strict lower part zero), the columns past n zero.
+   * Plain transposes, never conjugated. R's diagonal is LAPACK's (any sign,
+   * complex for complex dtypes). *info: 0 (a Householder QR does not fail
+   * numerically; the ops layer fills Q and R with NaN for a nonzero
+   * info). */
+  int (*qr)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+            const jmg_dist_matrix *rt, int *info, jmg_error *err);
 } jmg_leader_routines;
 
 /* The routines of JMG_MODEL_LOCAL, called by every rank at once on its

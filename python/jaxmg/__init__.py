@@ -2,8 +2,9 @@
 
 Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
 eigendecompositions (``syevd``), general solves by LU (``lu_solve``) and
-singular value decompositions (``gesvd``, of a rectangular or square matrix)
-of a row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
+singular value decompositions (``gesvd``, of a rectangular or square matrix),
+QR decompositions (``qr``) and least-squares solves (``least_squares``) of a
+tall or square matrix, of a row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
 GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.
 
@@ -12,7 +13,8 @@ One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
 called at the global level on the whole matrix, as NetKet does); see
 ``jaxmg._src.api.v1`` for how a call is read, for every op but ``potri``
 (whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri)
-and ``gesvd`` (1.x's form only: the seeds have no SVD).
+and ``gesvd``, ``qr`` and ``least_squares`` (1.x's form only: the seeds
+have none of them).
 """
 
 from jaxmg._src._native import cusolvermp_available
@@ -24,11 +26,15 @@ from jaxmg._src.api.seeds import potri_shardmap_ctx
 from jaxmg._src.api.v1 import (
     gesvd,
     gesvd_shardmap_ctx,
+    least_squares,
+    least_squares_shardmap_ctx,
     lu_solve,
     lu_solve_shardmap_ctx,
     potri,
     potrs,
     potrs_shardmap_ctx,
+    qr,
+    qr_shardmap_ctx,
     syevd,
     syevd_shardmap_ctx,
 )
@@ -46,6 +52,10 @@ __all__ = [
     "lu_solve_shardmap_ctx",
     "gesvd",
     "gesvd_shardmap_ctx",
+    "qr",
+    "qr_shardmap_ctx",
+    "least_squares",
+    "least_squares_shardmap_ctx",
     "cusolvermp_available",
     "memory_estimate",
     "MemoryEstimate",

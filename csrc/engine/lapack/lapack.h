@@ -1,7 +1,8 @@
 /* The LAPACK engine's parts (internal to engine/lapack/, whose *_full
  * functions engine/lapack_local/ calls too): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
- * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c).
+ * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c,
+ * qr.c).
  *
  * CPU devices share host memory, so the engine gathers the distributed
  * columns into one matrix, runs LAPACK (routines handed over from SciPy at
@@ -65,5 +66,7 @@ int jmg_lapack_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
 int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                      const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
                      int full, int *info, jmg_error *err);
+int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+                  const jmg_dist_matrix *rt, int *info, jmg_error *err);
 
 #endif

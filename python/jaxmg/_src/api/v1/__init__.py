@@ -32,7 +32,7 @@ meanings. Its modules: ``_calls`` (the machinery every op's forms share:
 reading arguments, telling the two ctx generations apart, the mesh and
 layout at the global level, donation of the plain forms), then one module
 per group of ops: ``solve_forms`` (potrs, lu_solve, potri), ``syevd_forms``,
-``gesvd_forms``.
+``gesvd_forms``, ``qr_forms``, ``least_squares_forms``.
 """
 
 from jaxmg._src.api.v1.gesvd_forms import gesvd, gesvd_shardmap_ctx
@@ -43,16 +43,22 @@ from jaxmg._src.api.v1.solve_forms import (
     potrs,
     potrs_shardmap_ctx,
 )
+from jaxmg._src.api.v1.least_squares_forms import least_squares, least_squares_shardmap_ctx
+from jaxmg._src.api.v1.qr_forms import qr, qr_shardmap_ctx
 from jaxmg._src.api.v1.syevd_forms import syevd, syevd_shardmap_ctx
 
 __all__ = [
     "gesvd",
     "gesvd_shardmap_ctx",
+    "least_squares",
+    "least_squares_shardmap_ctx",
     "lu_solve",
     "lu_solve_shardmap_ctx",
     "potri",
     "potrs",
     "potrs_shardmap_ctx",
+    "qr",
+    "qr_shardmap_ctx",
     "syevd",
     "syevd_shardmap_ctx",
 ]
