@@ -34,6 +34,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c
   csrc/engine/cusolverdn/gesvd.c
+  csrc/engine/cusolverdn/qr.c
   csrc/engine/cusolverdn/workspace.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c
@@ -41,6 +42,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/gather/syevd.c
   csrc/engine/gather/lu_solve.c
   csrc/engine/gather/gesvd.c
+  csrc/engine/gather/qr.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c
   csrc/cuda/comm_nccl.c
