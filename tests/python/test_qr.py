@@ -234,3 +234,14 @@ def test_qr_misuse_is_refused_before_tracing(mesh, rng):
                       in_specs=(ROWS,), out_specs=ROWS)
     with pytest.raises(ValueError, match="inside a shard_map body"):
         f(c)
+
+
+def test_qr_is_refused_by_the_local_model_with_its_reason(mesh, rng, monkeypatch):
+    """No engine of the local model runs qr yet: lapack-local (CPU) says so
+    before anything is traced, for qr and least_squares alike."""
+    monkeypatch.setenv("JAXMG_ENGINE", "lapack-local")
+    a = _place(_matrix(rng, (8, 4), np.float64), mesh)
+    with pytest.raises(ValueError, match=r"engine \"lapack-local\" cannot run qr .*it has no qr"):
+        jaxmg.qr(a)
+    with pytest.raises(ValueError, match=r"least_squares: no engine runs .*it has no qr"):
+        jaxmg.least_squares(a, np.ones(8))
