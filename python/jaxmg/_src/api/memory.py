@@ -31,11 +31,15 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxmg._src import _checks, _mode, _native, _shard
 from jaxmg._src.api import seeds
 from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
+from jaxmg._src.api.v1 import least_squares_forms as v1_ls, qr_forms as v1_qr
 from jaxmg._src.api.v1 import solve_forms as v1_solve
 from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 from jaxmg._src.core import gesvd as gesvd_core
+from jaxmg._src.core import qr as qr_core
 
-OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd")
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "qr", "least_squares")
+# The ops of an M x N A (the others' is square).
+RECTANGULAR = ("gesvd", "qr", "least_squares")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,14 +79,15 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     workspace of the engine that would run it.
 
     Args:
-      op: "potrs", "lu_solve", "potri", "syevd" or "gesvd".
-      shape: A's shape, (N, N) (gesvd: (M, N)).
+      op: "potrs", "lu_solve", "potri", "syevd", "gesvd", "qr" or
+        "least_squares".
+      shape: A's shape, (N, N) (gesvd, qr, least_squares: (M, N)).
       dtype: A's dtype (float32, float64, complex64, complex128).
       mesh: the mesh A is on; left out, a 1-D mesh "x" over all devices.
       in_specs: A's spec as the op takes it (``(P("x", None),)``); left out,
         A's rows over the mesh's axes.
       T_A: as the op takes it (left out: the op's choice).
-      nrhs: b's columns (potrs, lu_solve; b replicated).
+      nrhs: b's columns (potrs, lu_solve, least_squares; b replicated).
       donate: estimate the call with A (and b) donated (``donate=True``),
         worked on in place, else the call that keeps A.
       pad, return_eigenvectors, compute_u, compute_vh, full_matrices: as the
@@ -102,10 +107,11 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         raise TypeError(f"jaxmg.memory_estimate: dtype must be float32, float64, complex64 "
                         f"or complex128, got {dtype.name}")
     if len(tuple(shape)) != 2 or any(int(s) < 1 for s in shape):
-        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd: (M, N)), "
+        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, qr, "
+                         f"least_squares: (M, N)), "
                          f"got {shape!r}")
     m, n = (int(s) for s in shape)
-    if op != "gesvd" and m != n:
+    if op not in RECTANGULAR and m != n:
         raise ValueError(f"jaxmg.memory_estimate: {op} takes a square A, got {shape!r}")
     if mesh is None:
         mesh = jax.make_mesh((jax.device_count(),), ("x",))
@@ -120,21 +126,24 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     if op == "gesvd":
         g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    elif op in ("qr", "least_squares"):
+        v1_qr.check_rows(op, m, n, rows.nparts, r_sharded=op == "qr")
+        g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
     else:
         _checks.check_divisible(op, n, rows.nparts)
         g = _shard.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, not pad, platform,
                                    nodes)
 
     a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
-    b = jax.ShapeDtypeStruct((n, nrhs), dtype, sharding=NamedSharding(mesh, P()))
+    b = jax.ShapeDtypeStruct((m, nrhs), dtype, sharding=NamedSharding(mesh, P()))
     fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
                         compute_u, compute_vh, full_matrices)
     donated = tuple(range(len(args))) if donate else ()
     compiled = jax.jit(fn, donate_argnums=donated).lower(*args).compile()
     mem = compiled.memory_analysis()
 
-    if op == "gesvd":
-        work, note = None, "gesvd's workspace is not asked ahead of a call"
+    if op in RECTANGULAR:
+        work, note = None, f"{op}'s workspace is not asked ahead of a call"
     else:
         work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
                                        g.rp * rows.nparts, g.tile, nrhs,
@@ -162,6 +171,12 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
     if op == "syevd":
         fn = v1_syevd._syevd_worked if donate else seeds.syevd
         return functools.partial(fn, return_eigenvectors=vectors, **kw), (a,)
+    if op == "qr":  # Q is the output aliased to A: the plain program donates A to it
+        return functools.partial(v1_qr._qr_plain, T_A=T_A, mesh=mesh, specs=specs,
+                                 want_status=False), (a,)
+    if op == "least_squares":
+        return functools.partial(v1_ls._ls_plain, T_A=T_A, mesh=mesh, specs=specs,
+                                 want_status=False, work=donate), (a, b)
     return functools.partial(v1_gesvd._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
                              want_u=want_u, want_vh=want_vh, want_status=False,
                              work=donate), (a,)
