@@ -236,6 +236,14 @@ typedef struct jmg_local_routines {
   int (*lu_solve)(const struct jmg_engine *e, const jmg_local_matrix *a,
                   void *b, int64_t nrhs, int transpose, int *info,
                   jmg_error *err);
+  /* qr, the leader's qr routine rank by rank: a is this rank's columns of
+   * M = Aᵀ in the CONTIGUOUS layout (a->n = N rows, ld N, a->cols = this
+   * rank's M / ranks of A's rows: rank r holds columns r * a->cols ...;
+   * no Π, no grid), replaced by the same columns of Qᵀ; rt (N x rr, ld
+   * N, on this rank's device) receives this rank's columns of Rᵀ (R's
+   * rows r * rr ...; zero past R's N rows). m: A's rows. */
+  int (*qr)(const struct jmg_engine *e, const jmg_local_matrix *a, void *rt,
+            int64_t m, int64_t rr, int *info, jmg_error *err);
 } jmg_local_routines;
 
 typedef struct jmg_engine {

@@ -17,8 +17,8 @@ int jmg_engine_has(const jmg_engine *e, const char *op) {
     return leader ? e->leader.lu_solve != NULL : e->local.lu_solve != NULL;
   /* No engine of the local model has gesvd (engine/cusolvermp/ says why). */
   if (strcmp(op, "gesvd") == 0) return leader && e->leader.gesvd != NULL;
-  /* Nor qr, yet (ops/qr.c). */
-  if (strcmp(op, "qr") == 0) return leader && e->leader.qr != NULL;
+  if (strcmp(op, "qr") == 0)
+    return leader ? e->leader.qr != NULL : e->local.qr != NULL;
   return 0;
 }
 

@@ -19,6 +19,8 @@
  * Frame: args A (local_cols x n), shard; rets A (aliased: Q), R (r_rows x
  *        n: this shard's rows of R), status; attrs T_A, mesh_id, m (A's
  *        rows: the group is m / local_cols).
+ * The local model (qr_local): every rank hands its own columns of Aᵀ to
+ * the engine as they are, with the same contract (engine.h's local qr).
  * A Householder QR does not fail numerically: status is 0, or -1 for an A
  * with a NaN or an Inf entry (exec/finite.h: every output NaN; no engine
  * runs). Rank deficiency is not a failure here (R has a zero on its
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 
 #include "exec/leader.h"
+#include "exec/local.h"
 #include "ops/ops.h"
 
 typedef struct qr_io {
@@ -41,6 +44,7 @@ enum { QR_R };               /* its buffers */
 enum { QR_M, QR_R_ROWS };    /* its scalars */
 
 static int qr_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
+static int qr_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_qr_op = {
     .name = "qr",
@@ -71,9 +75,7 @@ const jmg_op_desc jmg_qr_op = {
         },
     .rows_scalar = QR_M + 1,
     .leader = qr_leader,
-    /* No engine of the local model has qr yet (engine/engine.h): the
-     * engine check refuses it there ("it has no qr"). */
-    .local = NULL,
+    .local = qr_local,
 };
 
 /* A tall or square A, and R's shards against it (every shard describes
@@ -129,6 +131,28 @@ static int qr_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
                                   jmg_dtype_size(v->a.dtype),
                               v->a.dtype, err);
     }
+  }
+  *info_out = info;
+  return rc;
+}
+
+/* The local model (exec/local.h): every rank hands the engine its columns
+ * of Aᵀ as they are (no Π, no grid: exec/local.c keeps a rectangular A
+ * contiguous) and its R shard; the engine's routine is collective and its
+ * info the same on every rank. */
+static int qr_local(jmg_local_view *v, int *info_out, jmg_error *err) {
+  qr_io *io = (qr_io *)v->io;
+  int info = 0;
+  int rc = check_shapes(io, v->ranks, err);
+  rc = jmg_local_agree(v, rc, "the solver", err);
+  if (rc == 0)
+    rc = v->engine->local.qr(v->engine, &v->a, io->r, io->m, io->r_rows, &info,
+                             err);
+  if (rc == 0 && info != 0) {
+    rc = jmg_local_nan_a(v, err);
+    if (rc == 0)
+      rc = jmg_local_nan(v, io->r, (size_t)io->r_rows * (size_t)io->io.n,
+                         v->a.dtype, err);
   }
   *info_out = info;
   return rc;

@@ -236,12 +236,35 @@ def test_qr_misuse_is_refused_before_tracing(mesh, rng):
         f(c)
 
 
-def test_qr_is_refused_by_the_local_model_with_its_reason(mesh, rng, monkeypatch):
-    """No engine of the local model runs qr yet: lapack-local (CPU) says so
-    before anything is traced, for qr and least_squares alike."""
+@pytest.mark.parametrize("shape", ((16, 8), (12, 3)), ids=("tall", "n3"))
+def test_qr_and_least_squares_in_the_local_model(mesh, rng, monkeypatch, shape):
+    """lapack-local (the local model on CPU devices, cuSOLVERMp's stand-in):
+    every rank hands its rows of A to the engine as they lie (no Π, no
+    grid), and gets its rows of Q and R back; the results are the leader
+    model's."""
+    a = _matrix(rng, shape, np.complex128)
+    b = _matrix(rng, (shape[0], 2), np.complex128)
+    A = _place(a, mesh)
+    x_ref = jaxmg.least_squares(A, b)
     monkeypatch.setenv("JAXMG_ENGINE", "lapack-local")
+    if shape[1] % 4 == 0:
+        q, r, status = jaxmg.qr(A, return_status=True)
+        jt.assert_status_ok(status)
+        _check(a, q, r, np.complex128)
+        q2, r2, _ = jax.jit(lambda A: jaxmg.qr_shardmap_ctx(A, mesh=mesh))(A)
+        _check(a, q2, r2, np.complex128)
+    x, status = jaxmg.least_squares(A, b, return_status=True)
+    jt.assert_status_ok(status)
+    np.testing.assert_allclose(np.asarray(x), np.asarray(x_ref), rtol=0, atol=1e-12)
+    a[1, 1] = np.nan
+    x, status = jaxmg.least_squares(_place(a, mesh), b, return_status=True)
+    assert int(status) == -1 and np.all(np.isnan(np.asarray(x)))
+
+
+def test_qr_misuse_of_the_engine_is_refused_before_tracing(mesh, rng, monkeypatch):
+    """An engine that has no qr (cuSOLVERMg's, named on CPU devices: not an
+    engine there) is refused before anything is traced."""
+    monkeypatch.setenv("JAXMG_ENGINE", "cusolvermg")
     a = _place(_matrix(rng, (8, 4), np.float64), mesh)
-    with pytest.raises(ValueError, match=r"engine \"lapack-local\" cannot run qr .*it has no qr"):
+    with pytest.raises(ValueError, match=r"qr: no engine runs the QR .*cusolvermg"):
         jaxmg.qr(a)
-    with pytest.raises(ValueError, match=r"least_squares: no engine runs .*it has no qr"):
-        jaxmg.least_squares(a, np.ones(8))

@@ -54,6 +54,12 @@ int jmg_lapack_lu_solve_full(jmg_dtype dtype, int64_t n, void *full, void *b,
                              int64_t nrhs, int transpose, int *info,
                              jmg_error *err);
 
+/* qr's (engine.h, the qr routine) on the gathered Aᵀ: mt, n x m
+ * column-major (ld n), replaced by Qᵀ; rt, n x rcols (ld n, rcols >= n),
+ * receives Rᵀ in its first n columns and zeros past them. */
+int jmg_lapack_qr_full(jmg_dtype dtype, int64_t m, int64_t n, void *mt,
+                       void *rt, int64_t rcols, int *info, jmg_error *err);
+
 int jmg_lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                      int64_t nrhs, void *diag, int *info, jmg_error *err);
 int jmg_lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,

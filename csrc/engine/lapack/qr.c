@@ -2,7 +2,8 @@
  * what jnp.linalg.qr runs on CPU, on the gathered matrix. The engine is
  * given Aᵀ (engine.h, the qr routine): it gathers it, transposes it into A
  * (m x n, column-major), factors, and writes Qᵀ and Rᵀ back into the
- * contiguous shards. */
+ * contiguous shards. jmg_lapack_qr_full, the work on the gathered Aᵀ, is
+ * lapack-local's too. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,41 +36,35 @@ static double queried(const void *work, size_t rsize) {
   return d;
 }
 
-int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
-                  const jmg_dist_matrix *rt, int *info, jmg_error *err) {
-  (void)e;
+int jmg_lapack_qr_full(jmg_dtype dtype, int64_t m64, int64_t n64, void *mt,
+                       void *rt, int64_t rcols, int *info, jmg_error *err) {
   const char *op = "qr";
-  const jmg_lapack_routines *r = jmg_lapack_routines_for(a->dtype);
-  int rc = jmg_lapack_require((const void *)r->geqrf, a->dtype, "geqrf", op, err);
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(dtype);
+  int rc = jmg_lapack_require((const void *)r->geqrf, dtype, "geqrf", op, err);
   if (rc == 0)
-    rc = jmg_lapack_require((const void *)r->orgqr, a->dtype, "orgqr", op, err);
+    rc = jmg_lapack_require((const void *)r->orgqr, dtype, "orgqr", op, err);
   if (rc != 0) return rc;
-  const int64_t n64 = a->n, m64 = (int64_t)a->ndev * a->local_cols;
-  const int64_t rcols = (int64_t)rt->ndev * rt->local_cols;
-  if (m64 < n64 || rt->n != n64 || rcols < n64)
+  if (m64 < n64 || rcols < n64)
     return jmg_error_set(err, JMG_EINTERNAL, op, "LAPACK",
                          "shapes do not fit a %lld x %lld A (M >= N) and its "
                          "R (%lld x %lld)",
-                         (long long)m64, (long long)n64, (long long)rt->n,
+                         (long long)m64, (long long)n64, (long long)n64,
                          (long long)rcols);
   int m, n;
   rc = jmg_lapack_int(m64, "M", op, &m, err);
   if (rc == 0) rc = jmg_lapack_int(n64, "N", op, &n, err);
   if (rc != 0) return rc;
-  const size_t esize = jmg_dtype_size(a->dtype);
-  const size_t rsize = jmg_dtype_real_size(a->dtype);
+  const size_t esize = jmg_dtype_size(dtype);
+  const size_t rsize = jmg_dtype_real_size(dtype);
   const size_t mn = (size_t)m * (size_t)n;
-  void *mt = malloc(mn ? mn * esize : 1);  /* Aᵀ, then Qᵀ */
   void *full = malloc(mn ? mn * esize : 1); /* A, then the factors, then Q */
-  void *rbuf = calloc((size_t)n * (size_t)(rcols > 0 ? rcols : 1), esize);
   void *tau = malloc((size_t)(n > 0 ? n : 1) * esize);
   void *work = NULL;
-  if (!mt || !full || !rbuf || !tau) {
+  if (!full || !tau) {
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate a %d x %d matrix and its QR", m, n);
     goto done;
   }
-  jmg_lapack_move_columns(a, mt, 1, 1);
   transpose(mt, n, m, full, esize); /* n x m -> m x n */
   /* One workspace for both: the larger of their queries. */
   unsigned char qwork[16] = {0};
@@ -109,10 +104,12 @@ int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
                        "argument %d was rejected", -*info);
     goto done;
   }
-  /* Rᵀ (n x rcols, ld n): column i is R's row i, R(i, j) for j >= i. */
+  /* Rᵀ (n x rcols, ld n): column i is R's row i, R(i, j) for j >= i; the
+   * rest zero. */
+  memset(rt, 0, (size_t)n * (size_t)rcols * esize);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i <= j; ++i)
-      memcpy((char *)rbuf + ((size_t)i * (size_t)n + (size_t)j) * esize,
+      memcpy((char *)rt + ((size_t)i * (size_t)n + (size_t)j) * esize,
              (char *)full + ((size_t)j * (size_t)m + (size_t)i) * esize,
              esize);
   r->orgqr(&m, &n, &k, full, &lda, tau, work, &lwork, info);
@@ -122,13 +119,40 @@ int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
     goto done;
   }
   transpose(full, m, n, mt, esize); /* Q (m x n) -> Qᵀ (n x m) */
-  jmg_lapack_move_columns(a, mt, 0, 1);
-  jmg_lapack_move_columns(rt, rbuf, 0, 1);
 done:
   free(work);
   free(tau);
-  free(rbuf);
   free(full);
+  return rc;
+}
+
+int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+                  const jmg_dist_matrix *rt, int *info, jmg_error *err) {
+  (void)e;
+  const char *op = "qr";
+  const int64_t n = a->n, m = (int64_t)a->ndev * a->local_cols;
+  const int64_t rcols = (int64_t)rt->ndev * rt->local_cols;
+  if (rt->n != n)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "LAPACK",
+                         "R has %lld rows for an A of %lld columns",
+                         (long long)rt->n, (long long)n);
+  const size_t esize = jmg_dtype_size(a->dtype);
+  void *mt = malloc(m * n > 0 ? (size_t)m * (size_t)n * esize : 1);
+  void *rbuf = malloc((size_t)n * (size_t)(rcols > 0 ? rcols : 1) * esize);
+  int rc = 0;
+  if (!mt || !rbuf)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate a %lld x %lld matrix to gather",
+                       (long long)m, (long long)n);
+  if (rc == 0) {
+    jmg_lapack_move_columns(a, mt, 1, 1);
+    rc = jmg_lapack_qr_full(a->dtype, m, n, mt, rbuf, rcols, info, err);
+  }
+  if (rc == 0 && *info == 0) {
+    jmg_lapack_move_columns(a, mt, 0, 1);
+    jmg_lapack_move_columns(rt, rbuf, 0, 1);
+  }
+  free(rbuf);
   free(mt);
   return rc;
 }
