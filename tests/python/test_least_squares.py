@@ -172,6 +172,8 @@ def test_least_squares_ctx_at_the_global_level(cpu_devices, rng, dtype):
     assert len(out) == 4 and out[1].shape == (16,) and out[2].shape == (6,)
     jt.assert_status_ok(out[3])
     _check(a, b[:, 0], out[2], dtype)
+    x3 = jaxmg.least_squares_shardmap_ctx(A, b, 2, s_mesh, P("S", None))[2]  # positional
+    np.testing.assert_array_equal(np.asarray(x3), np.asarray(x))
     np.testing.assert_array_equal(np.asarray(A), a)
 
 

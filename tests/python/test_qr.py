@@ -170,6 +170,9 @@ def test_qr_ctx_at_the_global_level(cpu_devices, rng, dtype):
     jt.assert_status_ok(status2)
     _check(a, q2, r2, dtype)
     jt.assert_sharded_like(q2, s_mesh, P("S", None))
+    q3, r3, _ = jaxmg.qr_shardmap_ctx(A, 2, s_mesh, P("S", None))  # 1.x's positional form
+    np.testing.assert_array_equal(np.asarray(q3), np.asarray(q))
+    np.testing.assert_array_equal(np.asarray(r3), np.asarray(r))
     np.testing.assert_array_equal(np.asarray(A), a)
 
 
