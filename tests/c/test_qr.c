@@ -4,13 +4,16 @@
  * complex, LAPACK's conventions: zgeqr2's reflectors, zung2r's Q)
  * registered in SciPy's place; the checks are residual-based: A = QR, QᴴQ
  * = I, R upper triangular, R's padding rows zero. And what the op refuses:
- * a wide A, R's shards of the wrong size. */
+ * a wide A, R's shards of the wrong size. And lapack-local's qr routine
+ * (the local model) on one thread per rank over the threads communicator. */
 #include <complex.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "engine/lapack/lapack.h"
 #include "engine/lapack/table.h"
 #include "exec/join.h"
@@ -280,4 +283,102 @@ TEST(qr_op_refuses_a_wide_a_and_r_shards_of_the_wrong_size) {
   free_posts(p, 2);
   CHECK_EQ(rc, -JMG_EINVAL);
   CHECK_CONTAINS(err.msg, "R's shards have 1 rows; 3 rows over 2 devices take 2 each");
+}
+
+/* ---- lapack-local's qr, one thread per rank ----------------------------------*/
+
+typedef struct ll_job {
+  const unsigned char *id;
+  int rank, ranks;
+  int64_t m, n, rr;
+  void *part, *rt; /* this rank's columns of Aᵀ (n x m / ranks), of Rᵀ */
+  jmg_dtype t;
+  int info, rc;
+  jmg_error err;
+} ll_job;
+
+static void *ll_main(void *arg) {
+  ll_job *j = arg;
+  jmg_error_clear(&j->err);
+  jmg_comm *c = NULL;
+  const jmg_comm_ops *o = jmg_threads_comm();
+  j->rc = o->open(j->id, j->rank, j->ranks, NULL, &c, "test", &j->err);
+  if (j->rc != 0) return NULL;
+  const int64_t cols = j->m / j->ranks;
+  jmg_local_matrix a = {.rank = j->rank, .ranks = j->ranks, .grid_rows = 1,
+                        .grid_cols = j->ranks, .comm_ops = o, .comm = c,
+                        .n = j->n, .mb = cols, .nb = cols, .dtype = j->t,
+                        .data = j->part, .rows = j->n, .cols = cols, .ld = j->n};
+  const jmg_engine *e = &jmg_lapack_local_engine;
+  j->info = -99;
+  j->rc = e->local.qr(e, &a, j->rt, j->m, j->rr, &j->info, &j->err);
+  return NULL;
+}
+
+TEST(qr_lapack_local_gives_every_rank_its_rows_of_q_and_r) {
+  register_reference_qr();
+  static const struct {
+    int ranks, m, n;
+  } cases[] = {{1, 5, 3}, {2, 6, 4}, {4, 12, 3}, {3, 9, 9}};
+  static const jmg_dtype types[] = {JMG_F64, JMG_C128};
+  for (size_t ti = 0; ti < 2; ++ti)
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+      const jmg_dtype t = types[ti];
+      const int z = t == JMG_C128, P = cases[ci].ranks, m = cases[ci].m,
+                n = cases[ci].n, lc = m / P, rr = (n + P - 1) / P;
+      const size_t es = jmg_dtype_size(t);
+      cplx *A = malloc((size_t)m * n * sizeof *A);
+      char *parts = malloc((size_t)m * n * es), *rts = malloc((size_t)n * rr * P * es);
+      if (!A || !parts || !rts) abort();
+      for (size_t i = 0; i < (size_t)m * n; ++i) {
+        A[i] = uniform() + (z ? uniform() * I : 0.0); /* row-major: Aᵀ's columns */
+        put(z, parts, i, A[i]);
+      }
+      unsigned char id[JMG_COMM_ID_MAX];
+      jmg_error err;
+      jmg_error_clear(&err);
+      CHECK_EQ(jmg_threads_comm()->make_id(id, "test", &err), 0);
+      ll_job jobs[8];
+      pthread_t th[8];
+      for (int r = 0; r < P; ++r) {
+        jobs[r] = (ll_job){.id = id, .rank = r, .ranks = P, .m = m, .n = n, .rr = rr,
+                           .part = parts + (size_t)r * lc * n * es,
+                           .rt = rts + (size_t)r * rr * n * es, .t = t};
+        CHECK_EQ(pthread_create(&th[r], NULL, ll_main, &jobs[r]), 0);
+      }
+      for (int r = 0; r < P; ++r) pthread_join(th[r], NULL);
+      char why[300] = "";
+      for (int r = 0; r < P && !why[0]; ++r)
+        if (jobs[r].rc != 0 || jobs[r].info != 0)
+          snprintf(why, sizeof why, "rank %d: rc %d info %d: %.200s", r, jobs[r].rc,
+                   jobs[r].info, jobs[r].err.msg);
+      /* Q row-major in parts, R row-major (rr * P rows) in rts. */
+      const double tol = 1e-12 * m;
+      for (int i = 0; !why[0] && i < rr * P; ++i)
+        for (int j = 0; j < (i < n ? i : n) && !why[0]; ++j)
+          if (get(z, rts, (size_t)i * n + j) != 0.0)
+            snprintf(why, sizeof why, "R[%d][%d] below the diagonal", i, j);
+      for (int i = 0; !why[0] && i < m; ++i)
+        for (int j = 0; j < n && !why[0]; ++j) {
+          cplx s = -A[(size_t)i * n + j];
+          for (int l = 0; l <= j; ++l)
+            s += get(z, parts, (size_t)i * n + l) * get(z, rts, (size_t)l * n + j);
+          if (!(cabs(s) < tol)) snprintf(why, sizeof why, "(QR - A)[%d][%d] = %g", i, j, cabs(s));
+        }
+      for (int p1 = 0; !why[0] && p1 < n; ++p1)
+        for (int q1 = 0; q1 < n && !why[0]; ++q1) {
+          cplx s = p1 == q1 ? -1.0 : 0.0;
+          for (int i = 0; i < m; ++i)
+            s += conj(get(z, parts, (size_t)i * n + p1)) * get(z, parts, (size_t)i * n + q1);
+          if (!(cabs(s) < tol)) snprintf(why, sizeof why, "(QᴴQ - I)[%d][%d]", p1, q1);
+        }
+      free(rts);
+      free(parts);
+      free(A);
+      if (why[0]) {
+        TEST_FAIL_AT("lapack-local qr %s on %d ranks, %d x %d: %s", jmg_dtype_name(t), P, m,
+                     n, why);
+        return;
+      }
+    }
 }
