@@ -22,6 +22,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/potrs.c
   csrc/engine/cusolverdn/potri.c
   csrc/engine/cusolverdn/syevd.c
+  csrc/engine/cusolverdn/sygvd.c
   csrc/cuda/blas.c
   csrc/engine/cusolvermg/context.c
   csrc/engine/cusolvermg/cholesky.c
@@ -40,6 +41,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/gather/potrs.c
   csrc/engine/gather/potri.c
   csrc/engine/gather/syevd.c
+  csrc/engine/gather/sygvd.c
   csrc/engine/gather/lu_solve.c
   csrc/engine/gather/gesvd.c
   csrc/engine/gather/qr.c
@@ -52,6 +54,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermp/potrs.c
   csrc/engine/cusolvermp/potri.c
   csrc/engine/cusolvermp/syevd.c
+  csrc/engine/cusolvermp/sygvd.c
   csrc/engine/cusolvermp/lu_solve.c)
 # NCCL and cuSOLVERMp are dlopen'ed (cuda/comm_nccl.c,
 # engine/cusolvermp/loader.c): no link to either, only -ldl. Their headers:

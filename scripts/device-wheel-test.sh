@@ -7,7 +7,8 @@
 #   scripts/device-wheel-test.sh LOGDIR [extra pytest arguments]
 #
 # Environment: WHEEL (default: the one in dist/), PYTHON (default python3),
-# JAXMG_TEST_TIMEOUT (seconds for the pytest run, default 1500).
+# JAXMG_TEST_TIMEOUT (seconds for the pytest run, default 1500),
+# JAXMG_EXTRA_PYTHONPATH (folders put after the install on PYTHONPATH).
 # Logs: LOGDIR/install.log, LOGDIR/loaded.txt, LOGDIR/pytest-wheel.log.
 set -uo pipefail
 logdir="${1:?usage: scripts/device-wheel-test.sh LOGDIR [pytest args]}"
@@ -29,7 +30,9 @@ fi
 # No toolkit on the library path: LD_LIBRARY_PATH without a CUDA folder.
 LD_LIBRARY_PATH="$(printf '%s' "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | grep -viE 'cuda' | paste -sd: -)"
 export LD_LIBRARY_PATH
-export PYTHONPATH="$site"
+# Wheels the GPU machine lacks (cuSOLVERMp's, carried with the call) may be
+# added after the install: JAXMG_EXTRA_PYTHONPATH.
+export PYTHONPATH="$site${JAXMG_EXTRA_PYTHONPATH:+:$JAXMG_EXTRA_PYTHONPATH}"
 echo "== LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-<empty>}"
 # One solve on every GPU, then the CUDA libraries this process loaded.
 (cd /tmp && "$jaxmg_python" - "$site" <<'EOF') 2>&1 | tee "$logdir/loaded.txt"

@@ -124,7 +124,8 @@ typedef struct jmg_local_matrix {
 
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
-  const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd", "qr" */
+  const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd",
+                   * "sygvd", "qr" */
   int nparts;     /* participants (devices) in the call's group */
   int nodes;      /* hosts the group spans (1: one node; the leader model
                    * needs one node, the local model runs on any) */
@@ -140,7 +141,7 @@ struct jmg_engine;
 /* A workspace query's options beside the problem (engine's `workspace`). */
 typedef struct jmg_workspace_query {
   int64_t nrhs;     /* potrs, lu_solve: B's columns */
-  int want_vectors; /* syevd */
+  int want_vectors; /* syevd, sygvd */
 } jmg_workspace_query;
 
 /* The routines of JMG_MODEL_LEADER, called on the leader with A in the
@@ -210,6 +211,17 @@ typedef struct jmg_leader_routines {
    * info). */
   int (*qr)(const struct jmg_engine *e, const jmg_dist_matrix *a,
             const jmg_dist_matrix *rt, int *info, jmg_error *err);
+  /* The generalized Hermitian-definite eigenproblem A v = λ B v (type 1,
+   * LAPACK's itype 1; lower triangles used): syevd's meanings for A, w and
+   * want_vectors (the eigenvectors, B-orthonormal, in place of A in the
+   * BLOCK-CYCLIC layout), with b the distributed B in the same layout as
+   * A (same n, tile, local_cols, dtype), overwritten (its content
+   * afterwards unspecified). *info: LAPACK's ?sygvd's: 1..n the
+   * eigensolver did not converge, n + k B's leading minor of order k is
+   * not positive definite. */
+  int (*sygvd)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+               const jmg_dist_matrix *b, void *w, int want_vectors, int *info,
+               jmg_error *err);
 } jmg_leader_routines;
 
 /* The routines of JMG_MODEL_LOCAL, called by every rank at once on its
@@ -225,6 +237,8 @@ typedef struct jmg_leader_routines {
  *     eigenvectors replace A's part, in A's layout (column j, the j-th
  *     eigenvector, in the block-cyclic column order; the ops layer moves
  *     them to the contiguous one).
+ *   sygvd: syevd's, with b this rank's part of B in A's layout (same
+ *     grid, blocks and ld), overwritten; *info as the leader's sygvd.
  * *info is the same on every rank. */
 typedef struct jmg_local_routines {
   int (*potrs)(const struct jmg_engine *e, const jmg_local_matrix *a, void *b,
@@ -244,6 +258,9 @@ typedef struct jmg_local_routines {
    * rows r * rr ...; zero past R's N rows). m: A's rows. */
   int (*qr)(const struct jmg_engine *e, const jmg_local_matrix *a, void *rt,
             int64_t m, int64_t rr, int *info, jmg_error *err);
+  int (*sygvd)(const struct jmg_engine *e, const jmg_local_matrix *a,
+               const jmg_local_matrix *b, void *w, int want_vectors, int *info,
+               jmg_error *err);
 } jmg_local_routines;
 
 typedef struct jmg_engine {

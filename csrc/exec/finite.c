@@ -2,9 +2,19 @@
 #include "exec/finite.h"
 
 int jmg_shard_finite(const jmg_mem *m, const jmg_mem_group *g, int dev,
-                     const jmg_shard_io *io, int *finite, jmg_error *err) {
-  return m->all_finite(g, dev, io->a, io->n, io->local_cols, io->n, io->dtype,
+                     const jmg_op_desc *op, const jmg_shard_io *io,
+                     int *finite, jmg_error *err) {
+  int rc = m->all_finite(g, dev, io->a, io->n, io->local_cols, io->n,
+                         io->dtype, finite, err);
+  for (int i = 0; rc == 0 && *finite && i < op->nbufs; ++i) {
+    const jmg_op_buf *b = &op->bufs[i];
+    if (!b->check_finite || !(b->dir & JMG_IN)) continue;
+    const void *ptr = *jmg_op_buf_slot(b, io);
+    if (ptr == NULL) continue;
+    rc = m->all_finite(g, dev, ptr, io->n, io->local_cols, io->n, io->dtype,
                        finite, err);
+  }
+  return rc;
 }
 
 int jmg_shard_nan_outputs(const jmg_mem *m, const jmg_mem_group *g, int dev,

@@ -5,6 +5,7 @@
 #include "common/trace.h"
 #include "exec/finite.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,21 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   return rc;
 }
 
+int jmg_leader_permute_matrix(jmg_leader_view *v, void *const *data,
+                              jmg_cyclic_direction dir, jmg_error *err) {
+  if (v->plan.ncycles == 0) return 0; /* one device, or T_A = shard size */
+  /* The same plan over other shards: a view whose A lies at data. */
+  jmg_leader_view other = *v;
+  other.a_data = (void **)(uintptr_t)data;
+  other.a.data = data;
+  int rc = permute_in_place(&other, dir, err);
+  if (rc != 0 && err->op[0] == '\0')
+    snprintf(err->op, sizeof err->op, "%s", v->op);
+  jmg_trace_mark(dir == JMG_TO_CYCLIC ? "permute second matrix"
+                                      : "permute second matrix back");
+  return rc;
+}
+
 int jmg_leader_home(jmg_leader_view *v, jmg_error *err) {
   int rc = 0;
   if (v->a_data[0] != v->home[0]) {
@@ -356,7 +372,8 @@ int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err) {
    * (exec/finite.h). */
   int finite = 1;
   for (int d = 0; rc == 0 && finite && d < v.ndev; ++d)
-    rc = jmg_shard_finite(v.mem, &v.group, d, v.io[d], &finite, err);
+    rc = jmg_shard_finite(v.mem, &v.group, d, v.desc, v.io[d], &finite,
+                          err);
   jmg_trace_mark("finite check");
   int info = 0;
   if (rc == 0 && !finite) {

@@ -49,6 +49,13 @@ int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err);
 int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
                        jmg_error *err);
 
+/* Permutes another matrix of A's shape (one n x local_cols shard per
+ * device, data[d] on device d: sygvd's B) in place by A's plan, between the
+ * contiguous and block-cyclic layouts, by cycles (one staging unit per
+ * lane). */
+int jmg_leader_permute_matrix(jmg_leader_view *v, void *const *data,
+                              jmg_cyclic_direction dir, jmg_error *err);
+
 /* Brings A home (to the shards' own buffers) when it is elsewhere, in the
  * layout it has. For outputs returned in A's place in the contiguous layout
  * (potri). */

@@ -140,7 +140,7 @@ static void describe_a(jmg_local_view *v, int on_grid) {
 /* One move: pack A's part into one scratch part, agree, exchange into the
  * other, unpack into A's place. */
 static int regrid(jmg_local_view *v, jmg_local_grid_dir dir, int rc,
-                  int skip, jmg_error *err) {
+                  int skip, void *data, int describe, jmg_error *err) {
   const jmg_local_regrid *g = &v->regrid;
   const size_t elem = jmg_dtype_size(v->a.dtype);
   const size_t bytes = (size_t)v->a.rows * (size_t)v->a.cols * elem;
@@ -152,8 +152,7 @@ static int regrid(jmg_local_view *v, jmg_local_grid_dir dir, int rc,
   if (rc == 0 && !skip) rc = v->mem->alloc(&v->group, 0, bytes, &in, err);
   if (rc == 0 && !skip)
     rc = named(v,
-               jmg_local_regrid_pack(g, dir, out, v->a.data, elem, copy2d, v,
-                                     err),
+               jmg_local_regrid_pack(g, dir, out, data, elem, copy2d, v, err),
                err);
   rc = jmg_local_agree(v, rc, what, err);
   if (rc == 0 && !skip) {
@@ -175,9 +174,8 @@ static int regrid(jmg_local_view *v, jmg_local_grid_dir dir, int rc,
     int erc = c->group_end(v->op, rc == 0 ? err : &ignored);
     if (rc == 0) rc = erc;
     if (rc == 0)
-      rc = jmg_local_regrid_unpack(g, dir, v->a.data, in, elem, copy2d, v,
-                                   err);
-    if (rc == 0) describe_a(v, dir == JMG_LOCAL_TO_GRID);
+      rc = jmg_local_regrid_unpack(g, dir, data, in, elem, copy2d, v, err);
+    if (rc == 0 && describe) describe_a(v, dir == JMG_LOCAL_TO_GRID);
   }
   jmg_error ignored;
   if (out != NULL || in != NULL) {
@@ -193,12 +191,18 @@ static int regrid(jmg_local_view *v, jmg_local_grid_dir dir, int rc,
 
 int jmg_local_to_grid(jmg_local_view *v, int rc, jmg_error *err) {
   if (v->regrid.grid_rows <= 1) return rc; /* the line is the grid */
-  return regrid(v, JMG_LOCAL_TO_GRID, rc, 0, err);
+  return regrid(v, JMG_LOCAL_TO_GRID, rc, 0, v->a.data, 1, err);
+}
+
+int jmg_local_matrix_to_grid(jmg_local_view *v, void *data, int rc,
+                             jmg_error *err) {
+  if (v->regrid.grid_rows <= 1) return rc;
+  return regrid(v, JMG_LOCAL_TO_GRID, rc, 0, data, 0, err);
 }
 
 int jmg_local_from_grid(jmg_local_view *v, int rc, int skip, jmg_error *err) {
   if (v->regrid.grid_rows <= 1) return rc;
-  return regrid(v, JMG_LOCAL_FROM_GRID, rc, skip, err);
+  return regrid(v, JMG_LOCAL_FROM_GRID, rc, skip, v->a.data, 1, err);
 }
 
 /* ---- outputs ------------------------------------------------------------*/
@@ -336,7 +340,8 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
    * outputs on every one (exec/finite.h). */
   int finite = 1;
   if (rc == 0)
-    rc = named(&v, jmg_shard_finite(v.mem, &v.group, 0, io, &finite, err),
+    rc = named(&v,
+               jmg_shard_finite(v.mem, &v.group, 0, desc, io, &finite, err),
                err);
   rc = jmg_local_agree(&v, rc, "the op's first step", err);
   if (rc == 0) rc = agree_finite(&v, &finite, err);

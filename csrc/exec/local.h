@@ -101,6 +101,13 @@ int jmg_local_redistribute_vectors(jmg_local_view *v, int rc, jmg_error *err);
 int jmg_local_to_grid(jmg_local_view *v, int rc, jmg_error *err);
 int jmg_local_from_grid(jmg_local_view *v, int rc, int skip, jmg_error *err);
 
+/* Moves another matrix of A's shape on the line (data: this rank's n x
+ * local_cols part, already permuted by Π: sygvd's B) onto the call's grid
+ * in place, as jmg_local_to_grid moves A's part (same plan, same agreement
+ * rule); v->a is left as it is. Nothing to do on a 1 x ranks grid. */
+int jmg_local_matrix_to_grid(jmg_local_view *v, void *data, int rc,
+                             jmg_error *err);
+
 /* Fills count elements of dtype at ptr (this participant's) with NaN. */
 int jmg_local_nan(jmg_local_view *v, void *ptr, size_t count, jmg_dtype dtype,
                   jmg_error *err);

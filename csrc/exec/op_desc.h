@@ -99,6 +99,10 @@ typedef struct jmg_op_buf {
    * one result less: the results after it move up one place, and status
    * stays the last). */
   int if_scalar;
+  /* 1: an input matrix shard like A (n x local_cols, column-major, ld n,
+   * A's dtype: sygvd's B) that the executors check for a NaN or an Inf
+   * entry before the op's steps, as they check A (exec/finite.h). */
+  int check_finite;
 } jmg_op_buf;
 
 typedef enum {

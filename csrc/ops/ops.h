@@ -1,4 +1,4 @@
-/* The ops: potrs, potri, syevd, lu_solve, gesvd, qr, one file each. Each file holds the op's
+/* The ops: potrs, potri, syevd, lu_solve, gesvd, sygvd, qr, one file each. Each file holds the op's
  * description (exec/op_desc.h: its own buffers and scalars beside the common
  * ones, where they sit in the FFI frame) and its steps in the leader model
  * (exec/leader.h), in the same order for every op: the leader permutes the
@@ -49,5 +49,6 @@ extern const jmg_op_desc jmg_syevd_op;
 extern const jmg_op_desc jmg_lu_solve_op;
 extern const jmg_op_desc jmg_gesvd_op;
 extern const jmg_op_desc jmg_qr_op;
+extern const jmg_op_desc jmg_sygvd_op;
 
 #endif

@@ -1,10 +1,13 @@
 """jaxmg: multi-GPU dense linear algebra for JAX.
 
 Cholesky solves (``potrs``), SPD inverses (``potri``), symmetric
-eigendecompositions (``syevd``), general solves by LU (``lu_solve``) and
+eigendecompositions (``syevd``), general solves by LU (``lu_solve``),
 singular value decompositions (``gesvd``, of a rectangular or square matrix),
-QR decompositions (``qr``) and least-squares solves (``least_squares``) of a
-tall or square matrix, of a row-sharded matrix, computed across the devices of a node (cuSOLVERDn on one
+the generalized Hermitian-definite eigenproblem A v = λ B v
+(``eigh_generalized`` and ``eigh_generalized_shardmap_ctx``, B positive
+definite, SciPy's ``eigh(a, b)``), QR decompositions (``qr``) and
+least-squares solves (``least_squares``) of a tall or square matrix, of
+row-sharded matrices, computed across the devices of a node (cuSOLVERDn on one
 GPU, cuSOLVERMg and jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.
 
@@ -18,6 +21,7 @@ have none of them).
 """
 
 from jaxmg._src._native import cusolvermp_available
+from jaxmg._src.api.generalized import eigh_generalized, eigh_generalized_shardmap_ctx
 from jaxmg._src.api.memory import MemoryEstimate, memory_estimate
 from jaxmg._src.api.seeds import potri_shardmap_ctx
 
@@ -56,6 +60,8 @@ __all__ = [
     "qr_shardmap_ctx",
     "least_squares",
     "least_squares_shardmap_ctx",
+    "eigh_generalized",
+    "eigh_generalized_shardmap_ctx",
     "cusolvermp_available",
     "memory_estimate",
     "MemoryEstimate",

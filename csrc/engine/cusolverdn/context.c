@@ -145,6 +145,13 @@ static int dn_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              (long long)rows, (long long)p->n, INT_MAX);
     return 0;
   }
+  if (strcmp(p->op, "sygvd") == 0 && !jmg_dn_sygvd_fits(p->n)) {
+    snprintf(why, why_len,
+             "N=%lld: N*N exceeds INT_MAX, and cuSOLVERDn's sygvd is its "
+             "32-bit API (it has no 64-bit sygvd)",
+             (long long)p->n);
+    return 0;
+  }
   return 1;
 }
 
@@ -161,5 +168,6 @@ const jmg_engine jmg_cusolverdn_engine = {
             .lu_solve = jmg_dn_lu_solve,
             .gesvd = jmg_dn_gesvd,
             .qr = jmg_dn_qr,
+            .sygvd = jmg_dn_sygvd,
         },
 };

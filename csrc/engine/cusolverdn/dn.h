@@ -22,8 +22,8 @@
  * compute the same thing from the same bytes (the Python layer accounts for
  * the conjugation of a row-sharded Hermitian A, see ops/ops.h).
  *
- * One file per routine (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c and
- * qr.c: their matrices alone are rectangular, engine.h), the
+ * One file per routine (potrs.c, potri.c, syevd.c, sygvd.c, lu_solve.c,
+ * gesvd.c and qr.c: their matrices alone are rectangular, engine.h), the
  * factorization that potrs and potri share in cholesky.c, the call frame and
  * the table here. */
 #ifndef JMG_ENGINE_CUSOLVERDN_DN_H
@@ -103,6 +103,13 @@ int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
 int jmg_dn_syevd_workspace(jmg_dn_call *call, int want_vectors, void *w,
                            size_t *device_bytes, size_t *host_bytes,
                            jmg_error *err);
+/* sygvd's (sygvd.c), for b and w (may be NULL in a query); *lwork in
+ * elements of A's type. An N whose N * N exceeds INT_MAX (the routine's
+ * 32-bit API, jmg_dn_sygvd_fits) is JMG_EUNSUPPORTED. */
+int jmg_dn_sygvd_fits(int64_t n);
+int jmg_dn_sygvd_workspace(jmg_dn_call *call, const void *b, int want_vectors,
+                           const void *w, size_t *device_bytes, int *lwork,
+                           jmg_error *err);
 /* lu_solve's: getrf's, then the pivots from *piv_at on. */
 int jmg_dn_lu_workspace(jmg_dn_call *call, size_t *device_bytes,
                         size_t *host_bytes, size_t *piv_at, jmg_error *err);
@@ -124,6 +131,9 @@ int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                  jmg_error *err);
 int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err);
+int jmg_dn_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
+                 const jmg_dist_matrix *b, void *w, int want_vectors, int *info,
+                 jmg_error *err);
 int jmg_dn_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err);
 int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,

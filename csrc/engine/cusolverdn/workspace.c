@@ -23,6 +23,9 @@ static int sizes(jmg_dn_call *call, const jmg_workspace_query *q, size_t *bytes,
     rc = jmg_dn_potri_workspace(call, &dev, &host, &lwork, err);
   } else if (strcmp(op, "syevd") == 0) {
     rc = jmg_dn_syevd_workspace(call, q->want_vectors, NULL, &dev, &host, err);
+  } else if (strcmp(op, "sygvd") == 0) {
+    rc = jmg_dn_sygvd_workspace(call, NULL, q->want_vectors, NULL, &dev,
+                                &lwork, err);
   } else if (strcmp(op, "lu_solve") == 0) {
     rc = jmg_dn_lu_workspace(call, &dev, &host, &piv_at, err);
   } else {

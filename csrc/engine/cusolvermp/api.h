@@ -100,6 +100,19 @@ typedef cusolverStatus_t (*jmg_mp_syevd_fn)(
     int64_t iq, int64_t jq, jmg_mp_desc_t desc_q, cudaDataType_t compute_type,
     void *d_work, size_t device_bytes, void *h_work, size_t host_bytes,
     int *info);
+typedef cusolverStatus_t (*jmg_mp_sygvd_buffer_size_fn)(
+    jmg_mp_handle_t handle, cusolverEigType_t ibtype, cusolverEigMode_t jobz,
+    cublasFillMode_t uplo, int64_t m, int64_t ia, int64_t ja,
+    jmg_mp_desc_t desc_a, int64_t ib, int64_t jb, jmg_mp_desc_t desc_b,
+    int64_t iz, int64_t jz, jmg_mp_desc_t desc_z, cudaDataType_t compute_type,
+    size_t *device_bytes, size_t *host_bytes);
+typedef cusolverStatus_t (*jmg_mp_sygvd_fn)(
+    jmg_mp_handle_t handle, cusolverEigType_t ibtype, cusolverEigMode_t jobz,
+    cublasFillMode_t uplo, int64_t m, void *a, int64_t ia, int64_t ja,
+    jmg_mp_desc_t desc_a, void *b, int64_t ib, int64_t jb,
+    jmg_mp_desc_t desc_b, void *w, void *z, int64_t iz, int64_t jz,
+    jmg_mp_desc_t desc_z, cudaDataType_t compute_type, void *d_work,
+    size_t device_bytes, void *h_work, size_t host_bytes, int *info);
 typedef cusolverStatus_t (*jmg_mp_gels_buffer_size_fn)(
     jmg_mp_handle_t handle, cublasOperation_t trans, int64_t m, int64_t n,
     int64_t nrhs, void *a, int64_t ia, int64_t ja, jmg_mp_desc_t desc_a,
@@ -137,6 +150,8 @@ typedef cusolverStatus_t (*jmg_mp_laset_fn)(
   X(getrs, cusolverMpGetrs)                                 \
   X(syevd_buffer_size, cusolverMpSyevd_bufferSize)          \
   X(syevd, cusolverMpSyevd)                                 \
+  X(sygvd_buffer_size, cusolverMpSygvd_bufferSize)          \
+  X(sygvd, cusolverMpSygvd)                                 \
   X(gels_buffer_size, cusolverMpGels_bufferSize)            \
   X(gels, cusolverMpGels)                                   \
   X(laset, cusolverMpLaset)
@@ -160,6 +175,8 @@ typedef struct jmg_mp_api {
   jmg_mp_getrs_fn getrs;
   jmg_mp_syevd_buffer_size_fn syevd_buffer_size;
   jmg_mp_syevd_fn syevd;
+  jmg_mp_sygvd_buffer_size_fn sygvd_buffer_size;
+  jmg_mp_sygvd_fn sygvd;
   jmg_mp_gels_buffer_size_fn gels_buffer_size;
   jmg_mp_gels_fn gels;
   jmg_mp_laset_fn laset;

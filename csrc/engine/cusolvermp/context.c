@@ -547,7 +547,8 @@ int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
  * - RSRC = CSRC = 0 only, the column-major grid mapping only
  *   (functions.html, cusolverMpCreateMatrixDesc, CreateDeviceGrid): the
  *   local layout's first block is on rank 0, its mapping column-major;
- * - potrf, potrs, syevd, gels: square blocks, MB_A = NB_A, and B (or Z)
+ * - potrf, potrs, syevd, sygvd, gels: square blocks, MB_A = NB_A, and B
+ *   (or Z)
  *   aligned with A, MB_B = MB_A, IB = IA (functions.html): the local
  *   layout has MB = NB = T_A, and every B here has A's MB; IA = JA = 1;
  * - potrs, getrs: 0.7's documentation said one right-hand side per call
@@ -597,7 +598,9 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
  * choose_geometry). lapack-local takes the same blocks (its ll_block). */
 static int64_t mp_block(const jmg_engine *e, const jmg_problem *p) {
   (void)e;
-  if (strcmp(p->op, "syevd") != 0) return p->tile;
+  /* sygvd reduces to the standard problem and runs syevd's stedc. */
+  if (strcmp(p->op, "syevd") != 0 && strcmp(p->op, "sygvd") != 0)
+    return p->tile;
   return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
@@ -612,5 +615,6 @@ const jmg_engine jmg_cusolvermp_engine = {
             .potri = jmg_mp_potri,
             .syevd = jmg_mp_syevd,
             .lu_solve = jmg_mp_lu_solve,
+            .sygvd = jmg_mp_sygvd,
         },
 };

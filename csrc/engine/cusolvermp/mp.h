@@ -180,11 +180,14 @@ int mp_transpose(mp_call *c, const void *src, void *dst, int conj,
 int mp_hermitian(mp_call *c, const void *src, void *dst, mp_stage *s,
                  jmg_error *err);
 
-/* The routines (potrs.c, potri.c, syevd.c, lu_solve.c). */
+/* The routines (potrs.c, potri.c, syevd.c, sygvd.c, lu_solve.c). */
 int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                  int64_t nrhs, void *diag, int *info, jmg_error *err);
 int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
                  jmg_error *err);
+int jmg_mp_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
+                 const jmg_local_matrix *b, void *w, int want_vectors,
+                 int *info, jmg_error *err);
 int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err);
 int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,

@@ -122,6 +122,36 @@ int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
   return 0;
 }
 
+int jmg_gather_second(const jmg_gather_call *c, jmg_gather_call *second,
+                      const jmg_dist_matrix *b, jmg_error *err) {
+  memset(second, 0, sizeof *second);
+  second->op = c->op;
+  second->a = b;
+  second->group = c->group;
+  second->mem = c->mem;
+  second->bytes = c->bytes;
+  if (b->ndev != c->a->ndev || b->n != c->a->n || b->tile != c->a->tile ||
+      b->local_cols != c->a->local_cols || b->dtype != c->a->dtype)
+    return jmg_error_set(err, JMG_EINTERNAL, c->op, "gather",
+                         "the second matrix is not laid out as the first");
+  int rc = c->mem->alloc(&second->group, 0, second->bytes, &second->buf, err);
+  if (rc != 0) {
+    second->buf = NULL;
+    name_op(err, c->op);
+    return rc;
+  }
+  rc = copy_all(second, 1, JMG_GATHER_TO_CYCLIC, err);
+  jmg_trace_mark("gather second matrix");
+  if (rc != 0) {
+    name_op(err, c->op);
+    return rc;
+  }
+  second->one_data[0] = second->buf;
+  second->one = c->one;
+  second->one.data = second->one_data;
+  return 0;
+}
+
 int jmg_gather_scatter(jmg_gather_call *c, jmg_gather_layout layout,
                        jmg_error *err) {
   int rc = copy_all(c, 0, layout, err);
@@ -175,7 +205,8 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   one.nparts = 1;
   const jmg_engine *dn = JMG_GATHER_ONE, *mg = JMG_GATHER_DISTRIBUTED;
   if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len)) return 0;
-  /* An op the distributed engine lacks (gesvd, qr) has no fall back to judge:
+  /* An op the distributed engine lacks (gesvd, sygvd, qr) has no fall back
+   * to judge:
    * where its copy does not fit, its routine says so. */
   char mg_why[128];
   if (jmg_engine_has(mg, p->op) && mg->supports != NULL &&
@@ -208,5 +239,6 @@ const jmg_engine jmg_gather_engine = {
             .lu_solve = jmg_gather_lu_solve,
             .gesvd = jmg_gather_gesvd,
             .qr = jmg_gather_qr,
+            .sygvd = jmg_gather_sygvd,
         },
 };

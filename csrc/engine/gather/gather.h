@@ -11,7 +11,8 @@
  *      (the same routines as a group of one GPU: nothing duplicated);
  *   3. scatters what the op returns in A's place into the layout the op's
  *      leader contract demands (engine/engine.h): potri's inverse in the
- *      CONTIGUOUS layout, syevd's eigenvectors in the BLOCK-CYCLIC one.
+ *      CONTIGUOUS layout, syevd's and sygvd's eigenvectors in the
+ *      BLOCK-CYCLIC one (sygvd gathers B beside A: jmg_gather_second).
  *      potrs's and lu_solve's B, w and the factor's diagonal are on
  *      participant 0 (or the host) already: cuSOLVERDn writes them in place.
  *
@@ -87,6 +88,14 @@ int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
                         jmg_error *err);
 
 
+/* Within a begun call c (its device set locked), a second N x N buffer on
+ * participant 0 holding b (laid out as c's A, block-cyclic), as `second`
+ * (its `one` the one-GPU view; it holds no lock). sygvd's B. End it with
+ * jmg_gather_end (before c's) whatever this returns; -JMG_ENOMEM as
+ * jmg_gather_begin's, having written nothing of the shards. */
+int jmg_gather_second(const jmg_gather_call *c, jmg_gather_call *second,
+                      const jmg_dist_matrix *b, jmg_error *err);
+
 /* Copies the N x N buffer back into A's shards, in layout. */
 int jmg_gather_scatter(jmg_gather_call *c, jmg_gather_layout layout,
                        jmg_error *err);
@@ -106,6 +115,9 @@ int jmg_gather_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                      jmg_error *err);
 int jmg_gather_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                      int want_vectors, int *info, jmg_error *err);
+int jmg_gather_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
+                     const jmg_dist_matrix *b, void *w, int want_vectors,
+                     int *info, jmg_error *err);
 int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                         int64_t nrhs, int transpose, int *info, jmg_error *err);
 int jmg_gather_qr(const jmg_engine *e, const jmg_dist_matrix *a,

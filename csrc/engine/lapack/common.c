@@ -86,5 +86,6 @@ const jmg_engine jmg_lapack_engine = {
             .lu_solve = jmg_lapack_lu_solve,
             .gesvd = jmg_lapack_gesvd,
             .qr = jmg_lapack_qr,
+            .sygvd = jmg_lapack_sygvd,
         },
 };

@@ -2,7 +2,7 @@
  * functions engine/lapack_local/ calls too): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
  * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c,
- * qr.c).
+ * sygvd.c, qr.c).
  *
  * CPU devices share host memory, so the engine gathers the distributed
  * columns into one matrix, runs LAPACK (routines handed over from SciPy at
@@ -50,6 +50,13 @@ int jmg_lapack_potri_full(jmg_dtype dtype, int64_t n, void *full, int *info,
                           jmg_error *err);
 int jmg_lapack_syevd_full(jmg_dtype dtype, int64_t n, void *full, void *w,
                           int want_vectors, int *info, jmg_error *err);
+/* sygvd (hegvd), itype 1, lower triangles: a and b full n x n (lda n);
+ * the eigenvectors (want_vectors) in a's columns, b overwritten by its
+ * Cholesky factor; *info LAPACK's (n + k: B's leading minor of order k is
+ * not positive definite). */
+int jmg_lapack_sygvd_full(jmg_dtype dtype, int64_t n, void *a, void *b,
+                          void *w, int want_vectors, int *info,
+                          jmg_error *err);
 int jmg_lapack_lu_solve_full(jmg_dtype dtype, int64_t n, void *full, void *b,
                              int64_t nrhs, int transpose, int *info,
                              jmg_error *err);
@@ -69,6 +76,9 @@ int jmg_lapack_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
 int jmg_lapack_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                         int64_t nrhs, int transpose, int *info,
                         jmg_error *err);
+int jmg_lapack_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
+                     const jmg_dist_matrix *b, void *w, int want_vectors,
+                     int *info, jmg_error *err);
 int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                      const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
                      int full, int *info, jmg_error *err);

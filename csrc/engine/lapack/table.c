@@ -11,9 +11,10 @@ static jmg_lapack_routines g_routines[JMG_NUM_DTYPES];
 static const char g_prefix[JMG_NUM_DTYPES] = {'s', 'd', 'c', 'z'};
 
 static const char *family_name(jmg_dtype t, const char *family) {
-  /* LAPACK calls the complex eigensolver heevd. */
+  /* LAPACK calls the complex eigensolvers heevd and hegvd. */
   if (strcmp(family, "syevd") == 0 && jmg_dtype_is_complex(t)) return "heevd";
-  /* and the complex Q of a QR ungqr. */
+  if (strcmp(family, "sygvd") == 0 && jmg_dtype_is_complex(t)) return "hegvd";
+  /* And the complex Q of a QR ungqr. */
   if (strcmp(family, "orgqr") == 0 && jmg_dtype_is_complex(t)) return "ungqr";
   return family;
 }
@@ -35,6 +36,7 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, "geqrf") == 0) slot = (void **)&r->geqrf;
     if (strcmp(rest, family_name((jmg_dtype)t, "orgqr")) == 0)
       slot = (void **)&r->orgqr;
+    if (strcmp(rest, family_name((jmg_dtype)t, "sygvd")) == 0) slot = &r->sygvd;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;
     atomic_thread_fence(memory_order_release);

@@ -30,6 +30,17 @@ typedef void (*jmg_heevd_fn)(char *jobz, char *uplo, int *n, void *a, int *lda,
                              void *w, void *work, int *lwork, void *rwork,
                              int *lrwork, int *iwork, int *liwork, int *info);
 
+/* ssygvd / dsygvd */
+typedef void (*jmg_sygvd_fn)(int *itype, char *jobz, char *uplo, int *n,
+                             void *a, int *lda, void *b, int *ldb, void *w,
+                             void *work, int *lwork, int *iwork, int *liwork,
+                             int *info);
+/* chegvd / zhegvd */
+typedef void (*jmg_hegvd_fn)(int *itype, char *jobz, char *uplo, int *n,
+                             void *a, int *lda, void *b, int *ldb, void *w,
+                             void *work, int *lwork, void *rwork, int *lrwork,
+                             int *iwork, int *liwork, int *info);
+
 /* sgesdd / dgesdd */
 typedef void (*jmg_gesdd_fn)(char *jobz, int *m, int *n, void *a, int *lda,
                              void *s, void *u, int *ldu, void *vt, int *ldvt,
@@ -57,6 +68,7 @@ typedef struct jmg_lapack_routines {
   void *gesdd; /* jmg_gesdd_fn for real dtypes, jmg_cgesdd_fn for complex */
   jmg_geqrf_fn geqrf;
   jmg_orgqr_fn orgqr; /* ungqr for complex dtypes */
+  void *sygvd; /* jmg_sygvd_fn for real dtypes, jmg_hegvd_fn for complex */
 } jmg_lapack_routines;
 
 /* Registers one routine by its LAPACK name. Returns 0, or -JMG_EINVAL for a

@@ -247,11 +247,12 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
 
 /* LAPACK takes any block; lapack-local lays A out in the blocks
  * cuSOLVERMp's routines take (engine/cusolvermp/context.c, mp_block: a
- * power of two for syevd), so that the CPU tests run the layouts the GPU
+ * power of two for syevd and sygvd), so that the CPU tests run the layouts the GPU
  * engine gets. */
 static int64_t ll_block(const jmg_engine *e, const jmg_problem *p) {
   (void)e;
-  if (strcmp(p->op, "syevd") != 0) return p->tile;
+  if (strcmp(p->op, "syevd") != 0 && strcmp(p->op, "sygvd") != 0)
+    return p->tile;
   return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
@@ -277,5 +278,6 @@ const jmg_engine jmg_lapack_local_engine = {
             .syevd = jmg_ll_syevd,
             .lu_solve = jmg_ll_lu_solve,
             .qr = jmg_ll_qr,
+            .sygvd = jmg_ll_sygvd,
         },
 };

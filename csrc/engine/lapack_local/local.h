@@ -65,6 +65,9 @@ int jmg_ll_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
                  jmg_error *err);
 int jmg_ll_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err);
+int jmg_ll_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
+                 const jmg_local_matrix *b, void *w, int want_vectors,
+                 int *info, jmg_error *err);
 int jmg_ll_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err);
 int jmg_ll_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,

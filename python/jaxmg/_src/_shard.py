@@ -197,6 +197,11 @@ def local_grid_rows(axes: Sequence[str], sizes: Any) -> int:
     return int(sizes[axes[0]])
 
 
+# Public functions named otherwise than the C library's op they run (the
+# engine check asks by the op's name).
+SOLVER_OF_FORM = {"eigh_generalized": "sygvd"}
+
+
 # Numbers every traced call: the C library keys its rendezvous on it, so that
 # two calls in one program never meet, whatever order the devices run them in.
 _call_ids = itertools.count(1)
@@ -291,11 +296,14 @@ def ffi_call(
     *,
     call: Call,
     varying: Sequence[frozenset[str]] | None = None,
+    aliases: dict[int, int] | None = None,
     **attrs: int,
 ) -> Sequence[jax.Array]:
     """Calls target ``jaxmg_<op>`` with A (operand 0) aliased to result 0, so
     that XLA hands A's buffer to the solver when nothing else needs it and
     copies A first when it is still live: the user's array is never modified.
+    ``aliases``: operand -> result, for an op that overwrites another operand
+    too (sygvd's B: ``{0: 0, 1: 2}``); default ``{0: 0}``.
 
     ``call`` gives the tile, the device set and the job (see Call).
     ``varying``: inside a shard_map that checks vma, the mesh axes each result
@@ -309,7 +317,7 @@ def ffi_call(
     target = jax.ffi.ffi_call(
         f"jaxmg_{op}",
         tuple(results),
-        input_output_aliases={0: 0},
+        input_output_aliases=dict(aliases) if aliases is not None else {0: 0},
         # A batch is solved one matrix after the other.
         vmap_method="sequential",
     )
@@ -367,6 +375,7 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     chosen is kept in the geometry (an engine of the local model changes
     the call's attributes)."""
     solver = op.removesuffix("_shardmap_ctx")  # the ctx forms run the same ops
+    solver = SOLVER_OF_FORM.get(solver, solver)
     where = f"on {nparts} {platform} device(s)" + (f" over {nodes} nodes" if nodes > 1 else "")
     hint = ("" if nodes == 1 else
             ". The devices that solve one matrix span several nodes: only cuSOLVERMp "

@@ -74,8 +74,9 @@ def run(fn: Callable[..., Any], arrays: tuple[Any, ...], donate: bool,
     jax.block_until_ready(out)
     if worked is not None:
         work, out = out
-        if work is not None:
-            work.delete()
+        # The work buffer, or several (sygvd's A and B): deleted all.
+        for buf in jax.tree_util.tree_leaves(work):
+            buf.delete()
     for x in arrays:
         if isinstance(x, jax.Array) and not x.is_deleted():
             x.delete()

@@ -29,15 +29,16 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxmg._src import _checks, _mode, _native, _shard
-from jaxmg._src.api import seeds
+from jaxmg._src.api import generalized, seeds
 from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
 from jaxmg._src.api.v1 import least_squares_forms as v1_ls, qr_forms as v1_qr
 from jaxmg._src.api.v1 import solve_forms as v1_solve
 from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 from jaxmg._src.core import gesvd as gesvd_core
 from jaxmg._src.core import qr as qr_core
+from jaxmg._src.core import sygvd as sygvd_core
 
-OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "qr", "least_squares")
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "qr", "least_squares")
 # The ops of an M x N A (the others' is square).
 RECTANGULAR = ("gesvd", "qr", "least_squares")
 
@@ -79,7 +80,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     workspace of the engine that would run it.
 
     Args:
-      op: "potrs", "lu_solve", "potri", "syevd", "gesvd", "qr" or
+      op: "potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd"
+        (``eigh_generalized``: B of A's shape and sharding), "qr" or
         "least_squares".
       shape: A's shape, (N, N) (gesvd, qr, least_squares: (M, N)).
       dtype: A's dtype (float32, float64, complex64, complex128).
@@ -129,6 +131,11 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     elif op in ("qr", "least_squares"):
         v1_qr.check_rows(op, m, n, rows.nparts, r_sharded=op == "qr")
         g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    elif op == "sygvd":  # never padded: a T_A narrowed as eigh_generalized does
+        _checks.check_divisible(op, n, rows.nparts)
+        tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
+        g = _shard.choose_geometry(op, n, rows.nparts, dtype, tile, False, True, platform,
+                                   nodes)
     else:
         _checks.check_divisible(op, n, rows.nparts)
         g = _shard.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, not pad, platform,
@@ -136,6 +143,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
 
     a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     b = jax.ShapeDtypeStruct((m, nrhs), dtype, sharding=NamedSharding(mesh, P()))
+    if op == "sygvd":  # B: A's shape and sharding
+        b = jax.ShapeDtypeStruct((n, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
                         compute_u, compute_vh, full_matrices)
     donated = tuple(range(len(args))) if donate else ()
@@ -177,6 +186,10 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
     if op == "least_squares":
         return functools.partial(v1_ls._ls_plain, T_A=T_A, mesh=mesh, specs=specs,
                                  want_status=False, work=donate), (a, b)
+    if op == "sygvd":
+        fn = generalized._run_worked if donate else generalized._run
+        return functools.partial(fn, return_eigenvectors=vectors, return_status=False,
+                                 **kw), (a, b)
     return functools.partial(v1_gesvd._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
                              want_u=want_u, want_vh=want_vh, want_status=False,
                              work=donate), (a,)

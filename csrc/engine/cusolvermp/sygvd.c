@@ -1,0 +1,91 @@
+/* sygvd on cuSOLVERMp: cusolverMpSygvd, ibtype CUSOLVER_EIG_TYPE_1 (A v =
+ * λ B v), on the lower triangles (as syevd.c, whose stedc it shares), A's
+ * layout for A, B and Z, MB = NB = MB_Z, IA = JA = IB = JB = IZ = JZ = 1.
+ *
+ * As syevd.c does with its compz, the eigenvectors are always computed
+ * (CUSOLVER_EIG_MODE_VECTOR), into Z, a scratch part of A's layout, and
+ * copied over A's part only when asked for: cusolverMpSyevd refuses
+ * eigenvalues alone (syevd.c), and sygvd runs through it. Its blocks are
+ * syevd's powers of two (context.c, mp_block).
+ *
+ * The eigenvalues ("an array of global size N", replicated) go to w, on
+ * the device, and are broadcast from rank 0 as well. *info is the
+ * library's: LAPACK's convention (n + k for B's leading minor of order k
+ * not positive definite) is what the ops layer and the GPU test expect;
+ * NOT YET RUN on a GPU. */
+#include <string.h>
+
+#include "common/trace.h"
+#include "cuda/check.h"
+#include "engine/cusolvermp/mp.h"
+
+int jmg_mp_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
+                 const jmg_local_matrix *b, void *w, int want_vectors,
+                 int *info, jmg_error *err) {
+  (void)e;
+  mp_call c;
+  int *d_info = NULL;
+  void *z = NULL;
+  int rc = mp_begin(&c, "sygvd", a, err);
+  if (rc == 0 && (b->rows != a->rows || b->cols != a->cols ||
+                  b->ld != a->ld || b->mb != a->mb || b->nb != a->nb ||
+                  b->dtype != a->dtype))
+    rc = jmg_error_set(err, JMG_EINTERNAL, "sygvd", "cuSOLVERMp",
+                       "B's part (%lld x %lld, ld %lld) is not laid out as "
+                       "A's (%lld x %lld, ld %lld)",
+                       (long long)b->rows, (long long)b->cols,
+                       (long long)b->ld, (long long)a->rows,
+                       (long long)a->cols, (long long)a->ld);
+  if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
+  if (rc == 0)
+    rc = mp_take(&c, (size_t)a->ld * (size_t)a->cols * c.elem, &z, err);
+  rc = mp_agree(&c, rc, err);
+
+  const jmg_mp_api *api = c.api;
+  const cusolverEigType_t itype = CUSOLVER_EIG_TYPE_1;
+  const cusolverEigMode_t jobz = CUSOLVER_EIG_MODE_VECTOR;
+  jmg_mp_desc_t da = NULL, db = NULL, dz = NULL;
+  if (rc == 0) {
+    size_t d1 = 0, h1 = 0;
+    rc = mp_grid(&c, err);
+    if (rc == 0) rc = mp_desc_a(&c, &da, err);
+    if (rc == 0) rc = mp_desc_a(&c, &db, err);
+    if (rc == 0) rc = mp_desc_a(&c, &dz, err);
+    if (rc == 0)
+      rc = mp_check(api->sygvd_buffer_size(c.handle, itype, jobz,
+                                           CUBLAS_FILL_MODE_LOWER, a->n, 1, 1,
+                                           da, 1, 1, db, 1, 1, dz, c.type, &d1,
+                                           &h1),
+                    &c, "cusolverMpSygvd_bufferSize", err);
+    if (rc == 0) rc = mp_take_work(&c, d1, h1, err);
+    rc = mp_agree(&c, rc, err);
+    jmg_trace_mark("engine start");
+  }
+
+  int f = 0;
+  if (rc == 0) {
+    rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
+                      c.op, err);
+    if (rc == 0)
+      rc = mp_check(api->sygvd(c.handle, itype, jobz, CUBLAS_FILL_MODE_LOWER,
+                               a->n, a->data, 1, 1, da, b->data, 1, 1, db, w,
+                               z, 1, 1, dz, c.type, c.d_work, c.d_bytes,
+                               c.h_work, c.h_bytes, d_info),
+                    &c, "cusolverMpSygvd", err);
+    rc = mp_agree_info(&c, rc, d_info, "cusolverMpSygvd", &f, err);
+    jmg_trace_mark("sygvd");
+  }
+  /* f != 0: no convergence or B not positive definite; w and A are left
+   * to the ops layer (NaN). */
+  if (rc == 0 && f == 0) {
+    rc = a->comm_ops->bcast(a->comm, w,
+                            (size_t)a->n * jmg_dtype_real_size(a->dtype), 0,
+                            a->device_ctx, c.op, err);
+    if (rc == 0 && want_vectors) rc = mp_copy_part(&c, a->data, z, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);
+  }
+  if (rc == 0) *info = f;
+  mp_end(&c);
+  return rc;
+}
