@@ -55,7 +55,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermp/potri.c
   csrc/engine/cusolvermp/syevd.c
   csrc/engine/cusolvermp/sygvd.c
-  csrc/engine/cusolvermp/lu_solve.c)
+  csrc/engine/cusolvermp/lu_solve.c
+  csrc/engine/cusolvermp/qr.c)
 # NCCL and cuSOLVERMp are dlopen'ed (cuda/comm_nccl.c,
 # engine/cusolvermp/loader.c): no link to either, only -ldl. Their headers:
 # nccl.h from the toolkit; cusolverMp.h is not needed (engine/cusolvermp/

@@ -42,8 +42,6 @@ NO_ROUTINE = {
     ("cusolvermp", "gesvd"),  # cuSOLVERMp 0.8 has none; jaxmg does not call 0.9's
     ("cusolvermg", "qr"),  # cuSOLVERMg has no QR
     ("cusolvermg", "least_squares"),
-    ("cusolvermp", "qr"),  # jaxmg does not call 0.8's geqrf/orgqr yet
-    ("cusolvermp", "least_squares"),
 }
 N, T_A = 64, 16
 

@@ -3,8 +3,9 @@ cuSOLVERDn on one GPU (csrc/engine/cusolverdn/qr.c: geqrf on a transposed
 copy of A, orgqr/ungqr) and through the gather engine on every GPU (>= 2);
 beside jnp.linalg.qr and jnp.linalg.lstsq on the same GPU (values only,
 nothing timed); NaN and rank deficiency as statuses; grad against JAX's;
-and cuSOLVERMp, which runs no qr yet, refused with a message (skipped where
-cuSOLVERMp cannot be loaded). Residual-based. Skipped without GPUs."""
+and cuSOLVERMp (csrc/engine/cusolvermp/qr.c: geqrf + orgqr on the ranks' own
+rows, in the local model) on one GPU and on every GPU, skipped where
+cuSOLVERMp cannot be loaded. Residual-based. Skipped without GPUs."""
 
 from __future__ import annotations
 
@@ -153,13 +154,24 @@ def test_grads_match_jax(rng, k):
     assert err < 1e-8
 
 
-def test_cusolvermp_refuses_qr_clearly(monkeypatch, rng):
+@pytest.mark.parametrize("k", sorted({1, len(GPUS)}))
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_cusolvermp(monkeypatch, capfd, rng, dtype, k):
+    """The local model: every GPU factors its own rows (never run on a GPU
+    before this test was written: csrc/engine/cusolvermp/qr.c)."""
     ok, why = jaxmg.cusolvermp_available()
     if not ok:
         pytest.skip(f"cuSOLVERMp not available: {why}")
     monkeypatch.setenv("JAXMG_ENGINE", "cusolvermp")
-    a = jax.device_put(_random(rng, (16, 8), np.float64), NamedSharding(_mesh(1), ROWS))
-    with pytest.raises(ValueError, match=r"cusolvermp.*it has no qr"):
-        jaxmg.qr(a)
-    with pytest.raises(ValueError, match=r"cusolvermp.*it has no qr"):
-        jaxmg.least_squares(a, np.ones(16))
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    mesh = _mesh(k)
+    _run_ops(mesh, rng, dtype)
+    # R's rows past a group's share (N not divisible by the GPUs) in
+    # least_squares, whose R stays inside the call.
+    a = _random(rng, (48 * k, 3), dtype)
+    b = _random(rng, (48 * k,), dtype)
+    x = jaxmg.least_squares(jax.device_put(a, NamedSharding(mesh, ROWS)), b)
+    _check_x(a, b, x, jnp.linalg.lstsq(jnp.asarray(a), jnp.asarray(b))[0])
+    lines = [line for line in capfd.readouterr().err.splitlines()
+             if line.startswith("jaxmg trace qr")]
+    assert lines and all("cusolvermp" in line and "orgqr" in line for line in lines), lines[:2]

@@ -34,7 +34,7 @@ SINGULAR = ("ones", "zero_row_col")
 
 # The ops of the table; gesvd is in 1.x's form only and has no local-model
 # routine (lapack-local, cusolvermp 0.8); qr and least_squares (1.x's forms
-# only) run on lapack-local but not on cusolvermp yet.
+# only) run on both engines of the local model.
 OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "qr", "least_squares")
 
 

@@ -14,9 +14,11 @@ the engines account for that transpose, so that what comes back is A's own
 Q (this shard's rows) and R (this shard's rows), with no conjugation here.
 
 Padding. None, as gesvd: the engines that run qr (LAPACK, cuSOLVERDn on
-one GPU or on a copy gathered onto one) take any m >= n and no tiles, so
-that A's rows must divide into the group (the API says so before tracing)
-and T_A only has to be a positive integer.
+one GPU or on a copy gathered onto one; in the local model cuSOLVERMp,
+which chooses its own blocks among the divisors of a shard's rows, and
+lapack-local) take any m >= n and no tiles, so that A's rows must divide
+into the group (the API says so before tracing) and T_A only has to be a
+positive integer.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     T_A (checked; one tile per shard when left out: the engines that run
     qr take no tiles), and the engine the C library's check chooses, asked
     before anything is traced: none is a ValueError naming each engine's
-    reason (the engines of the local model have no qr yet)."""
+    reason."""
     r = m // nparts
     tile = r if T_A is None else min(_checks.check_tile(op, T_A), r)
     g = _shard.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)

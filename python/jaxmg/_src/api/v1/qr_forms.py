@@ -107,8 +107,9 @@ def qr(
         must both be divisible by the number of devices the rows are
         sharded over (A and Q, and R, are row-sharded).
       T_A: tile size, a positive int; accepted for 1.x's signature. The
-        engines that run qr (LAPACK on CPU devices, cuSOLVERDn on one GPU or
-        on a copy gathered onto one) take no tiles.
+        engines that run qr take no tiles (LAPACK on CPU devices,
+        cuSOLVERDn on one GPU or on a copy gathered onto one; cuSOLVERMp,
+        across nodes, lays each GPU's rows out in blocks of its own choice).
       mesh: the device mesh; inferred from ``a``'s sharding when left out.
       matrix_specs: A's spec (``P(axis, None)``; 1.x's name of ``in_specs``).
       in_specs: the same, by its seeds' name (give one of them).
