@@ -63,7 +63,7 @@ HI = jax.lax.Precision.HIGHEST
 PROBES = 4
 # The ops measured on a general matrix (inputs.general); the others on a
 # Hermitian positive definite one (inputs.hpd).
-GENERAL = ("lu_solve", "gesvd", "polar")
+GENERAL = ("lu_solve", "gesvd", "polar", "qr", "lstsq")
 
 
 @dataclass
@@ -218,10 +218,20 @@ def _polar_residual(a, up, h, c, anorm):
     return jnp.maximum(r1, jnp.maximum(r2, r3))
 
 
+def _qr_residual(a, q, r, c, anorm):
+    """max(||A c - Q R c|| / (||A|| ||c||), ||Qᴴ Q c - c|| / ||c||), inf
+    unless R is upper triangular."""
+    cn = jnp.linalg.norm(c)
+    r1 = jnp.linalg.norm(_mm(a, c) - _mm(q, _mm(r, c))) / (anorm * cn)
+    r2 = jnp.linalg.norm(_mm(jnp.conj(q).T, _mm(q, c)) - c) / cn
+    upper = jnp.all(jnp.tril(r, -1) == 0)
+    return jnp.where(upper, jnp.maximum(r1, r2), jnp.inf)
+
+
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
-    if op in ("potrs", "lu_solve"):
+    if op in ("potrs", "lu_solve", "lstsq"):  # lstsq: a square, nonsingular A
         return float(_potrs_residual(a, b, out, anorm))
     if op == "eigvals":
         return float(_eigvals_residual(a, out, anorm))
@@ -232,6 +242,8 @@ def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.A
         return float(_gesvd_residual(a, *out, probe))
     if op == "polar":
         return float(_polar_residual(a, *out, probe, anorm))
+    if op == "qr":
+        return float(_qr_residual(a, *out, probe, anorm))
     w, vecs = out
     return float(_syevd_residual(a, w, vecs, probe))
 
@@ -262,6 +274,13 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
         def f(a, b):
             up, h, status = jaxmg.polar(a, tile, mesh, specs[0], return_status=True)
             return (up, h), status
+    elif op == "qr":
+        def f(a, b):
+            q, r, status = jaxmg.qr(a, tile, mesh, specs[0], return_status=True)
+            return (q, r), status
+    elif op == "lstsq":
+        def f(a, b):
+            return jaxmg.least_squares(a, b, tile, mesh, specs, return_status=True)
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -289,6 +308,12 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "polar":
         def f(a, b):
             return jax.scipy.linalg.polar(a), None
+    elif op == "qr":
+        def f(a, b):
+            return jnp.linalg.qr(a), None
+    elif op == "lstsq":
+        def f(a, b):
+            return jnp.linalg.lstsq(a, b)[0], None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None
@@ -313,7 +338,7 @@ def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], see
     key = jax.random.PRNGKey(seed)
     a = (inputs.general if op in GENERAL else inputs.hpd)(n, dtype, mesh, seed)
     b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, nrhs), dtype, mesh)
-         if op in ("potrs", "lu_solve") else jnp.zeros((), dtype))
+         if op in ("potrs", "lu_solve", "lstsq") else jnp.zeros((), dtype))
     anorm = frobenius(a)
     t0 = time.perf_counter()
     compiled = fn.lower(a, b).compile()

@@ -35,6 +35,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c
   csrc/engine/cusolverdn/gesvd.c
+  csrc/engine/cusolverdn/qr.c
   csrc/engine/cusolverdn/workspace.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c
@@ -43,6 +44,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/gather/sygvd.c
   csrc/engine/gather/lu_solve.c
   csrc/engine/gather/gesvd.c
+  csrc/engine/gather/qr.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c
   csrc/cuda/comm_nccl.c
@@ -53,7 +55,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermp/potri.c
   csrc/engine/cusolvermp/syevd.c
   csrc/engine/cusolvermp/sygvd.c
-  csrc/engine/cusolvermp/lu_solve.c)
+  csrc/engine/cusolvermp/lu_solve.c
+  csrc/engine/cusolvermp/qr.c)
 # NCCL and cuSOLVERMp are dlopen'ed (cuda/comm_nccl.c,
 # engine/cusolvermp/loader.c): no link to either, only -ldl. Their headers:
 # nccl.h from the toolkit; cusolverMp.h is not needed (engine/cusolvermp/

@@ -14,7 +14,9 @@
  *                       potri: the leading minor of order k is not
  *                       positive definite; lu_solve: U(k, k) is exactly
  *                       zero, the first such pivot; syevd, gesvd: the
- *                       solver did not converge);
+ *                       solver did not converge; qr: never; Python's
+ *                       least_squares: R(k, k) negligible, A's rank
+ *                       deficient, see jaxmg._src.core.least_squares);
  *   JMG_INFO_NONFINITE  A has a NaN or an Inf entry (anywhere, in any
  *                       triangle): no solver ran (exec/finite.h). */
 #ifndef JMG_COMMON_ERROR_H

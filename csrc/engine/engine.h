@@ -125,13 +125,14 @@ typedef struct jmg_local_matrix {
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
   const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd",
-                   * "sygvd" */
+                   * "sygvd", "qr" */
   int nparts;     /* participants (devices) in the call's group */
   int nodes;      /* hosts the group spans (1: one node; the leader model
                    * needs one node, the local model runs on any) */
   jmg_dtype dtype;
   int64_t n;
-  int64_t m;    /* A's rows: n but for gesvd's m x n A (0 reads as n) */
+  int64_t m;    /* A's rows: n but for gesvd's and qr's m x n A (0 reads
+                 * as n) */
   int64_t tile; /* T_A */
 } jmg_problem;
 
@@ -195,6 +196,21 @@ typedef struct jmg_leader_routines {
   int (*gesvd)(const struct jmg_engine *e, const jmg_dist_matrix *a, void *s,
                const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                int *info, jmg_error *err);
+  /* The reduced QR decomposition A = Q R of an m x n A, m >= n, given
+   * TRANSPOSED, as a row-sharded A reaches the engine (ops/qr.c): every
+   * matrix here is in the CONTIGUOUS layout, as gesvd's.
+   *   a: M = Aᵀ, a->n = n rows (the leading dimension), m = a->ndev *
+   *      a->local_cols columns; replaced by Qᵀ (n x m: Q's rows where A's
+   *      were).
+   *   rt: Rᵀ, rt->n = n rows, rt->ndev * rt->local_cols >= n columns (R's
+   *      rows, ceil(n / ndev) a device): columns 0 .. n-1 receive Rᵀ (R's
+   *      strict lower part zero), the columns past n zero.
+   * Plain transposes, never conjugated. R's diagonal is LAPACK's (any sign,
+   * complex for complex dtypes). *info: 0 (a Householder QR does not fail
+   * numerically; the ops layer fills Q and R with NaN for a nonzero
+   * info). */
+  int (*qr)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+            const jmg_dist_matrix *rt, int *info, jmg_error *err);
   /* The generalized Hermitian-definite eigenproblem A v = λ B v (type 1,
    * LAPACK's itype 1; lower triangles used): syevd's meanings for A, w and
    * want_vectors (the eigenvectors, B-orthonormal, in place of A in the
@@ -234,6 +250,14 @@ typedef struct jmg_local_routines {
   int (*lu_solve)(const struct jmg_engine *e, const jmg_local_matrix *a,
                   void *b, int64_t nrhs, int transpose, int *info,
                   jmg_error *err);
+  /* qr, the leader's qr routine rank by rank: a is this rank's columns of
+   * M = Aᵀ in the CONTIGUOUS layout (a->n = N rows, ld N, a->cols = this
+   * rank's M / ranks of A's rows: rank r holds columns r * a->cols ...;
+   * no Π, no grid), replaced by the same columns of Qᵀ; rt (N x rr, ld
+   * N, on this rank's device) receives this rank's columns of Rᵀ (R's
+   * rows r * rr ...; zero past R's N rows). m: A's rows. */
+  int (*qr)(const struct jmg_engine *e, const jmg_local_matrix *a, void *rt,
+            int64_t m, int64_t rr, int *info, jmg_error *err);
   int (*sygvd)(const struct jmg_engine *e, const jmg_local_matrix *a,
                const jmg_local_matrix *b, void *w, int want_vectors, int *info,
                jmg_error *err);

@@ -19,6 +19,8 @@ int jmg_engine_has(const jmg_engine *e, const char *op) {
     return leader ? e->leader.sygvd != NULL : e->local.sygvd != NULL;
   /* No engine of the local model has gesvd (engine/cusolvermp/ says why). */
   if (strcmp(op, "gesvd") == 0) return leader && e->leader.gesvd != NULL;
+  if (strcmp(op, "qr") == 0)
+    return leader ? e->leader.qr != NULL : e->local.qr != NULL;
   return 0;
 }
 
@@ -117,7 +119,7 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
   static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve",
-                                    "gesvd", "sygvd"};
+                                    "gesvd", "sygvd", "qr"};
   const char *known = NULL;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
     if (strcmp(op, ops[i]) == 0) known = ops[i];

@@ -305,17 +305,21 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
                             ? jmg_engine_block(v.engine, &problem)
                             : io->tile;
   const int64_t layout_tile = v.ranks == 1 ? io->n : block;
-  if (rc == 0 && (block < 1 || block > io->n ||
+  /* A rectangular A (qr's: op_desc.h, rows_scalar) stays in its contiguous
+   * layout, as in the leader model: no Π, no grid; its steps and its
+   * engine's routine take the parts as they are (engine.h). */
+  const int rectangular = desc->rows_scalar > 0;
+  if (rc == 0 && !rectangular && (block < 1 || block > io->n ||
                   (v.ranks > 1 && (io->n / v.ranks) % block != 0)))
     rc = jmg_error_set(err, JMG_EINTERNAL, v.op, "layout",
                        "engine %s chose blocks of %lld for N=%lld on %d ranks "
                        "(T_A=%lld): they must divide the shard",
                        v.engine->name, (long long)block, (long long)io->n,
                        v.ranks, (long long)io->tile);
-  if (rc == 0)
+  if (rc == 0 && !rectangular)
     rc = jmg_local_perm_init(&v.perm, io->n, v.ranks, layout_tile, v.op, err);
-  v.grid_rows = call->grid_rows > 1 ? call->grid_rows : 1;
-  if (rc == 0)
+  v.grid_rows = call->grid_rows > 1 && !rectangular ? call->grid_rows : 1;
+  if (rc == 0 && !rectangular)
     rc = jmg_local_regrid_init(&v.regrid, io->n, layout_tile, v.ranks,
                                v.grid_rows, v.rank, v.op, err);
   jmg_error open_err;
@@ -360,6 +364,11 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
     v.a.data = io->a;
     v.a.device_ctx = io->device_ctx;
     describe_a(&v, 0);
+    if (rectangular) { /* n x local_cols, the columns of Aᵀ */
+      v.a.mb = v.a.nb = io->local_cols;
+      v.a.rows = v.a.ld = io->n;
+      v.a.cols = io->local_cols;
+    }
     rc = desc->local(&v, &info, err);
   }
   if (rc == 0) {

@@ -129,8 +129,8 @@ typedef struct jmg_op_desc {
   jmg_op_buf bufs[JMG_OP_MAX_BUFS];
   int nscalars;
   jmg_op_scalar scalars[JMG_OP_MAX_SCALARS];
-  /* 0: A is square, n x n, its shards' rows make n (every op but gesvd).
-   * k > 0: A is m x n, any m and n (gesvd): its shards are local_cols of
+  /* 0: A is square, n x n, its shards' rows make n (every op but gesvd and qr).
+   * k > 0: A is m x n, any m and n (gesvd; qr: m >= n): its shards are local_cols of
    * its m rows each (read column-major: n x local_cols, the columns of Aᵀ),
    * and m is the op's scalar k - 1, an attribute, which also gives the
    * group's size (m / local_cols, ffi/decode.c). Such an op has no

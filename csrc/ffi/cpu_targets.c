@@ -62,6 +62,7 @@ JMG_FFI_EXPORT(jaxmg_potri_cpu, &jmg_potri_op, &g_cpu)
 JMG_FFI_EXPORT(jaxmg_syevd_cpu, &jmg_syevd_op, &g_cpu)
 JMG_FFI_EXPORT(jaxmg_lu_solve_cpu, &jmg_lu_solve_op, &g_cpu)
 JMG_FFI_EXPORT(jaxmg_gesvd_cpu, &jmg_gesvd_op, &g_cpu)
+JMG_FFI_EXPORT(jaxmg_qr_cpu, &jmg_qr_op, &g_cpu)
 JMG_FFI_EXPORT(jaxmg_sygvd_cpu, &jmg_sygvd_op, &g_cpu)
 
 /* Which engine would run a call: asked by the Python layer before tracing. */

@@ -226,6 +226,7 @@ JMG_FFI_EXPORT(jaxmg_potri_cuda, &jmg_potri_op, &g_cuda)
 JMG_FFI_EXPORT(jaxmg_syevd_cuda, &jmg_syevd_op, &g_cuda)
 JMG_FFI_EXPORT(jaxmg_lu_solve_cuda, &jmg_lu_solve_op, &g_cuda)
 JMG_FFI_EXPORT(jaxmg_gesvd_cuda, &jmg_gesvd_op, &g_cuda)
+JMG_FFI_EXPORT(jaxmg_qr_cuda, &jmg_qr_op, &g_cuda)
 JMG_FFI_EXPORT(jaxmg_sygvd_cuda, &jmg_sygvd_op, &g_cuda)
 
 /* Which engine would run a call: asked by the Python layer before tracing. */

@@ -1,4 +1,4 @@
-/* The ops: potrs, potri, syevd, lu_solve, gesvd, sygvd, one file each. Each file holds the op's
+/* The ops: potrs, potri, syevd, lu_solve, gesvd, sygvd, qr, one file each. Each file holds the op's
  * description (exec/op_desc.h: its own buffers and scalars beside the common
  * ones, where they sit in the FFI frame) and its steps in the leader model
  * (exec/leader.h), in the same order for every op: the leader permutes the
@@ -20,9 +20,9 @@
  *   status  out     int32: the solver's info, on every shard.
  *   and each op's own (potrs, lu_solve: B in, X out; syevd: W out;
  *   gesvd: S, U, Vh out), described in its file.
- * gesvd's A alone is rectangular, m x n: its shard is n x local_cols, the
- * columns of Aᵀ, m / local_cols shards (exec/op_desc.h, rows_scalar);
- * ops/gesvd.c accounts for the transpose.
+ * gesvd's and qr's A are rectangular, m x n: a shard is n x local_cols,
+ * the columns of Aᵀ, m / local_cols shards (exec/op_desc.h, rows_scalar);
+ * ops/gesvd.c and ops/qr.c account for the transpose.
  * On numerical failure (info != 0) the outputs are NaN.
  *
  * Adding an op (as lu_solve was: A and B in, X out, status; its pivots
@@ -48,6 +48,7 @@ extern const jmg_op_desc jmg_potri_op;
 extern const jmg_op_desc jmg_syevd_op;
 extern const jmg_op_desc jmg_lu_solve_op;
 extern const jmg_op_desc jmg_gesvd_op;
+extern const jmg_op_desc jmg_qr_op;
 extern const jmg_op_desc jmg_sygvd_op;
 
 #endif

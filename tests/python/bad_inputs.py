@@ -35,7 +35,10 @@ SINGULAR = ("ones", "zero_row_col")
 # The ops of the table; gesvd is in 1.x's form only and has no local-model
 # routine (lapack-local, cusolvermp 0.8), and neither has polar (through
 # gesvd's SVD).
-OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "polar")
+# qr and least_squares (1.x's forms only) run on both engines of the local
+# model.
+OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "polar", "qr",
+       "least_squares")
 
 
 def _place(rng: np.random.Generator, n: int, where: str) -> tuple[int, int]:
@@ -138,6 +141,13 @@ def run_op(op: str, a: np.ndarray, mesh: Any, T_A: int | None,
         up, h, status = jaxmg.polar(A, T_A, mesh=mesh, matrix_specs=spec,
                                     return_status=True)
         out = {"Up": up, "H": h}
+    elif op == "qr":
+        q, r, status = jaxmg.qr(A, T_A, mesh=mesh, matrix_specs=spec, return_status=True)
+        out = {"Q": q, "R": r}
+    elif op == "least_squares":
+        x, status = jaxmg.least_squares(A, b, T_A, mesh=mesh, matrix_specs=spec,
+                                        return_status=True)
+        out = {"x": x}
     else:
         raise ValueError(op)
     return int(status), {k: np.asarray(v) for k, v in out.items()}
@@ -169,7 +179,7 @@ def engine_runs(engine: str, op: str, platform: str, nparts: int, dtype, n: int,
     the C library's own check: (True, "") or (False, why)."""
     from jaxmg._src import _native
 
-    solver = {"eigvalsh": "syevd", "polar": "gesvd"}.get(op, op)
+    solver = {"eigvalsh": "syevd", "polar": "gesvd", "least_squares": "qr"}.get(op, op)
     verdict = _native.engine_check(platform, solver, nparts, np.dtype(dtype).name, n,
                                    min(T_A, n // nparts))
     if verdict is None:

@@ -23,6 +23,7 @@ from jax.sharding import PartitionSpec as P
 import jaxmg
 import jaxmg_testing as jt
 from jaxmg._src.api.v1 import gesvd_forms as v1_gesvd, solve_forms as v1_solve
+from jaxmg._src.api.v1 import least_squares_forms as v1_ls, qr_forms as v1_qr
 from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 
 N = 64  # 16 rows a device: no padding with T_A left out
@@ -76,13 +77,17 @@ def _worked_forms(mesh):
         ("gesvd", functools.partial(v1_gesvd._gesvd_plain, T_A=None, mesh=mesh, specs=(SPEC,),
                                     full=False, want_u=True, want_vh=True,
                                     want_status=False, work=True), 1),
+        ("qr", functools.partial(v1_qr._qr_plain, T_A=None, mesh=mesh, specs=(SPEC,),
+                                 want_status=False), 1),
+        ("least_squares", functools.partial(v1_ls._ls_plain, T_A=None, mesh=mesh,
+                                            specs=(SPEC,), want_status=False, work=True), 2),
     ]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=["f64", "c64"])
-@pytest.mark.parametrize("form", range(7),
+@pytest.mark.parametrize("form", range(9),
                          ids=["potrs", "potrs_logdet", "lu_solve", "syevd", "syevd_values",
-                              "potri", "gesvd"])
+                              "potri", "gesvd", "qr", "least_squares"])
 def test_donating_call_runs_in_place(mesh, rng, dtype, form):
     name, fn, nargs = _worked_forms(mesh)[form]
     a = jt.shard_rows(jt.make_hpd(rng, N, dtype), mesh)
@@ -100,7 +105,8 @@ def test_control_a_program_returning_only_x_copies_a(mesh, rng):
     assert not _solver_takes_parameter(compiled)
 
 
-@pytest.mark.parametrize("op", ["potrs", "lu_solve", "syevd", "gesvd"])
+@pytest.mark.parametrize("op", ["potrs", "lu_solve", "syevd", "gesvd", "qr",
+                                "least_squares"])
 def test_ctx_forms_under_a_donating_jit_run_in_place(mesh, rng, op):
     """JAXMg 1.x's way: a_work returned from the caller's jit, A donated."""
     dtype = np.float64
@@ -113,6 +119,9 @@ def test_ctx_forms_under_a_donating_jit_run_in_place(mesh, rng, op):
         "syevd": lambda a, b: jaxmg.syevd_shardmap_ctx(a, mesh=mesh, matrix_specs=SPEC,
                                                        return_eigenvectors=False),
         "gesvd": lambda a, b: jaxmg.gesvd_shardmap_ctx(a, mesh=mesh, matrix_specs=SPEC),
+        "qr": lambda a, b: jaxmg.qr_shardmap_ctx(a, mesh=mesh, matrix_specs=SPEC),
+        "least_squares": lambda a, b: jaxmg.least_squares_shardmap_ctx(
+            a, b, mesh=mesh, matrix_specs=SPEC),
     }[op]
     _assert_in_place(_compiled(fn, a, b, donated=(0,)), dtype)
 

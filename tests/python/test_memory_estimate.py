@@ -21,22 +21,25 @@ def _shard(dtype) -> int:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128], ids=["f32", "c128"])
-@pytest.mark.parametrize("op", ["potrs", "lu_solve", "potri", "syevd", "gesvd"])
+@pytest.mark.parametrize("op", ["potrs", "lu_solve", "potri", "syevd", "gesvd", "qr",
+                                "least_squares"])
 def test_donated_estimate_has_a_in_place(mesh, op, dtype):
     e = jaxmg.memory_estimate(op, (N, N), dtype, mesh, nrhs=3)
     assert isinstance(e, jaxmg.MemoryEstimate)
     assert (e.op, e.engine, e.T_A, e.padded, e.donated) == (op, "lapack", N // 4, False, True)
-    b = N * 3 * np.dtype(dtype).itemsize if op in ("potrs", "lu_solve") else 0
+    b = N * 3 * np.dtype(dtype).itemsize if op in ("potrs", "lu_solve", "least_squares") else 0
     assert e.arguments == _shard(dtype) + b
     assert e.aliased >= _shard(dtype)  # A's buffer is an output's: the solver's
-    if not (op == "syevd" and jt.is_complex(dtype)):
+    if not (op == "syevd" and jt.is_complex(dtype)) and op != "least_squares":
         # No copy of A beside it. (XLA:CPU writes a complex V = conj(U)^T in
         # a transposed layout and copies it once more: a temporary of V's
         # size, not A's; test_donation.py checks that the solver takes A's
-        # buffer itself.)
+        # buffer itself. least_squares holds R, N x N, whole on every
+        # device: test_tall_qr_and_least_squares_estimates checks it on a
+        # tall A, where R is small.)
         assert e.temporaries < _shard(dtype)
     assert e.workspace is None and e.peak is None
-    assert "lapack" in e.workspace_note or "gesvd" in e.workspace_note
+    assert "lapack" in e.workspace_note or op in e.workspace_note
     assert e.xla_bytes == e.arguments + e.outputs - e.aliased + e.temporaries
 
 
@@ -46,6 +49,23 @@ def test_kept_a_is_copied(mesh, op):
     e = jaxmg.memory_estimate(op, (N, N), np.float64, mesh, donate=False)
     assert e.aliased == 0
     assert e.temporaries >= _shard(np.float64)
+
+
+def test_tall_qr_and_least_squares_estimates(mesh):
+    """An M x N A (M >= N): A's shard in place; least_squares's b has M rows;
+    N need not divide into the devices for least_squares (its R stays inside)."""
+    e = jaxmg.memory_estimate("qr", (2 * N, N), np.float64, mesh)
+    assert e.arguments == 2 * _shard(np.float64) and e.aliased >= 2 * _shard(np.float64)
+    e = jaxmg.memory_estimate("least_squares", (4 * N, 16), np.float64, mesh, nrhs=2)
+    a_shard = 4 * N * 16 * 8 // 4
+    assert e.arguments == a_shard + 4 * N * 2 * 8 and e.aliased >= a_shard
+    assert e.temporaries < a_shard  # no copy of A (R is 16 x 16)
+    e = jaxmg.memory_estimate("least_squares", (2 * N, 3), np.float64, mesh)
+    assert e.engine == "lapack"  # N = 3 on 4 devices: R stays inside the call
+    with pytest.raises(ValueError, match="R has N=3 rows, not divisible"):
+        jaxmg.memory_estimate("qr", (2 * N, 3), np.float64, mesh)
+    with pytest.raises(ValueError, match="wider than tall"):
+        jaxmg.memory_estimate("qr", (N, 2 * N), np.float64, mesh)
 
 
 def test_padded_call_says_so(mesh):

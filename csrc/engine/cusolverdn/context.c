@@ -26,8 +26,9 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
   call->mem = jmg_cuda_mem();
   call->saved_device = -1;
   /* The table's supports refuses other groups; this guards the routines
-   * (gesvd's matrix alone is rectangular, engine.h). */
-  if (a->ndev != 1 || (a->local_cols != a->n && strcmp(op, "gesvd") != 0))
+   * (gesvd's and qr's matrices alone are rectangular, engine.h). */
+  const int rectangular = strcmp(op, "gesvd") == 0 || strcmp(op, "qr") == 0;
+  if (a->ndev != 1 || (a->local_cols != a->n && !rectangular))
     return jmg_error_set(err, JMG_EINTERNAL, op, "cuSOLVERDn",
                          "called on %d GPUs (%lld of %lld columns here); it "
                          "runs on one",
@@ -134,6 +135,16 @@ static int dn_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              p->nparts);
     return 0;
   }
+  /* qr's orgqr / ungqr has no 64-bit form (qr.c). */
+  const int64_t rows = p->m > 0 ? p->m : p->n;
+  if (strcmp(p->op, "qr") == 0 &&
+      (rows > INT_MAX || p->n > INT_MAX || rows * p->n > INT_MAX)) {
+    snprintf(why, why_len,
+             "a %lld x %lld QR: cusolverDn<t>orgqr takes 32-bit sizes "
+             "(M * N at most %d)",
+             (long long)rows, (long long)p->n, INT_MAX);
+    return 0;
+  }
   if (strcmp(p->op, "sygvd") == 0 && !jmg_dn_sygvd_fits(p->n)) {
     snprintf(why, why_len,
              "N=%lld: N*N exceeds INT_MAX, and cuSOLVERDn's sygvd is its "
@@ -156,6 +167,7 @@ const jmg_engine jmg_cusolverdn_engine = {
             .syevd = jmg_dn_syevd,
             .lu_solve = jmg_dn_lu_solve,
             .gesvd = jmg_dn_gesvd,
+            .qr = jmg_dn_qr,
             .sygvd = jmg_dn_sygvd,
         },
 };

@@ -23,8 +23,7 @@
  * the conjugation of a row-sharded Hermitian A, see ops/ops.h).
  *
  * One file per routine (potrs.c, potri.c, syevd.c, sygvd.c, lu_solve.c,
- * gesvd.c:
- * its matrix alone is rectangular, engine.h), the
+ * gesvd.c and qr.c: their matrices alone are rectangular, engine.h), the
  * factorization that potrs and potri share in cholesky.c, the call frame and
  * the table here. */
 #ifndef JMG_ENGINE_CUSOLVERDN_DN_H
@@ -119,8 +118,9 @@ int jmg_dn_lu_workspace(jmg_dn_call *call, size_t *device_bytes,
 size_t jmg_dn_alloc_bytes(size_t device_bytes);
 
 /* engine.h's workspace query: what a call of problem p on the current GPU
- * would take from XLA's allocator (workspace.c). gesvd's is not asked
- * ahead: JMG_EUNSUPPORTED. */
+ * would take from XLA's allocator (workspace.c). gesvd's and qr's are not
+ * asked ahead (they depend on A's rows M, which the problem the Python
+ * layer asks about does not carry): JMG_EUNSUPPORTED. */
 int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
                      const jmg_workspace_query *q, size_t *bytes,
                      jmg_error *err);
@@ -139,5 +139,7 @@ int jmg_dn_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
 int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                  const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                  int *info, jmg_error *err);
+int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+              const jmg_dist_matrix *rt, int *info, jmg_error *err);
 
 #endif

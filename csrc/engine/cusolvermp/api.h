@@ -129,6 +129,25 @@ typedef cusolverStatus_t (*jmg_mp_laset_fn)(
     const void *alpha, const void *beta, void *a, int64_t ia, int64_t ja,
     jmg_mp_desc_t desc_a, int *info);
 
+typedef cusolverStatus_t (*jmg_mp_geqrf_buffer_size_fn)(
+    jmg_mp_handle_t handle, int64_t m, int64_t n, void *a, int64_t ia,
+    int64_t ja, jmg_mp_desc_t desc_a, cudaDataType_t compute_type,
+    size_t *device_bytes, size_t *host_bytes);
+typedef cusolverStatus_t (*jmg_mp_geqrf_fn)(
+    jmg_mp_handle_t handle, int64_t m, int64_t n, void *a, int64_t ia,
+    int64_t ja, jmg_mp_desc_t desc_a, void *tau, cudaDataType_t compute_type,
+    void *d_work, size_t device_bytes, void *h_work, size_t host_bytes,
+    int *info);
+typedef cusolverStatus_t (*jmg_mp_orgqr_buffer_size_fn)(
+    jmg_mp_handle_t handle, int64_t m, int64_t n, int64_t k, const void *a,
+    int64_t ia, int64_t ja, jmg_mp_desc_t desc_a, const void *tau,
+    cudaDataType_t compute_type, size_t *device_bytes, size_t *host_bytes);
+typedef cusolverStatus_t (*jmg_mp_orgqr_fn)(
+    jmg_mp_handle_t handle, int64_t m, int64_t n, int64_t k, void *a,
+    int64_t ia, int64_t ja, jmg_mp_desc_t desc_a, const void *tau,
+    cudaDataType_t compute_type, void *d_work, size_t device_bytes,
+    void *h_work, size_t host_bytes, int *info);
+
 /* Every function jaxmg calls: X(field, library name). loader.c looks each
  * up; api_check.c assigns each real one to its field. */
 #define JMG_MP_FUNCTIONS(X)                                 \
@@ -154,7 +173,11 @@ typedef cusolverStatus_t (*jmg_mp_laset_fn)(
   X(sygvd, cusolverMpSygvd)                                 \
   X(gels_buffer_size, cusolverMpGels_bufferSize)            \
   X(gels, cusolverMpGels)                                   \
-  X(laset, cusolverMpLaset)
+  X(laset, cusolverMpLaset)                                 \
+  X(geqrf_buffer_size, cusolverMpGeqrf_bufferSize)          \
+  X(geqrf, cusolverMpGeqrf)                                 \
+  X(orgqr_buffer_size, cusolverMpOrgqr_bufferSize)          \
+  X(orgqr, cusolverMpOrgqr)
 
 typedef struct jmg_mp_api {
   jmg_mp_create_fn create;
@@ -180,6 +203,10 @@ typedef struct jmg_mp_api {
   jmg_mp_gels_buffer_size_fn gels_buffer_size;
   jmg_mp_gels_fn gels;
   jmg_mp_laset_fn laset;
+  jmg_mp_geqrf_buffer_size_fn geqrf_buffer_size;
+  jmg_mp_geqrf_fn geqrf;
+  jmg_mp_orgqr_buffer_size_fn orgqr_buffer_size;
+  jmg_mp_orgqr_fn orgqr;
 } jmg_mp_api;
 
 /* loader.c: the library, loaded once per process (after NCCL, RTLD_GLOBAL).

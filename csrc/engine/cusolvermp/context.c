@@ -141,7 +141,8 @@ int mp_agree_factor(mp_call *c, int rc, cusolverStatus_t st,
   return 0;
 }
 
-static int check_layout(const mp_call *c, jmg_error *err) {
+/* a's part of an m x a->n matrix (m = a->n for the square ops). */
+static int check_layout(const mp_call *c, int64_t m, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   if (a->ranks < 1 || a->rank < 0 || a->rank >= a->ranks ||
       a->grid_rows < 1 || a->grid_cols < 1 ||
@@ -157,22 +158,36 @@ static int check_layout(const mp_call *c, jmg_error *err) {
                          "N=%lld with %lld x %lld blocks: jaxmg's cuSOLVERMp "
                          "routines take square blocks (MB = NB)",
                          (long long)a->n, (long long)a->mb, (long long)a->nb);
-  int64_t rows = mp_numroc(a->n, a->mb, c->myrow, a->grid_rows);
+  int64_t rows = mp_numroc(m, a->mb, c->myrow, a->grid_rows);
   int64_t cols = mp_numroc(a->n, a->nb, c->mycol, a->grid_cols);
   if (a->rows != rows || a->cols != cols || a->ld < (rows > 1 ? rows : 1))
     return jmg_error_set(err, JMG_EINVAL, c->op, "cuSOLVERMp",
                          "rank %d holds %lld x %lld (ld %lld); its part of "
-                         "N=%lld in %lld-blocks on a %d x %d grid is %lld x "
-                         "%lld",
+                         "%lld x %lld in %lld-blocks on a %d x %d grid is "
+                         "%lld x %lld",
                          a->rank, (long long)a->rows, (long long)a->cols,
-                         (long long)a->ld, (long long)a->n, (long long)a->mb,
+                         (long long)a->ld, (long long)m, (long long)a->n,
+                         (long long)a->mb,
                          a->grid_rows, a->grid_cols, (long long)rows,
                          (long long)cols);
   return 0;
 }
 
+static int begin(mp_call *c, const char *op, const jmg_local_matrix *a,
+                 int64_t m, jmg_error *err);
+
 int mp_begin(mp_call *c, const char *op, const jmg_local_matrix *a,
              jmg_error *err) {
+  return begin(c, op, a, a->n, err);
+}
+
+int mp_begin_mn(mp_call *c, const char *op, const jmg_local_matrix *a,
+                int64_t m, jmg_error *err) {
+  return begin(c, op, a, m, err);
+}
+
+static int begin(mp_call *c, const char *op, const jmg_local_matrix *a,
+                 int64_t m, jmg_error *err) {
   memset(c, 0, sizeof *c);
   c->op = op;
   c->a = a;
@@ -185,7 +200,7 @@ int mp_begin(mp_call *c, const char *op, const jmg_local_matrix *a,
     c->myrow = a->rank % a->grid_rows;
     c->mycol = a->rank / a->grid_rows;
   }
-  int rc = check_layout(c, err);
+  int rc = check_layout(c, m, err);
   if (rc != 0) return rc;
   if (c->stream == NULL) /* "stream cannot be the default stream" */
     return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cusolverMpCreate",
@@ -615,6 +630,7 @@ const jmg_engine jmg_cusolvermp_engine = {
             .potri = jmg_mp_potri,
             .syevd = jmg_mp_syevd,
             .lu_solve = jmg_mp_lu_solve,
+            .qr = jmg_mp_qr,
             .sygvd = jmg_mp_sygvd,
         },
 };

@@ -53,6 +53,10 @@ typedef struct mp_call {
 int mp_begin(mp_call *c, const char *op, const jmg_local_matrix *a,
              jmg_error *err);
 void mp_end(mp_call *c);
+/* mp_begin for an m x a->n matrix (a's part of it checked against m rows
+ * and a->n columns): qr's A. */
+int mp_begin_mn(mp_call *c, const char *op, const jmg_local_matrix *a,
+                int64_t m, jmg_error *err);
 
 /* Collective: every rank hands its rc (0 or a negative jmg_status, err
  * filled); returns rc where it failed here, JMG_EPEER (naming the worst
@@ -192,5 +196,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err);
 int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err);
+int jmg_mp_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,
+              int64_t m, int64_t rr, int *info, jmg_error *err);
 
 #endif

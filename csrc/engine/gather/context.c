@@ -205,8 +205,8 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   one.nparts = 1;
   const jmg_engine *dn = JMG_GATHER_ONE, *mg = JMG_GATHER_DISTRIBUTED;
   if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len)) return 0;
-  /* An op the distributed engine lacks (gesvd, sygvd) has no fall back to
-   * judge:
+  /* An op the distributed engine lacks (gesvd, sygvd, qr) has no fall back
+   * to judge:
    * where its copy does not fit, its routine says so. */
   char mg_why[128];
   if (jmg_engine_has(mg, p->op) && mg->supports != NULL &&
@@ -238,6 +238,7 @@ const jmg_engine jmg_gather_engine = {
             .syevd = jmg_gather_syevd,
             .lu_solve = jmg_gather_lu_solve,
             .gesvd = jmg_gather_gesvd,
+            .qr = jmg_gather_qr,
             .sygvd = jmg_gather_sygvd,
         },
 };

@@ -81,7 +81,7 @@ int jmg_gather_begin(jmg_gather_call *c, const char *op,
                      const jmg_dist_matrix *a, jmg_error *err);
 
 /* The same for an A in layout (jmg_gather_begin: the block-cyclic one):
- * gesvd's rectangular A, n x (ndev * local_cols), comes in the contiguous
+ * gesvd's and qr's rectangular A, n x (ndev * local_cols), comes in the contiguous
  * layout (engine.h), and the buffer is that size. */
 int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
                         const jmg_dist_matrix *a, jmg_gather_layout layout,
@@ -120,6 +120,8 @@ int jmg_gather_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
                      int *info, jmg_error *err);
 int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                         int64_t nrhs, int transpose, int *info, jmg_error *err);
+int jmg_gather_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+                  const jmg_dist_matrix *rt, int *info, jmg_error *err);
 int jmg_gather_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                      const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
                      int full, int *info, jmg_error *err);

@@ -80,10 +80,12 @@ int jmg_gather_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
     snprintf(why, why_len, "one GPU: nothing to gather (cusolverdn runs it)");
     return 0;
   }
-  /* gesvd, sygvd: cuSOLVERMg has neither, so within a node no other
-   * leader engine runs them (no size to weigh; gesvd.c and sygvd.c say
-   * what happens where the copy does not fit). */
-  if (strcmp(p->op, "gesvd") == 0 || strcmp(p->op, "sygvd") == 0) return 1;
+  /* gesvd, sygvd, qr: cuSOLVERMg has none of them, so within a node no
+   * other leader engine runs them (no size to weigh; gesvd.c, sygvd.c and
+   * qr.c say what happens where the copy does not fit). */
+  if (strcmp(p->op, "gesvd") == 0 || strcmp(p->op, "sygvd") == 0 ||
+      strcmp(p->op, "qr") == 0)
+    return 1;
   const jmg_gather_row *r = jmg_gather_row_of(p->op, p->dtype, p->nparts);
   if (r == NULL) {
     snprintf(why, why_len,

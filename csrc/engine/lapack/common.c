@@ -85,6 +85,7 @@ const jmg_engine jmg_lapack_engine = {
             .syevd = jmg_lapack_syevd,
             .lu_solve = jmg_lapack_lu_solve,
             .gesvd = jmg_lapack_gesvd,
+            .qr = jmg_lapack_qr,
             .sygvd = jmg_lapack_sygvd,
         },
 };

@@ -2,7 +2,7 @@
  * functions engine/lapack_local/ calls too): the gather of the
  * distributed matrix into one column-major matrix and the scatter back, and
  * one routine per op (potrs.c, potri.c, syevd.c, lu_solve.c, gesvd.c,
- * sygvd.c).
+ * sygvd.c, qr.c).
  *
  * CPU devices share host memory, so the engine gathers the distributed
  * columns into one matrix, runs LAPACK (routines handed over from SciPy at
@@ -61,6 +61,12 @@ int jmg_lapack_lu_solve_full(jmg_dtype dtype, int64_t n, void *full, void *b,
                              int64_t nrhs, int transpose, int *info,
                              jmg_error *err);
 
+/* qr's (engine.h, the qr routine) on the gathered Aᵀ: mt, n x m
+ * column-major (ld n), replaced by Qᵀ; rt, n x rcols (ld n, rcols >= n),
+ * receives Rᵀ in its first n columns and zeros past them. */
+int jmg_lapack_qr_full(jmg_dtype dtype, int64_t m, int64_t n, void *mt,
+                       void *rt, int64_t rcols, int *info, jmg_error *err);
+
 int jmg_lapack_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                      int64_t nrhs, void *diag, int *info, jmg_error *err);
 int jmg_lapack_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
@@ -76,5 +82,7 @@ int jmg_lapack_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
 int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                      const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
                      int full, int *info, jmg_error *err);
+int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+                  const jmg_dist_matrix *rt, int *info, jmg_error *err);
 
 #endif

@@ -14,6 +14,8 @@ static const char *family_name(jmg_dtype t, const char *family) {
   /* LAPACK calls the complex eigensolvers heevd and hegvd. */
   if (strcmp(family, "syevd") == 0 && jmg_dtype_is_complex(t)) return "heevd";
   if (strcmp(family, "sygvd") == 0 && jmg_dtype_is_complex(t)) return "hegvd";
+  /* And the complex Q of a QR ungqr. */
+  if (strcmp(family, "orgqr") == 0 && jmg_dtype_is_complex(t)) return "ungqr";
   return family;
 }
 
@@ -31,6 +33,9 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, "getrs") == 0) slot = (void **)&r->getrs;
     if (strcmp(rest, family_name((jmg_dtype)t, "syevd")) == 0) slot = &r->syevd;
     if (strcmp(rest, "gesdd") == 0) slot = &r->gesdd;
+    if (strcmp(rest, "geqrf") == 0) slot = (void **)&r->geqrf;
+    if (strcmp(rest, family_name((jmg_dtype)t, "orgqr")) == 0)
+      slot = (void **)&r->orgqr;
     if (strcmp(rest, family_name((jmg_dtype)t, "sygvd")) == 0) slot = &r->sygvd;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;

@@ -51,6 +51,13 @@ typedef void (*jmg_cgesdd_fn)(char *jobz, int *m, int *n, void *a, int *lda,
                               void *work, int *lwork, void *rwork, int *iwork,
                               int *info);
 
+/* ?geqrf (every dtype) */
+typedef void (*jmg_geqrf_fn)(int *m, int *n, void *a, int *lda, void *tau,
+                             void *work, int *lwork, int *info);
+/* sorgqr / dorgqr / cungqr / zungqr */
+typedef void (*jmg_orgqr_fn)(int *m, int *n, int *k, void *a, int *lda,
+                             void *tau, void *work, int *lwork, int *info);
+
 typedef struct jmg_lapack_routines {
   jmg_potrf_fn potrf;
   jmg_potrs_fn potrs;
@@ -59,6 +66,8 @@ typedef struct jmg_lapack_routines {
   jmg_getrf_fn getrf;
   jmg_getrs_fn getrs;
   void *gesdd; /* jmg_gesdd_fn for real dtypes, jmg_cgesdd_fn for complex */
+  jmg_geqrf_fn geqrf;
+  jmg_orgqr_fn orgqr; /* ungqr for complex dtypes */
   void *sygvd; /* jmg_sygvd_fn for real dtypes, jmg_hegvd_fn for complex */
 } jmg_lapack_routines;
 

@@ -237,8 +237,9 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              p->nodes);
     return 0;
   }
-  if (p->n > INT_MAX) {
-    snprintf(why, len, "N=%lld exceeds LAPACK's 32-bit int", (long long)p->n);
+  if (p->n > INT_MAX || p->m > INT_MAX) {
+    snprintf(why, len, "N=%lld (M=%lld) exceeds LAPACK's 32-bit int",
+             (long long)p->n, (long long)p->m);
     return 0;
   }
   return 1;
@@ -276,6 +277,7 @@ const jmg_engine jmg_lapack_local_engine = {
             .potri = jmg_ll_potri,
             .syevd = jmg_ll_syevd,
             .lu_solve = jmg_ll_lu_solve,
+            .qr = jmg_ll_qr,
             .sygvd = jmg_ll_sygvd,
         },
 };

@@ -70,5 +70,7 @@ int jmg_ll_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
                  int *info, jmg_error *err);
 int jmg_ll_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err);
+int jmg_ll_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,
+              int64_t m, int64_t rr, int *info, jmg_error *err);
 
 #endif

@@ -28,7 +28,7 @@ import jax
 _HERE = pathlib.Path(__file__).resolve().parent.parent
 
 # Target name -> exported handler, per library. One row per op.
-OPS = ("potrs", "potri", "syevd", "lu_solve", "gesvd", "sygvd")
+OPS = ("potrs", "potri", "syevd", "lu_solve", "gesvd", "sygvd", "qr")
 _CPU_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cpu" for op in OPS}
 _CUDA_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cuda" for op in OPS}
 
@@ -36,7 +36,8 @@ _CUDA_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cuda" for op in OPS}
 _LAPACK_ROUTINES = tuple(
     f"{p}{r}" for p in "sdcz" for r in ("potrf", "potrs", "potri", "getrf", "getrs")
 ) + ("ssyevd", "dsyevd", "cheevd", "zheevd") + tuple(f"{p}gesdd" for p in "sdcz") + (
-    "ssygvd", "dsygvd", "chegvd", "zhegvd")
+    "ssygvd", "dsygvd", "chegvd", "zhegvd") + tuple(
+    f"{p}geqrf" for p in "sdcz") + ("sorgqr", "dorgqr", "cungqr", "zungqr")
 
 
 # The loaded libraries by platform ("cpu", "CUDA"), for engine_check.

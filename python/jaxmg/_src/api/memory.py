@@ -31,14 +31,19 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxmg._src import _checks, _mode, _native, _shard
 from jaxmg._src.api import generalized, seeds
 from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
+from jaxmg._src.api.v1 import least_squares_forms as v1_ls, qr_forms as v1_qr
 from jaxmg._src.api.v1 import polar_forms as v1_polar
 from jaxmg._src.api.v1 import solve_forms as v1_solve
 from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 from jaxmg._src.core import gesvd as gesvd_core
 from jaxmg._src.core import polar as polar_core
+from jaxmg._src.core import qr as qr_core
 from jaxmg._src.core import sygvd as sygvd_core
 
-OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "polar")
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "qr", "least_squares",
+       "polar")
+# The ops of an M x N A (the others' is square).
+RECTANGULAR = ("gesvd", "qr", "least_squares", "polar")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,14 +84,16 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
 
     Args:
       op: "potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd"
-        (``eigh_generalized``: B of A's shape and sharding) or "polar".
-      shape: A's shape, (N, N) (gesvd: (M, N); polar: (M, N), M >= N).
+        (``eigh_generalized``: B of A's shape and sharding), "qr",
+        "least_squares" or "polar".
+      shape: A's shape, (N, N) (gesvd: (M, N); qr, least_squares, polar:
+        (M, N), M >= N).
       dtype: A's dtype (float32, float64, complex64, complex128).
       mesh: the mesh A is on; left out, a 1-D mesh "x" over all devices.
       in_specs: A's spec as the op takes it (``(P("x", None),)``); left out,
         A's rows over the mesh's axes.
       T_A: as the op takes it (left out: the op's choice).
-      nrhs: b's columns (potrs, lu_solve; b replicated).
+      nrhs: b's columns (potrs, lu_solve, least_squares; b replicated).
       donate: estimate the call with A (and b) donated (``donate=True``),
         worked on in place, else the call that keeps A.
       pad, return_eigenvectors, compute_u, compute_vh, full_matrices,
@@ -106,10 +113,10 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         raise TypeError(f"jaxmg.memory_estimate: dtype must be float32, float64, complex64 "
                         f"or complex128, got {dtype.name}")
     if len(tuple(shape)) != 2 or any(int(s) < 1 for s in shape):
-        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, polar: (M, N)), "
-                         f"got {shape!r}")
+        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, qr, "
+                         f"least_squares, polar: (M, N)), got {shape!r}")
     m, n = (int(s) for s in shape)
-    if op not in ("gesvd", "polar") and m != n:
+    if op not in RECTANGULAR and m != n:
         raise ValueError(f"jaxmg.memory_estimate: {op} takes a square A, got {shape!r}")
     if mesh is None:
         mesh = jax.make_mesh((jax.device_count(),), ("x",))
@@ -124,6 +131,9 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     if op == "gesvd":
         g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    elif op in ("qr", "least_squares"):
+        v1_qr.check_rows(op, m, n, rows.nparts, r_sharded=op == "qr")
+        g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
     elif op == "sygvd":  # never padded: a T_A narrowed as eigh_generalized does
         _checks.check_divisible(op, n, rows.nparts)
         tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
@@ -139,7 +149,7 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
                                    nodes)
 
     a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
-    b = jax.ShapeDtypeStruct((n, nrhs), dtype, sharding=NamedSharding(mesh, P()))
+    b = jax.ShapeDtypeStruct((m, nrhs), dtype, sharding=NamedSharding(mesh, P()))
     if op == "sygvd":  # B: A's shape and sharding
         b = jax.ShapeDtypeStruct((n, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
@@ -148,8 +158,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     compiled = jax.jit(fn, donate_argnums=donated).lower(*args).compile()
     mem = compiled.memory_analysis()
 
-    if op in ("gesvd", "polar"):
-        work, note = None, ("gesvd's workspace is not asked ahead of a call" if op == "gesvd"
+    if op in RECTANGULAR:
+        work, note = None, (f"{op}'s workspace is not asked ahead of a call" if op != "polar"
                             else "polar's workspace (its SVD's, gesvd's) is not asked ahead "
                             "of a call")
     else:
@@ -179,6 +189,12 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
     if op == "syevd":
         fn = v1_syevd._syevd_worked if donate else seeds.syevd
         return functools.partial(fn, return_eigenvectors=vectors, **kw), (a,)
+    if op == "qr":  # Q is the output aliased to A: the plain program donates A to it
+        return functools.partial(v1_qr._qr_plain, T_A=T_A, mesh=mesh, specs=specs,
+                                 want_status=False), (a,)
+    if op == "least_squares":
+        return functools.partial(v1_ls._ls_plain, T_A=T_A, mesh=mesh, specs=specs,
+                                 want_status=False, work=donate), (a, b)
     if op == "sygvd":
         fn = generalized._run_worked if donate else generalized._run
         return functools.partial(fn, return_eigenvectors=vectors, return_status=False,

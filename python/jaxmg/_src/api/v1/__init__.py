@@ -32,7 +32,8 @@ meanings. Its modules: ``_calls`` (the machinery every op's forms share:
 reading arguments, telling the two ctx generations apart, the mesh and
 layout at the global level, donation of the plain forms), then one module
 per group of ops: ``solve_forms`` (potrs, lu_solve, potri), ``syevd_forms``,
-``gesvd_forms``, ``polar_forms`` (over gesvd's SVD).
+``gesvd_forms``, ``polar_forms`` (over gesvd's SVD), ``qr_forms``,
+``least_squares_forms`` (over qr's program).
 """
 
 from jaxmg._src.api.v1.gesvd_forms import gesvd, gesvd_shardmap_ctx
@@ -44,11 +45,15 @@ from jaxmg._src.api.v1.solve_forms import (
     potrs,
     potrs_shardmap_ctx,
 )
+from jaxmg._src.api.v1.least_squares_forms import least_squares, least_squares_shardmap_ctx
+from jaxmg._src.api.v1.qr_forms import qr, qr_shardmap_ctx
 from jaxmg._src.api.v1.syevd_forms import syevd, syevd_shardmap_ctx
 
 __all__ = [
     "gesvd",
     "gesvd_shardmap_ctx",
+    "least_squares",
+    "least_squares_shardmap_ctx",
     "lu_solve",
     "lu_solve_shardmap_ctx",
     "polar",
@@ -56,6 +61,8 @@ __all__ = [
     "potri",
     "potrs",
     "potrs_shardmap_ctx",
+    "qr",
+    "qr_shardmap_ctx",
     "syevd",
     "syevd_shardmap_ctx",
 ]

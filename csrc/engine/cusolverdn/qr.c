@@ -1,0 +1,179 @@
+/* qr with cuSOLVERDn on the one GPU (dn.h), by the routines JAX's own
+ * jnp.linalg.qr calls on GPUs (geqrf, then orgqr / ungqr).
+ *
+ * The engine is given M = Aᵀ (n x m, lda n: engine.h, the qr routine).
+ * cuSOLVER has no LQ, so A itself is made in the workspace:
+ *   1. X = Mᵀ (m x n, lda m), cuBLAS geam;
+ *   2. cusolverDnXgeqrf on X (R in its upper triangle, the reflectors
+ *      below it, tau in the workspace);
+ *   3. Rᵀ into rt: rt zeroed, its first n columns made the identity (ones
+ *      copied onto its diagonal), then rt = triu(X)ᵀ rt by cuBLAS trmm in
+ *      place (trmm reads only the upper triangle: the reflectors below
+ *      it never reach R);
+ *   4. cusolverDn<t>orgqr / <t>ungqr on X: Q (m x n);
+ *   5. Qᵀ into a's buffer, geam.
+ * Memory beside A and R: one copy of A (X), tau, and the two routines'
+ * workspaces (taken together, before anything is written). orgqr has no
+ * 64-bit form: `supports` (context.c) refuses an m, n or m * n past
+ * INT_MAX. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "common/trace.h"
+#include "cuda/blas.h"
+#include "cuda/check.h"
+#include "cuda/dtype.h"
+#include "engine/cusolverdn/dn.h"
+
+#define DN_QR_ALIGN 256
+
+static size_t aligned(size_t bytes) {
+  return (bytes + DN_QR_ALIGN - 1) / DN_QR_ALIGN * DN_QR_ALIGN;
+}
+
+typedef union qr_ptr {
+  void *p;
+  float *s;
+  double *d;
+  cuComplex *c;
+  cuDoubleComplex *z;
+} qr_ptr;
+
+/* cusolverDn<t>orgqr_bufferSize (lwork_out set) or <t>orgqr / <t>ungqr. */
+static cusolverStatus_t orgqr_call(cusolverDnHandle_t h, jmg_dtype t, int m,
+                                   int n, void *A, int lda, void *TAU,
+                                   void *work, int lwork, int *d_info,
+                                   int *lwork_out) {
+  qr_ptr a = {A}, tau = {TAU}, w = {work};
+  switch (t) {
+    case JMG_F32:
+      return lwork_out ? cusolverDnSorgqr_bufferSize(h, m, n, n, a.s, lda,
+                                                     tau.s, lwork_out)
+                       : cusolverDnSorgqr(h, m, n, n, a.s, lda, tau.s, w.s,
+                                          lwork, d_info);
+    case JMG_F64:
+      return lwork_out ? cusolverDnDorgqr_bufferSize(h, m, n, n, a.d, lda,
+                                                     tau.d, lwork_out)
+                       : cusolverDnDorgqr(h, m, n, n, a.d, lda, tau.d, w.d,
+                                          lwork, d_info);
+    case JMG_C64:
+      return lwork_out ? cusolverDnCungqr_bufferSize(h, m, n, n, a.c, lda,
+                                                     tau.c, lwork_out)
+                       : cusolverDnCungqr(h, m, n, n, a.c, lda, tau.c, w.c,
+                                          lwork, d_info);
+    case JMG_C128:
+      return lwork_out ? cusolverDnZungqr_bufferSize(h, m, n, n, a.z, lda,
+                                                     tau.z, lwork_out)
+                       : cusolverDnZungqr(h, m, n, n, a.z, lda, tau.z, w.z,
+                                          lwork, d_info);
+  }
+  return CUSOLVER_STATUS_INVALID_VALUE;
+}
+
+int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+              const jmg_dist_matrix *rt, int *info, jmg_error *err) {
+  (void)e;
+  const char *op = "qr";
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
+  const size_t es = jmg_dtype_size(a->dtype);
+  const int64_t n64 = a->n, m64 = a->local_cols;
+  const int64_t rcols = (int64_t)rt->ndev * rt->local_cols;
+  static const char *const names[] = {"cusolverDnXgeqrf",
+                                      "cusolverDn<t>orgqr"};
+  jmg_dn_call call;
+  size_t geqrf_dev = 0, geqrf_host = 0;
+  int lwork = 0;
+  int h_info[2] = {0, 0};
+  char *ones = NULL;
+  *info = 0;
+  int rc = jmg_dn_begin_call(&call, op, a, err);
+  if (rc == 0 && (m64 < n64 || rt->ndev != 1 || rt->n != n64 || rcols < n64))
+    rc = jmg_error_set(err, JMG_EINTERNAL, op, "cuSOLVERDn",
+                       "shapes do not fit a %lld x %lld A (M >= N) and its R "
+                       "(%lld x %lld on %d GPUs)",
+                       (long long)m64, (long long)n64, (long long)rt->n,
+                       (long long)rcols, rt->ndev);
+  if (rc == 0 && (m64 > INT_MAX || m64 * n64 > INT_MAX))
+    rc = jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERDn",
+                       "a %lld x %lld A passes the 32-bit sizes of "
+                       "cusolverDn<t>orgqr",
+                       (long long)m64, (long long)n64);
+  const int m = (int)m64, n = (int)n64;
+  const size_t x_bytes = aligned((size_t)m * (size_t)n * es);
+  const size_t tau_bytes = aligned((size_t)(n > 0 ? n : 1) * es);
+  /* The queries read no data; X and tau are not known yet. */
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnXgeqrf_bufferSize(call.dn, call.params, m64, n64, t, NULL,
+                                    m64, t, NULL, t, &geqrf_dev, &geqrf_host),
+        op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(orgqr_call(call.dn, a->dtype, m, n, NULL, m, NULL,
+                                     NULL, 0, NULL, &lwork),
+                          op, err);
+  size_t solver_bytes = aligned(geqrf_dev);
+  if (rc == 0 && aligned((size_t)lwork * es) > solver_bytes)
+    solver_bytes = aligned((size_t)lwork * es);
+  if (rc == 0)
+    rc = jmg_dn_take_workspace(&call, solver_bytes + x_bytes + tau_bytes,
+                               geqrf_host, err);
+  if (rc == 0) {
+    ones = calloc((size_t)(n > 0 ? n : 1), es);
+    if (ones == NULL)
+      rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate R's diagonal of ones");
+    for (int i = 0; rc == 0 && i < n; ++i)
+      jmg_dtype_set_one(a->dtype, ones + (size_t)i * es);
+  }
+  jmg_trace_mark("workspace");
+  char *x = NULL, *tau = NULL;
+  if (rc == 0) x = (char *)call.work + solver_bytes, tau = x + x_bytes;
+  cublasHandle_t blas = call.h->blas[0];
+  if (rc == 0) rc = JMG_CUBLAS_TRY(cublasSetStream(blas, call.stream), op, err);
+  /* 1. X = Mᵀ. */
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(jmg_cublas_geam(blas, a->dtype, CUBLAS_OP_T, m, n,
+                                        a->data[0], n, x, m),
+                        op, err);
+  /* 2. X = QR, compactly. */
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnXgeqrf(call.dn, call.params, m64, n64, t, x, m64, t, tau, t,
+                         call.work, geqrf_dev, call.host_work, call.host_bytes,
+                         call.d_info),
+        op, err);
+  jmg_trace_mark("geqrf");
+  /* 3. rt = [I 0], then its first n columns = triu(X)ᵀ. */
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemsetAsync(rt->data[0], 0,
+                                      (size_t)n * (size_t)rcols * es,
+                                      call.stream),
+                      op, err);
+  if (rc == 0 && n > 0)
+    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(rt->data[0], (size_t)(n + 1) * es, ones,
+                                        es, es, (size_t)n,
+                                        cudaMemcpyHostToDevice, call.stream),
+                      op, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_trmm_left_64(blas, a->dtype, CUBLAS_FILL_MODE_UPPER,
+                                CUBLAS_OP_T, n64, n64, x, m64, rt->data[0],
+                                n64),
+        op, err);
+  /* 4. X = Q. */
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(orgqr_call(call.dn, a->dtype, m, n, x, m, tau,
+                                     call.work, lwork, call.d_info + 1, NULL),
+                          op, err);
+  jmg_trace_mark("orgqr");
+  /* 5. a = Qᵀ. */
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(jmg_cublas_geam(blas, a->dtype, CUBLAS_OP_T, n, m, x,
+                                        m, a->data[0], n),
+                        op, err);
+  if (rc == 0) rc = jmg_dn_read_info(&call, h_info, 2, names, err);
+  *info = h_info[0] != 0 ? h_info[0] : h_info[1];
+  jmg_dn_end_call(&call); /* waits for the stream where work is pending */
+  free(ones);
+  return rc;
+}
