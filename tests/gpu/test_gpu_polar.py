@@ -107,8 +107,11 @@ def test_cusolverdn_on_one_gpu_beside_jax(monkeypatch, rng, dtype):
         assert int(status) == 0
         _check(a, up, h, cond=float(np.linalg.cond(_ref(a))))
         # JAX's own on the same GPU, judged by the same tolerance, and the
-        # two Up's the same where A's condition number makes that telling.
-        up_j, h_j = jax.scipy.linalg.polar(jax.device_put(a, GPUS[0]))
+        # two Up's the same where A's condition number makes that telling;
+        # its products at full precision, as jaxmg's (core/_precision.py:
+        # XLA's default computes float32 products in TF32 on GPUs).
+        with jax.default_matmul_precision("highest"):
+            up_j, h_j = jax.scipy.linalg.polar(jax.device_put(a, GPUS[0]))
         ours, theirs = _errors(a, up, h), _errors(a, up_j, h_j)
         tol = 30 * shape[0] * float(np.finfo(dtype).eps)
         for key in ("backward", "orthogonality", "h"):

@@ -29,6 +29,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _shard
 from jaxmg._src.core import qr as qr_core
+from jaxmg._src.core._precision import full_precision
 
 
 def _my_rows(call: _shard.Call, x: jax.Array, rows: int) -> jax.Array:
@@ -47,6 +48,7 @@ def rank_status(r: jax.Array, m: int, n: int) -> jax.Array:
     return jnp.where(jnp.any(small), jnp.argmax(small) + 1, 0).astype(jnp.int32)
 
 
+@full_precision
 def shard(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, ...]:
     """One shard's part: a its r x n rows of A, b (m x k) the same on
     every device. Returns (q, r, x, status): q this shard's rows of Q (the
@@ -63,6 +65,7 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, ...
     return q, r, x, status
 
 
+@full_precision
 def _tangent(call: _shard.Call, a: jax.Array, b: jax.Array, r: jax.Array, x: jax.Array,
              status: jax.Array, da: jax.Array, db: jax.Array) -> jax.Array:
     """dx = R⁻¹ R⁻ᴴ (dAᴴ res + Aᴴ (db - dA x)), res = b - A x, from this

@@ -35,6 +35,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _shard
 from jaxmg._src.core import gesvd as gesvd_core
+from jaxmg._src.core._precision import full_precision
 
 
 def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
@@ -82,6 +83,7 @@ def _hermitian_rows(call: _shard.Call, vh_all: jax.Array, x_vh: jax.Array) -> ja
     return _hermitian_average(call, v_rows @ x_vh)
 
 
+@full_precision
 def _factors(call: _shard.Call, u: jax.Array, s: jax.Array, vh: jax.Array,
              want_h: bool) -> tuple[jax.Array, Any]:
     """(this device's rows of Up = U Vh, of H = V Σ Vᴴ, or None without
@@ -145,6 +147,7 @@ def _local_jvp(call: _shard.Call, want_h: bool, primals: tuple[jax.Array],
     return _rule(call, want_h, primals[0], tangents[0])
 
 
+@full_precision
 def _rule(call: _shard.Call, want_h: bool, a: jax.Array,
           da: jax.Array) -> tuple[tuple[jax.Array, ...], tuple[Any, ...]]:
     """(primal, tangent) of ``local``. The polar decomposition's own rule,
