@@ -22,7 +22,11 @@ with random probe vectors, in the working precision at
   orthonormality); infinite when w is not ascending;
 * eigvals (eigenvalues only): the larger of |sum w - tr A| / (N max|w|) and
   |sum w^2 - ||A||^2| / ||A||^2 (the first two moments of the spectrum, which
-  no eigenvector is needed to check); infinite when w is not ascending.
+  no eigenvector is needed to check); infinite when w is not ascending;
+* gesvd: the larger of ||A c - U diag(s) Vh c|| / (max s ||c||) and U's
+  and Vh's orthonormality on c; infinite when s is not descending;
+* polar (A general, as gesvd's): the larger of ||A c - Up H c|| / (||A||
+  ||c||), ||Upᴴ Up c - c|| / ||c|| and ||H c - Hᴴ c|| / (||A|| ||c||).
 
 ||A|| is the Frobenius norm. A run whose residual is not below
 cases.tolerance, is not finite, or whose jaxmg status is not 0 makes the
@@ -57,6 +61,9 @@ import inputs
 
 HI = jax.lax.Precision.HIGHEST
 PROBES = 4
+# The ops measured on a general matrix (inputs.general); the others on a
+# Hermitian positive definite one (inputs.hpd).
+GENERAL = ("lu_solve", "gesvd", "polar", "qr", "lstsq")
 
 
 @dataclass
@@ -211,6 +218,17 @@ def _qr_residual(a, q, r, c, anorm):
     return jnp.where(upper, jnp.maximum(r1, r2), jnp.inf)
 
 
+@jax.jit
+def _polar_residual(a, up, h, c, anorm):
+    """max(||A c - Up H c|| / (||A|| ||c||), ||Upᴴ Up c - c|| / ||c||,
+    ||H c - Hᴴ c|| / (||A|| ||c||))."""
+    cn = jnp.linalg.norm(c)
+    r1 = jnp.linalg.norm(_mm(a, c) - _mm(up, _mm(h, c))) / (anorm * cn)
+    r2 = jnp.linalg.norm(_mm(jnp.conj(up).T, _mm(up, c)) - c) / cn
+    r3 = jnp.linalg.norm(_mm(h, c) - _mm(jnp.conj(h).T, c)) / (anorm * cn)
+    return jnp.maximum(r1, jnp.maximum(r2, r3))
+
+
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
@@ -225,12 +243,10 @@ def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.A
         return float(_gesvd_residual(a, *out, probe))
     if op == "qr":
         return float(_qr_residual(a, *out, probe, anorm))
+    if op == "polar":
+        return float(_polar_residual(a, *out, probe, anorm))
     w, vecs = out
     return float(_syevd_residual(a, w, vecs, probe))
-
-
-# The ops measured on a general (non-symmetric) matrix; the others on an HPD one.
-GENERAL_OPS = ("lu_solve", "gesvd", "qr", "lstsq")
 
 
 def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
@@ -262,6 +278,10 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
     elif op == "lstsq":
         def f(a, b):
             return jaxmg.least_squares(a, b, tile, mesh, specs, return_status=True)
+    elif op == "polar":
+        def f(a, b):
+            up, h, status = jaxmg.polar(a, tile, mesh, specs[0], return_status=True)
+            return (up, h), status
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -292,6 +312,9 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "lstsq":
         def f(a, b):
             return jnp.linalg.lstsq(a, b)[0], None
+    elif op == "polar":
+        def f(a, b):
+            return jax.scipy.linalg.polar(a), None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None
@@ -314,7 +337,7 @@ def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], see
     Measured.trace."""
     tol = cases.tolerance(dtype, n)
     key = jax.random.PRNGKey(seed)
-    a = (inputs.general if op in GENERAL_OPS else inputs.hpd)(n, dtype, mesh, seed)
+    a = (inputs.general if op in GENERAL else inputs.hpd)(n, dtype, mesh, seed)
     b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, nrhs), dtype, mesh)
          if op in ("potrs", "lu_solve", "lstsq") else jnp.zeros((), dtype))
     anorm = frobenius(a)

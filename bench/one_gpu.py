@@ -4,7 +4,7 @@ result checked (bench/measure.py).
 
     python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
-                                   [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve,qr,lstsq]
+                                   [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve,polar,qr,lstsq]
                                    [--impls jax,jaxmg,jaxmg-cusolvermg,jaxmg-cusolvermp]
                                    [--nrhs 1,16,256] [--tile T] [--no-trace]
 
@@ -12,14 +12,16 @@ Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
 float64 (jnp.linalg.eigh), eigenvalues only float64 (jaxmg.syevd(...,
 return_eigenvectors=False) against jnp.linalg.eigvalsh), potri complex128
 (jnp.linalg.inv), gesvd float64 (jnp.linalg.svd), lu_solve float64
-(jnp.linalg.solve), qr float64 (jnp.linalg.qr) and lstsq float64
-(jaxmg.least_squares against jnp.linalg.lstsq, which solves by an SVD, on a
-square nonsingular A); N = 1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
+(jnp.linalg.solve), polar float64 (jax.scipy.linalg.polar, QDWH), qr float64
+(jnp.linalg.qr) and lstsq float64 (jaxmg.least_squares against
+jnp.linalg.lstsq, which solves by an SVD, on a square nonsingular A); N =
+1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
 with its default engine (cuSOLVERDn on one GPU) and jaxmg with
 JAXMG_ENGINE=cusolvermg (and, asked for with --impls, cusolvermp: it needs
 the cuda13 extra), side by side, T_A left out. potrs and lu_solve run once
 per number of right-hand sides in --nrhs (default 1). An engine that does
-not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd, qr, lstsq) is not measured:
+not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd and polar, cuSOLVERMg's qr
+and lstsq) is not measured:
 "skipped: no routine". --tile gives jaxmg's calls that T_A (default: left
 out), e.g. to see how cuSOLVERMp's block size (T_A on one GPU, a power of
 two at most T_A for its syevd) changes its speed.
@@ -60,11 +62,12 @@ import measure  # noqa: E402
 
 CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
          ("potri", "complex128"), ("gesvd", "float64"), ("lu_solve", "float64"),
-         ("qr", "float64"), ("lstsq", "float64"))
+         ("polar", "float64"), ("qr", "float64"), ("lstsq", "float64"))
 # The ops whose b has right-hand sides (--nrhs).
 RHS_OPS = ("potrs", "lu_solve", "lstsq")
 # Engines without a routine for an op: not measured.
-NO_ROUTINE = {(e, op) for e in ("cusolvermg", "cusolvermp") for op in ("gesvd", "qr", "lstsq")}
+NO_ROUTINE = {("cusolvermg", "gesvd"), ("cusolvermp", "gesvd"), ("cusolvermg", "polar"),
+              ("cusolvermp", "polar"), ("cusolvermg", "qr"), ("cusolvermg", "lstsq")}
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
@@ -75,7 +78,7 @@ DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
 # Copies of A a case holds at once (A, its result, workspaces, the check's
 # probes and products), for the memory estimate (also bench/engines.py's).
 COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3, "lu_solve": 3, "gesvd": 6,
-          "qr": 6, "lstsq": 5}
+          "polar": 7, "qr": 6, "lstsq": 5}
 FIELDS = ("op", "dtype", "n", "nrhs", "impl", "status", "median_s", "min_s", "max_s", "runs",
           "residual", "compile_s", "speed_vs_jax")
 
@@ -204,7 +207,7 @@ def trace_small(out: pathlib.Path, n: int = 1024, calls: int = 3,
                     else:
                         os.environ.pop("JAXMG_ENGINE", None)
                     os.environ.pop("JAXMG_TRACE", None)
-                    a = (inputs.general if op in measure.GENERAL_OPS
+                    a = (inputs.general if op in measure.GENERAL
                          else inputs.hpd)(n, dtype, mesh, 1)
                     b = jax.numpy.ones((n, 1), dtype)
                     fn = measure.jaxmg_fn(op, None, mesh)

@@ -165,7 +165,25 @@ static int cuda_make_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
   return 0;
 }
 
-static void cuda_free_device_ctx(void *ctx) { free(ctx); }
+/* The end of this participant's call, on the thread XLA runs its device's
+ * work on. A library may leave a non-sticky error in the CUDA runtime's
+ * per-thread last-error state behind a call that returned success; XLA's
+ * next kernel launch on this thread then fails ("There was an error before
+ * calling cuModuleGetFunction (1): cudaErrorInvalidValue", seen after
+ * cuSOLVERMp calls with one process per GPU on 2 H100s, 2026-11-25). Every
+ * call of jaxmg's own is checked (and jmg_cuda_check clears what fails), so
+ * what is pending here is a library's: cleared, and named under
+ * JAXMG_TRACE. A sticky error (the context lost) is not cleared by this and
+ * reaches XLA as before. */
+static void cuda_free_device_ctx(void *ctx) {
+  cudaError_t left = cudaGetLastError();
+  if (left != cudaSuccess && jmg_trace_on())
+    fprintf(stderr,
+            "jaxmg trace: a library left %s (%s) pending in the CUDA "
+            "runtime after a call that succeeded; cleared\n",
+            cudaGetErrorName(left), cudaGetErrorString(left));
+  free(ctx);
+}
 
 static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
                            jmg_error *err) {

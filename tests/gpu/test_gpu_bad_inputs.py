@@ -42,6 +42,8 @@ NO_ROUTINE = {
     ("cusolvermp", "gesvd"),  # cuSOLVERMp 0.8 has none; jaxmg does not call 0.9's
     ("cusolvermg", "qr"),  # cuSOLVERMg has no QR
     ("cusolvermg", "least_squares"),
+    ("cusolvermg", "polar"),  # polar runs through gesvd's SVD
+    ("cusolvermp", "polar"),
 }
 N, T_A = 64, 16
 

@@ -33,9 +33,11 @@ NONFINITE = ("nan_upper", "nan_lower", "nan_diag", "inf_diag", "neg_inf_upper",
 SINGULAR = ("ones", "zero_row_col")
 
 # The ops of the table; gesvd is in 1.x's form only and has no local-model
-# routine (lapack-local, cusolvermp 0.8); qr and least_squares (1.x's forms
-# only) run on both engines of the local model.
-OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "qr", "least_squares")
+# routine (lapack-local, cusolvermp 0.8), and neither has polar (through
+# gesvd's SVD); qr and least_squares (1.x's forms only) run on both
+# engines of the local model.
+OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "polar", "qr",
+       "least_squares")
 
 
 def _place(rng: np.random.Generator, n: int, where: str) -> tuple[int, int]:
@@ -141,6 +143,10 @@ def run_op(op: str, a: np.ndarray, mesh: Any, T_A: int | None,
         x, status = jaxmg.least_squares(A, b, T_A, mesh=mesh, matrix_specs=spec,
                                         return_status=True)
         out = {"x": x}
+    elif op == "polar":
+        up, h, status = jaxmg.polar(A, T_A, mesh=mesh, matrix_specs=spec,
+                                    return_status=True)
+        out = {"Up": up, "H": h}
     else:
         raise ValueError(op)
     return int(status), {k: np.asarray(v) for k, v in out.items()}
@@ -172,7 +178,7 @@ def engine_runs(engine: str, op: str, platform: str, nparts: int, dtype, n: int,
     the C library's own check: (True, "") or (False, why)."""
     from jaxmg._src import _native
 
-    solver = {"eigvalsh": "syevd", "least_squares": "qr"}.get(op, op)
+    solver = {"eigvalsh": "syevd", "polar": "gesvd", "least_squares": "qr"}.get(op, op)
     verdict = _native.engine_check(platform, solver, nparts, np.dtype(dtype).name, n,
                                    min(T_A, n // nparts))
     if verdict is None:

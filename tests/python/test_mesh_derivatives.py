@@ -218,6 +218,10 @@ def cotangent_cases(mesh, layout):
     def ref_svd(a):
         return svd_function(*jnp.linalg.svd(a, full_matrices=False))
 
+    def ref_polar(a):
+        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+        return u @ vh, (jnp.conj(vh).T * s) @ vh
+
     def svd_of(u, s, vh):
         return svd_function(u, s, full(vh))
 
@@ -252,6 +256,8 @@ def cotangent_cases(mesh, layout):
          lambda a, b: ref_vectors((a + jnp.conj(a).T) / 2)),
         ("gesvd", lambda a, b: svd_of(*jaxmg.gesvd(gen(a), TILE, mesh, matrix_specs=SPEC)),
          lambda a, b: ref_svd(0.75 * a + 0.25 * jnp.conj(a).T)),
+        ("polar", lambda a, b: jaxmg.polar(gen(a), TILE, mesh, matrix_specs=SPEC),
+         lambda a, b: ref_polar(0.75 * a + 0.25 * jnp.conj(a).T)),
     ]
 
 

@@ -16,7 +16,6 @@ permutation of diag(A, c*I), so the answer for A is read off exactly.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import zlib
 from dataclasses import dataclass

@@ -32,15 +32,18 @@ from jaxmg._src import _checks, _mode, _native, _shard
 from jaxmg._src.api import generalized, seeds
 from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
 from jaxmg._src.api.v1 import least_squares_forms as v1_ls, qr_forms as v1_qr
+from jaxmg._src.api.v1 import polar_forms as v1_polar
 from jaxmg._src.api.v1 import solve_forms as v1_solve
 from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 from jaxmg._src.core import gesvd as gesvd_core
+from jaxmg._src.core import polar as polar_core
 from jaxmg._src.core import qr as qr_core
 from jaxmg._src.core import sygvd as sygvd_core
 
-OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "qr", "least_squares")
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "polar", "qr",
+       "least_squares")
 # The ops of an M x N A (the others' is square).
-RECTANGULAR = ("gesvd", "qr", "least_squares")
+RECTANGULAR = ("gesvd", "polar", "qr", "least_squares")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,16 +77,17 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
                     in_specs: Any = None, *, T_A: int | None = None, nrhs: int = 1,
                     donate: bool = True, pad: bool = True, return_eigenvectors: bool = True,
                     compute_u: bool = True, compute_vh: bool = True,
-                    full_matrices: bool = False) -> MemoryEstimate:
+                    full_matrices: bool = False, compute_h: bool = True) -> MemoryEstimate:
     """The memory one call of ``op`` would take on each device, asked before
     running it: XLA's buffers for the program the call runs, and the
     workspace of the engine that would run it.
 
     Args:
       op: "potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd"
-        (``eigh_generalized``: B of A's shape and sharding), "qr" or
-        "least_squares".
-      shape: A's shape, (N, N) (gesvd, qr, least_squares: (M, N)).
+        (``eigh_generalized``: B of A's shape and sharding), "polar", "qr"
+        or "least_squares".
+      shape: A's shape, (N, N) (gesvd: (M, N); polar, qr, least_squares:
+        (M, N), M >= N).
       dtype: A's dtype (float32, float64, complex64, complex128).
       mesh: the mesh A is on; left out, a 1-D mesh "x" over all devices.
       in_specs: A's spec as the op takes it (``(P("x", None),)``); left out,
@@ -92,8 +96,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
       nrhs: b's columns (potrs, lu_solve, least_squares; b replicated).
       donate: estimate the call with A (and b) donated (``donate=True``),
         worked on in place, else the call that keeps A.
-      pad, return_eigenvectors, compute_u, compute_vh, full_matrices: as the
-        op takes them.
+      pad, return_eigenvectors, compute_u, compute_vh, full_matrices,
+        compute_h: as the op takes them.
 
     Returns:
       A ``MemoryEstimate``: the engine, T_A, whether A is padded, XLA's
@@ -109,7 +113,7 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         raise TypeError(f"jaxmg.memory_estimate: dtype must be float32, float64, complex64 "
                         f"or complex128, got {dtype.name}")
     if len(tuple(shape)) != 2 or any(int(s) < 1 for s in shape):
-        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, qr, "
+        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, polar, qr, "
                          f"least_squares: (M, N)), "
                          f"got {shape!r}")
     m, n = (int(s) for s in shape)
@@ -136,6 +140,10 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
         g = _shard.choose_geometry(op, n, rows.nparts, dtype, tile, False, True, platform,
                                    nodes)
+    elif op == "polar":
+        v1_polar._check_tall(op, jax.ShapeDtypeStruct((m, n), dtype))
+        v1_polar._polar_rows(op, m, n, rows.nparts)
+        g = polar_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
     else:
         _checks.check_divisible(op, n, rows.nparts)
         g = _shard.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, not pad, platform,
@@ -146,13 +154,15 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     if op == "sygvd":  # B: A's shape and sharding
         b = jax.ShapeDtypeStruct((n, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
-                        compute_u, compute_vh, full_matrices)
+                        compute_u, compute_vh, full_matrices, compute_h)
     donated = tuple(range(len(args))) if donate else ()
     compiled = jax.jit(fn, donate_argnums=donated).lower(*args).compile()
     mem = compiled.memory_analysis()
 
     if op in RECTANGULAR:
-        work, note = None, f"{op}'s workspace is not asked ahead of a call"
+        work, note = None, (f"{op}'s workspace is not asked ahead of a call"
+                            if op != "polar" else "polar's workspace (its SVD's, "
+                            "gesvd's) is not asked ahead of a call")
     else:
         work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
                                        g.rp * rows.nparts, g.tile, nrhs,
@@ -166,7 +176,7 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
 
 def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: bool,
              donate: bool, vectors: bool, want_u: bool, want_vh: bool,
-             full: bool) -> tuple[Any, tuple[Any, ...]]:
+             full: bool, want_h: bool = True) -> tuple[Any, tuple[Any, ...]]:
     """The function a call runs and its abstract arguments: with ``donate``,
     the one a donating eager call jits (its work buffer returned, v1.solve_forms'
     ``*_worked``), else the plain form's."""
@@ -190,6 +200,9 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
         fn = generalized._run_worked if donate else generalized._run
         return functools.partial(fn, return_eigenvectors=vectors, return_status=False,
                                  **kw), (a, b)
+    if op == "polar":  # Up takes a donated A's buffer: no work buffer returned
+        return functools.partial(v1_polar._polar_plain, T_A=T_A, mesh=mesh, specs=specs,
+                                 want_h=want_h, want_status=False), (a,)
     return functools.partial(v1_gesvd._gesvd_plain, T_A=T_A, mesh=mesh, specs=specs, full=full,
                              want_u=want_u, want_vh=want_vh, want_status=False,
                              work=donate), (a,)

@@ -1,8 +1,8 @@
 """JAXMg 1.x's call forms beside the seeds' (0.x), under the same names.
 
 The plain forms (``potrs``, ``lu_solve``, ``syevd``, ``potri``) take a
-superset of both generations' arguments (``gesvd``, which the seeds lack,
-takes 1.x's alone): the seeds' positional order ``(a,
+superset of both generations' arguments (``gesvd``, ``polar``, ``qr`` and
+``least_squares``, which the seeds lack, take 1.x's alone): the seeds' positional order ``(a,
 [b,] T_A, mesh, in_specs, ...)`` is also 1.x's up to its fifth argument,
 whose 1.x name ``matrix_specs`` means the seeds' ``in_specs``; 1.x's
 keyword-only ``donate=`` and ``return_logdet=`` (potrs) are accepted too.
@@ -32,10 +32,12 @@ meanings. Its modules: ``_calls`` (the machinery every op's forms share:
 reading arguments, telling the two ctx generations apart, the mesh and
 layout at the global level, donation of the plain forms), then one module
 per group of ops: ``solve_forms`` (potrs, lu_solve, potri), ``syevd_forms``,
-``gesvd_forms``, ``qr_forms``, ``least_squares_forms``.
+``gesvd_forms``, ``polar_forms`` (over gesvd's SVD), ``qr_forms``,
+``least_squares_forms`` (over qr's op).
 """
 
 from jaxmg._src.api.v1.gesvd_forms import gesvd, gesvd_shardmap_ctx
+from jaxmg._src.api.v1.polar_forms import polar, polar_shardmap_ctx
 from jaxmg._src.api.v1.solve_forms import (
     lu_solve,
     lu_solve_shardmap_ctx,
@@ -54,6 +56,8 @@ __all__ = [
     "least_squares_shardmap_ctx",
     "lu_solve",
     "lu_solve_shardmap_ctx",
+    "polar",
+    "polar_shardmap_ctx",
     "potri",
     "potrs",
     "potrs_shardmap_ctx",

@@ -54,15 +54,25 @@ def _gesvd_rows(op: str, m: int, n: int, nparts: int, full: bool, want_u: bool,
 def _prepare_gesvd(op: str, a: Any, T_A: Any, mesh: Any, specs: Any, full: bool,
                    want_u: bool, want_vh: bool,
                    layout: Callable[[str, Any, Any, Any], tuple[Any, Any]]) -> tuple[Any, ...]:
-    """gesvd's steps before its program runs: a checked, the mesh and
-    specs (``layout``'s), the rows' sharding, every output's rows against
-    the group, the geometry (the engine asked), a onto the mesh. Returns
+    """gesvd's steps before its program runs (_prepare_svd's). Returns
     (a, mesh, rows, g)."""
+    return _prepare_svd(op, a, T_A, mesh, specs, layout,
+                        lambda m, n, nparts: _gesvd_rows(op, m, n, nparts, full, want_u,
+                                                         want_vh))
+
+
+def _prepare_svd(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
+                 layout: Callable[[str, Any, Any, Any], tuple[Any, Any]],
+                 check_rows: Callable[[int, int, int], None]) -> tuple[Any, ...]:
+    """The steps before a program over gesvd's SVD runs (gesvd's, polar's):
+    a checked, the mesh and specs (``layout``'s), the rows' sharding, every
+    output's rows against the group (``check_rows(M, N, nparts)``), the
+    geometry (the engine asked), a onto the mesh. Returns (a, mesh, rows, g)."""
     m, dtype = _checks.check_matrix(op, a, square=False)
     n = int(a.shape[1])
     mesh, specs = layout(op, a, mesh, specs)
     rows = _checks.check_specs(op, mesh, specs, 1)
-    _gesvd_rows(op, m, n, rows.nparts, full, want_u, want_vh)
+    check_rows(m, n, rows.nparts)
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
@@ -205,20 +215,11 @@ def gesvd_shardmap_ctx(
     op = "gesvd_shardmap_ctx"
     want_u, want_vh, full = _gesvd_flags(op, compute_u, compute_vh, full_matrices)
     if current_manual_axes():
-        pad, axis_name, _ = _inside_shard_map(
-            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
-            matrix_specs=matrix_specs, in_specs=in_specs, extra={})
-        rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name,
-                                                   square=False)
-        m = int(a.shape[0]) * rows.nparts
-        _gesvd_rows(op, m, n, rows.nparts, full, want_u, want_vh)
-        platform = _native.platform_of(jax.default_backend())
-        g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform,
-                                _mode.ambient_nodes(rows.nparts))
-        call = _manual.make_call(op, rows, m, a, T_A, pad, geometry=g)
-        # A rectangular shard does not tell the group's size (_shard.ffi_call).
-        call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
-        _native.load()
+        call = _local_svd_call(
+            op, a, T_A, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs,
+            check_rows=lambda m, n, nparts: _gesvd_rows(op, m, n, nparts, full, want_u,
+                                                        want_vh))
         out = gesvd_core.local(call, full, want_u, want_vh, a)
         out = _numpy_order(tuple(out), want_u, want_vh)
         return (a,) + out[:-1] + (out[-1].reshape(1),)
@@ -228,3 +229,28 @@ def gesvd_shardmap_ctx(
     return _gesvd_global(a, op=op, T_A=T_A, mesh=mesh, specs=specs, full=full,
                          want_u=want_u, want_vh=want_vh, layout=_global_layout)
 
+
+
+def _local_svd_call(op: str, a: Any, T_A: Any, positional: tuple[Any, ...], *, pad: Any,
+                    axis_name: Any, mesh: Any, matrix_specs: Any, in_specs: Any,
+                    check_rows: Callable[[int, int, int], None]) -> _manual.Call:
+    """A ctx form over gesvd's SVD (gesvd's, polar's) inside a shard_map
+    body: the seeds' reading of its arguments, this device's rows a of the
+    M x N A, every output's rows against the group (``check_rows(M, N,
+    nparts)``), the geometry (the engine asked) and the call. Everything
+    refused here is refused before tracing."""
+    pad, axis_name, _ = _inside_shard_map(
+        op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+        matrix_specs=matrix_specs, in_specs=in_specs, extra={})
+    rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name,
+                                               square=False)
+    m = int(a.shape[0]) * rows.nparts
+    check_rows(m, n, rows.nparts)
+    platform = _native.platform_of(jax.default_backend())
+    g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform,
+                            _mode.ambient_nodes(rows.nparts))
+    call = _manual.make_call(op, rows, m, a, T_A, pad, geometry=g)
+    # A rectangular shard does not tell the group's size (_shard.ffi_call).
+    call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
+    _native.load()
+    return call

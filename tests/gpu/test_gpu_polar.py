@@ -1,0 +1,197 @@
+"""polar (A = Up H through gesvd's SVD) on GPUs: every dtype, tall and
+square, through cuSOLVERDn on one GPU (both of its SVD routines: Jacobi up
+to 1024 rows and columns, Xgesvd above) and through the gather engine on
+every GPU (>= 2), beside JAX's own ``jax.scipy.linalg.polar`` on the same
+GPU (both judged against SciPy's in float64; nothing is timed); graded
+spectra to 1/eps and a singular A; the status and NaN of an A that is not
+finite; grad against the SVD formula differentiated by JAX; and
+cuSOLVERMp, which has no SVD, refused with a message (skipped where
+cuSOLVERMp cannot be loaded). Skipped without GPUs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg  # noqa: E402
+import scipy.linalg  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+from gpu_env import gpu_devices  # noqa: E402
+
+GPUS = gpu_devices()
+pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
+
+import jaxmg  # noqa: E402
+
+ROWS = P("x", None)
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+IDS = ["f32", "f64", "c64", "c128"]
+
+
+def _mesh(k: int) -> Mesh:
+    return Mesh(np.array(GPUS[:k]), ("x",))
+
+
+def _ref(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+
+
+def _random(rng, shape, dtype) -> np.ndarray:
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def _with_spectrum(rng, shape, s, dtype) -> np.ndarray:
+    m, n = shape
+    u, _ = np.linalg.qr(_ref(_random(rng, (m, n), dtype)))
+    v, _ = np.linalg.qr(_ref(_random(rng, (n, n), dtype)))
+    return ((u * np.asarray(s, np.float64)) @ v.conj().T).astype(dtype)
+
+
+def _errors(a, up, h) -> dict[str, float]:
+    """Backward error, orthogonality, H's distance from SciPy's (all over
+    ||A||), Up's distance from SciPy's, H's departure from Hermitian and
+    its most negative eigenvalue over ||A||."""
+    ref = _ref(a)
+    up, h = _ref(np.asarray(up)), _ref(np.asarray(h))
+    norm = np.linalg.norm(ref)
+    up_ref, h_ref = scipy.linalg.polar(ref)
+    return {
+        "backward": np.linalg.norm(ref - up @ h) / norm,
+        "orthogonality": np.linalg.norm(up.conj().T @ up - np.eye(up.shape[1])),
+        "h": np.linalg.norm(h - h_ref) / norm,
+        "up": np.linalg.norm(up - up_ref),
+        "hermitian": np.linalg.norm(h - h.conj().T) / norm,
+        "negative": max(0.0, -np.linalg.eigvalsh((h + h.conj().T) / 2)[0]) / norm,
+    }
+
+
+def _check(a, up, h, cond: float = 1.0) -> None:
+    m, n = a.shape
+    tol = 30 * m * float(np.finfo(a.dtype).eps)
+    e = _errors(a, up, h)
+    assert up.shape == (m, n) and h.shape == (n, n)
+    assert e["backward"] < tol and e["orthogonality"] < tol and e["h"] < tol, e
+    assert e["hermitian"] == 0.0 and e["negative"] < tol, e
+    if tol * cond < 0.1:
+        assert e["up"] < tol * cond, e
+
+
+@pytest.fixture
+def rng(request):
+    import zlib
+
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def _shapes(k: int) -> list[tuple[int, int]]:
+    """Tall and square, rows and columns divisible by k; then one above
+    1024 (cuSOLVERDn's Xgesvd rather than its Jacobi routine)."""
+    return [(64 * k, 24 * k), (40 * k, 40 * k), (1088, 1032)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_cusolverdn_on_one_gpu_beside_jax(monkeypatch, rng, dtype):
+    monkeypatch.setenv("JAXMG_ENGINE", "cusolverdn")
+    mesh = _mesh(1)
+    for shape in _shapes(1):
+        a = _random(rng, shape, dtype)
+        A = jax.device_put(a, NamedSharding(mesh, ROWS))
+        up, h, status = jaxmg.polar(A, return_status=True)
+        assert int(status) == 0
+        _check(a, up, h, cond=float(np.linalg.cond(_ref(a))))
+        # JAX's own on the same GPU, judged by the same tolerance, and the
+        # two Up's the same where A's condition number makes that telling.
+        up_j, h_j = jax.scipy.linalg.polar(jax.device_put(a, GPUS[0]))
+        ours, theirs = _errors(a, up, h), _errors(a, up_j, h_j)
+        tol = 30 * shape[0] * float(np.finfo(dtype).eps)
+        for key in ("backward", "orthogonality", "h"):
+            assert theirs[key] < tol, (key, ours, theirs)
+        cond = float(np.linalg.cond(_ref(a)))
+        if tol * cond < 0.1:
+            diff = np.linalg.norm(_ref(np.asarray(up)) - _ref(np.asarray(up_j)))
+            assert diff < tol * cond, (diff, ours, theirs)
+
+
+@pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_gather_on_every_gpu(monkeypatch, rng, dtype):
+    monkeypatch.delenv("JAXMG_ENGINE", raising=False)  # the default: gather
+    k = len(GPUS)
+    mesh = _mesh(k)
+    for shape in _shapes(k)[:2]:
+        a = _random(rng, shape, dtype)
+        A = jax.device_put(a, NamedSharding(mesh, ROWS))
+        up, h = jaxmg.polar(A)
+        _check(a, up, h, cond=float(np.linalg.cond(_ref(a))))
+        assert up.sharding.is_equivalent_to(NamedSharding(mesh, ROWS), 2)
+        assert h.sharding.is_equivalent_to(NamedSharding(mesh, ROWS), 2)
+
+
+@pytest.mark.parametrize("k", sorted({1, len(GPUS)}))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_graded_spectra(rng, dtype, k):
+    """Singular values 1 ... eps (κ = 1/eps) and exactly singular: still
+    backward stable."""
+    mesh = _mesh(k)
+    n = 32 * k
+    eps = float(np.finfo(dtype).eps)
+    singular = np.logspace(0, -3, n)
+    singular[-3:] = 0
+    for s in (np.logspace(0, np.log10(eps), n), singular):
+        a = _with_spectrum(rng, (2 * n, n), s, dtype)
+        up, h, status = jaxmg.polar(jax.device_put(a, NamedSharding(mesh, ROWS)),
+                                    return_status=True)
+        assert int(status) == 0
+        _check(a, up, h, cond=np.inf)
+
+
+@pytest.mark.parametrize("k", sorted({1, len(GPUS)}))
+def test_nan_gives_status_and_nan(rng, k):
+    mesh = _mesh(k)
+    a = _random(rng, (16 * k, 8 * k), np.float64)
+    a[3, 2] = np.nan
+    up, h, status = jaxmg.polar(jax.device_put(a, NamedSharding(mesh, ROWS)),
+                                return_status=True)
+    assert int(status) == -1
+    assert np.all(np.isnan(np.asarray(up))) and np.all(np.isnan(np.asarray(h)))
+
+
+@pytest.mark.parametrize("k", sorted({1, len(GPUS)}))
+def test_grad_matches_the_svd_formula(rng, k):
+    mesh = _mesh(k)
+    a = _random(rng, (24 * k, 16 * k), np.complex128)
+    c = _random(rng, a.shape, np.complex128)
+    d = _random(rng, (a.shape[1],) * 2, np.complex128)
+
+    def loss(polar):
+        def run(x):
+            up, h = polar(x)
+            return jnp.real(jnp.sum(jnp.conj(c) * up) + jnp.sum(jnp.conj(d) * h))
+        return run
+
+    def by_svd(x):
+        u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+        return u @ vh, (jnp.conj(vh).T * s) @ vh
+
+    ours = jax.jit(jax.grad(loss(lambda x: jaxmg.polar(x, mesh=mesh, matrix_specs=ROWS))))
+    g = ours(jax.device_put(a, NamedSharding(mesh, ROWS)))
+    g_ref = jax.grad(loss(by_svd))(jax.device_put(a, GPUS[0]))
+    err = np.linalg.norm(np.asarray(g) - np.asarray(g_ref)) / np.linalg.norm(np.asarray(g_ref))
+    assert err < 1e-8
+
+
+def test_cusolvermp_refuses_polar_clearly(monkeypatch, rng):
+    ok, why = jaxmg.cusolvermp_available()
+    if not ok:
+        pytest.skip(f"cuSOLVERMp not available: {why}")
+    monkeypatch.setenv("JAXMG_ENGINE", "cusolvermp")
+    a = jax.device_put(_random(rng, (16, 8), np.float64), NamedSharding(_mesh(1), ROWS))
+    with pytest.raises(ValueError, match=r"jaxmg.polar: no engine runs .*cusolvermp"):
+        jaxmg.polar(a)
