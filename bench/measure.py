@@ -208,17 +208,6 @@ def _gesvd_residual(a, u, s, vh, c):
 
 
 @jax.jit
-def _qr_residual(a, q, r, c, anorm):
-    """max(||A c - Q R c|| / (||A|| ||c||), ||Qᴴ Q c - c|| / ||c||), inf
-    unless R is upper triangular."""
-    cn = jnp.linalg.norm(c)
-    r1 = jnp.linalg.norm(_mm(a, c) - _mm(q, _mm(r, c))) / (anorm * cn)
-    r2 = jnp.linalg.norm(_mm(jnp.conj(q).T, _mm(q, c)) - c) / cn
-    upper = jnp.all(jnp.tril(r, -1) == 0)
-    return jnp.where(upper, jnp.maximum(r1, r2), jnp.inf)
-
-
-@jax.jit
 def _polar_residual(a, up, h, c, anorm):
     """max(||A c - Up H c|| / (||A|| ||c||), ||Upᴴ Up c - c|| / ||c||,
     ||H c - Hᴴ c|| / (||A|| ||c||))."""
@@ -227,6 +216,16 @@ def _polar_residual(a, up, h, c, anorm):
     r2 = jnp.linalg.norm(_mm(jnp.conj(up).T, _mm(up, c)) - c) / cn
     r3 = jnp.linalg.norm(_mm(h, c) - _mm(jnp.conj(h).T, c)) / (anorm * cn)
     return jnp.maximum(r1, jnp.maximum(r2, r3))
+
+
+def _qr_residual(a, q, r, c, anorm):
+    """max(||A c - Q R c|| / (||A|| ||c||), ||Qᴴ Q c - c|| / ||c||), inf
+    unless R is upper triangular."""
+    cn = jnp.linalg.norm(c)
+    r1 = jnp.linalg.norm(_mm(a, c) - _mm(q, _mm(r, c))) / (anorm * cn)
+    r2 = jnp.linalg.norm(_mm(jnp.conj(q).T, _mm(q, c)) - c) / cn
+    upper = jnp.all(jnp.tril(r, -1) == 0)
+    return jnp.where(upper, jnp.maximum(r1, r2), jnp.inf)
 
 
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
@@ -241,10 +240,10 @@ def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.A
         return float(_potri_residual(a, out, probe, anorm))
     if op == "gesvd":
         return float(_gesvd_residual(a, *out, probe))
-    if op == "qr":
-        return float(_qr_residual(a, *out, probe, anorm))
     if op == "polar":
         return float(_polar_residual(a, *out, probe, anorm))
+    if op == "qr":
+        return float(_qr_residual(a, *out, probe, anorm))
     w, vecs = out
     return float(_syevd_residual(a, w, vecs, probe))
 
@@ -271,6 +270,10 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
         def f(a, b):
             u, s, vh, status = jaxmg.gesvd(a, tile, mesh, specs[0], return_status=True)
             return (u, s, vh), status
+    elif op == "polar":
+        def f(a, b):
+            up, h, status = jaxmg.polar(a, tile, mesh, specs[0], return_status=True)
+            return (up, h), status
     elif op == "qr":
         def f(a, b):
             q, r, status = jaxmg.qr(a, tile, mesh, specs[0], return_status=True)
@@ -278,10 +281,6 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
     elif op == "lstsq":
         def f(a, b):
             return jaxmg.least_squares(a, b, tile, mesh, specs, return_status=True)
-    elif op == "polar":
-        def f(a, b):
-            up, h, status = jaxmg.polar(a, tile, mesh, specs[0], return_status=True)
-            return (up, h), status
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -306,15 +305,15 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "gesvd":
         def f(a, b):
             return jnp.linalg.svd(a, full_matrices=False), None
+    elif op == "polar":
+        def f(a, b):
+            return jax.scipy.linalg.polar(a), None
     elif op == "qr":
         def f(a, b):
             return jnp.linalg.qr(a), None
     elif op == "lstsq":
         def f(a, b):
             return jnp.linalg.lstsq(a, b)[0], None
-    elif op == "polar":
-        def f(a, b):
-            return jax.scipy.linalg.polar(a), None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None

@@ -20,8 +20,7 @@ with its default engine (cuSOLVERDn on one GPU) and jaxmg with
 JAXMG_ENGINE=cusolvermg (and, asked for with --impls, cusolvermp: it needs
 the cuda13 extra), side by side, T_A left out. potrs and lu_solve run once
 per number of right-hand sides in --nrhs (default 1). An engine that does
-not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd and polar, cuSOLVERMg's qr
-and lstsq) is not measured:
+not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd, polar, qr, lstsq) is not measured:
 "skipped: no routine". --tile gives jaxmg's calls that T_A (default: left
 out), e.g. to see how cuSOLVERMp's block size (T_A on one GPU, a power of
 two at most T_A for its syevd) changes its speed.
@@ -66,8 +65,8 @@ CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
 # The ops whose b has right-hand sides (--nrhs).
 RHS_OPS = ("potrs", "lu_solve", "lstsq")
 # Engines without a routine for an op: not measured.
-NO_ROUTINE = {("cusolvermg", "gesvd"), ("cusolvermp", "gesvd"), ("cusolvermg", "polar"),
-              ("cusolvermp", "polar"), ("cusolvermg", "qr"), ("cusolvermg", "lstsq")}
+NO_ROUTINE = {(e, op) for e in ("cusolvermg", "cusolvermp")
+              for op in ("gesvd", "polar", "qr", "lstsq")}
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),

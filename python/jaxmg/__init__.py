@@ -5,12 +5,11 @@ eigendecompositions (``syevd``), general solves by LU (``lu_solve``),
 singular value decompositions (``gesvd``, of a rectangular or square matrix),
 the generalized Hermitian-definite eigenproblem A v = λ B v
 (``eigh_generalized`` and ``eigh_generalized_shardmap_ctx``, B positive
-definite, SciPy's ``eigh(a, b)``), polar decompositions (``polar``, A = Up
-H of a tall or square matrix, through gesvd's SVD), QR decompositions
-(``qr``) and least-squares solves (``least_squares``) of a tall or square
-matrix, of row-sharded matrices, computed across the devices of a node
-(cuSOLVERDn on one GPU, cuSOLVERMg and jaxmg's tiled factorizations on
-several, LAPACK on CPU
+definite, SciPy's ``eigh(a, b)``), QR decompositions (``qr``), least-squares
+solves (``least_squares``) and polar decompositions (``polar``, A = Up H,
+through gesvd's SVD) of a tall or square matrix, of row-sharded matrices,
+computed across the devices of a node (cuSOLVERDn on one GPU, cuSOLVERMg and
+jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.
 
 One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
@@ -18,7 +17,7 @@ One package serves two API generations: the seeds' (JAXMg 0.x) and JAXMg
 called at the global level on the whole matrix, as NetKet does); see
 ``jaxmg._src.api.v1`` for how a call is read, for every op but ``potri``
 (whose ``potri_shardmap_ctx`` has the seeds' form only: 1.x has no potri)
-and ``gesvd``, ``polar``, ``qr`` and ``least_squares`` (1.x's form only:
+and ``gesvd``, ``qr``, ``least_squares`` and ``polar`` (1.x's forms only:
 the seeds have none of them).
 """
 

@@ -34,8 +34,9 @@ SINGULAR = ("ones", "zero_row_col")
 
 # The ops of the table; gesvd is in 1.x's form only and has no local-model
 # routine (lapack-local, cusolvermp 0.8), and neither has polar (through
-# gesvd's SVD); qr and least_squares (1.x's forms only) run on both
-# engines of the local model.
+# gesvd's SVD).
+# qr and least_squares (1.x's forms only) run on both engines of the local
+# model.
 OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "polar", "qr",
        "least_squares")
 
@@ -136,6 +137,10 @@ def run_op(op: str, a: np.ndarray, mesh: Any, T_A: int | None,
         u, s, vh, status = jaxmg.gesvd(A, T_A, mesh=mesh, matrix_specs=spec,
                                        return_status=True)
         out = {"U": u, "s": s, "Vh": vh}
+    elif op == "polar":
+        up, h, status = jaxmg.polar(A, T_A, mesh=mesh, matrix_specs=spec,
+                                    return_status=True)
+        out = {"Up": up, "H": h}
     elif op == "qr":
         q, r, status = jaxmg.qr(A, T_A, mesh=mesh, matrix_specs=spec, return_status=True)
         out = {"Q": q, "R": r}
@@ -143,10 +148,6 @@ def run_op(op: str, a: np.ndarray, mesh: Any, T_A: int | None,
         x, status = jaxmg.least_squares(A, b, T_A, mesh=mesh, matrix_specs=spec,
                                         return_status=True)
         out = {"x": x}
-    elif op == "polar":
-        up, h, status = jaxmg.polar(A, T_A, mesh=mesh, matrix_specs=spec,
-                                    return_status=True)
-        out = {"Up": up, "H": h}
     else:
         raise ValueError(op)
     return int(status), {k: np.asarray(v) for k, v in out.items()}

@@ -40,10 +40,10 @@ from jaxmg._src.core import polar as polar_core
 from jaxmg._src.core import qr as qr_core
 from jaxmg._src.core import sygvd as sygvd_core
 
-OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "polar", "qr",
-       "least_squares")
+OPS = ("potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd", "qr", "least_squares",
+       "polar")
 # The ops of an M x N A (the others' is square).
-RECTANGULAR = ("gesvd", "polar", "qr", "least_squares")
+RECTANGULAR = ("gesvd", "qr", "least_squares", "polar")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,9 +84,9 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
 
     Args:
       op: "potrs", "lu_solve", "potri", "syevd", "gesvd", "sygvd"
-        (``eigh_generalized``: B of A's shape and sharding), "polar", "qr"
-        or "least_squares".
-      shape: A's shape, (N, N) (gesvd: (M, N); polar, qr, least_squares:
+        (``eigh_generalized``: B of A's shape and sharding), "qr",
+        "least_squares" or "polar".
+      shape: A's shape, (N, N) (gesvd: (M, N); qr, least_squares, polar:
         (M, N), M >= N).
       dtype: A's dtype (float32, float64, complex64, complex128).
       mesh: the mesh A is on; left out, a 1-D mesh "x" over all devices.
@@ -113,9 +113,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         raise TypeError(f"jaxmg.memory_estimate: dtype must be float32, float64, complex64 "
                         f"or complex128, got {dtype.name}")
     if len(tuple(shape)) != 2 or any(int(s) < 1 for s in shape):
-        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, polar, qr, "
-                         f"least_squares: (M, N)), "
-                         f"got {shape!r}")
+        raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, qr, "
+                         f"least_squares, polar: (M, N)), got {shape!r}")
     m, n = (int(s) for s in shape)
     if op not in RECTANGULAR and m != n:
         raise ValueError(f"jaxmg.memory_estimate: {op} takes a square A, got {shape!r}")
@@ -160,9 +159,9 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     mem = compiled.memory_analysis()
 
     if op in RECTANGULAR:
-        work, note = None, (f"{op}'s workspace is not asked ahead of a call"
-                            if op != "polar" else "polar's workspace (its SVD's, "
-                            "gesvd's) is not asked ahead of a call")
+        work, note = None, (f"{op}'s workspace is not asked ahead of a call" if op != "polar"
+                            else "polar's workspace (its SVD's, gesvd's) is not asked ahead "
+                            "of a call")
     else:
         work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
                                        g.rp * rows.nparts, g.tile, nrhs,

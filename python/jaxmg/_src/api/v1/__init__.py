@@ -2,9 +2,10 @@
 
 The plain forms (``potrs``, ``lu_solve``, ``syevd``, ``potri``) take a
 superset of both generations' arguments (``gesvd``, ``polar``, ``qr`` and
-``least_squares``, which the seeds lack, take 1.x's alone): the seeds' positional order ``(a,
-[b,] T_A, mesh, in_specs, ...)`` is also 1.x's up to its fifth argument,
-whose 1.x name ``matrix_specs`` means the seeds' ``in_specs``; 1.x's
+``least_squares``, which the seeds lack, take 1.x's alone): the seeds'
+positional order ``(a, [b,] T_A, mesh, in_specs, ...)`` is also 1.x's up
+to its fifth argument, whose 1.x name ``matrix_specs`` means the seeds'
+``in_specs``; 1.x's
 keyword-only ``donate=`` and ``return_logdet=`` (potrs) are accepted too.
 Every seeds' call means what it meant.
 
@@ -33,7 +34,7 @@ reading arguments, telling the two ctx generations apart, the mesh and
 layout at the global level, donation of the plain forms), then one module
 per group of ops: ``solve_forms`` (potrs, lu_solve, potri), ``syevd_forms``,
 ``gesvd_forms``, ``polar_forms`` (over gesvd's SVD), ``qr_forms``,
-``least_squares_forms`` (over qr's op).
+``least_squares_forms`` (over qr's program).
 """
 
 from jaxmg._src.api.v1.gesvd_forms import gesvd, gesvd_shardmap_ctx
