@@ -32,7 +32,8 @@ python -m pytest -q -rs tests/python tests/gpu "$@" || status=1
 # meshes of Auto and Explicit axes: the 1.x forms (every op but gesvd; vmap
 # and grad of the ctx forms; the seeds' ctx forms inside shard_map), the
 # log-determinant and its derivative, vmap of the plain forms and of gesvd
-# and polar, gesvd's and polar's ctx forms, polar's check_grads, and the
+# and polar, gesvd's and polar's ctx forms, polar's check_grads, qr's and
+# least_squares's jit, vmap, ctx form and check_grads, and the
 # derivatives (check_grads: jvp and vjp) and cotangents of every op and form
 # (gesvd and polar included) on every kind of mesh,
 # jitted (the eager cases run the same rules and take most of that file's
@@ -44,6 +45,12 @@ JAXMIN_TESTS=(tests/python/test_v1_api.py tests/python/test_logdet.py
               tests/python/test_polar.py::test_polar_under_jit_and_vmap
               tests/python/test_polar.py::test_polar_ctx_at_the_global_level
               tests/python/test_polar.py::test_polar_check_grads
+              tests/python/test_qr.py::test_qr_under_jit_and_vmap
+              tests/python/test_qr.py::test_qr_ctx_at_the_global_level
+              tests/python/test_qr.py::test_qr_check_grads_on_auto_and_explicit_meshes
+              tests/python/test_least_squares.py::test_least_squares_under_jit_and_vmap
+              tests/python/test_least_squares.py::test_least_squares_ctx_at_the_global_level
+              tests/python/test_least_squares.py::test_least_squares_check_grads_on_auto_and_explicit_meshes
               tests/python/test_mesh_derivatives.py)
 JAXMIN_SELECT="not (mesh_derivatives and eager)"
 echo "== Python tests on the oldest jax jaxmg claims (jax $JAXMG_JAX_MIN, a subset)"

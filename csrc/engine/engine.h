@@ -205,8 +205,8 @@ typedef struct jmg_leader_routines {
    *   rt: Rᵀ, rt->n = n rows, rt->ndev * rt->local_cols >= n columns (R's
    *      rows, ceil(n / ndev) a device): columns 0 .. n-1 receive Rᵀ (R's
    *      strict lower part zero), the columns past n zero.
-   * Plain transposes, never conjugated. R's diagonal is LAPACK's (any sign,
-   * complex for complex dtypes). *info: 0 (a Householder QR does not fail
+   * Plain transposes, never conjugated. R's diagonal is the library's
+   * Householder QR's (either sign; LAPACK's is real for complex dtypes). *info: 0 (a Householder QR does not fail
    * numerically; the ops layer fills Q and R with NaN for a nonzero
    * info). */
   int (*qr)(const struct jmg_engine *e, const jmg_dist_matrix *a,

@@ -110,9 +110,9 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax
       dQ = Q (Ω - C) + dA R⁻¹
       dR = (C - Ω) R              (upper triangular, real diagonal)
     From A = Q R: Qᴴ dA R⁻¹ = Qᴴ dQ + dR R⁻¹, the first skew-Hermitian
-    (QᴴQ = I) and the second upper triangular, its diagonal real with R's
-    diagonal held real in the gauge LAPACK's complex Householder QR leaves
-    it (the rule's real diagonal is JAX's choice), which fixes Ω = Qᴴ dQ.
+    (QᴴQ = I) and the second upper triangular with a real diagonal (R's
+    diagonal stays real, as LAPACK's complex Householder QR makes it: JAX's
+    choice too), which fixes Ω = Qᴴ dQ.
     The rule is linear in dA: JAX transposes it for reverse mode."""
     (a,), (da,) = primals, tangents
     q, r_part, status = shard(call, a)

@@ -1,11 +1,12 @@
 """JAXMg 1.x's call forms beside the seeds' (0.x), under the same names.
 
 The plain forms (``potrs``, ``lu_solve``, ``syevd``, ``potri``) take a
-superset of both generations' arguments (``gesvd`` and ``polar``, which
-the seeds lack, take 1.x's alone): the seeds' positional order ``(a,
-[b,] T_A, mesh, in_specs, ...)`` is also 1.x's up to its fifth argument,
-whose 1.x name ``matrix_specs`` means the seeds' ``in_specs``; 1.x's
-keyword-only ``donate=`` and ``return_logdet=`` (potrs) are accepted too.
+superset of both generations' arguments (``gesvd``, ``polar``, ``qr`` and
+``least_squares``, which the seeds lack, take 1.x's alone): the seeds'
+positional order ``(a, [b,] T_A, mesh, in_specs, ...)`` is also 1.x's up
+to its fifth argument, whose 1.x name ``matrix_specs`` means the seeds'
+``in_specs``; 1.x's keyword-only ``donate=`` and ``return_logdet=``
+(potrs) are accepted too.
 Every seeds' call means what it meant.
 
 The ``*_shardmap_ctx`` forms mean two things, and which one a call means is
