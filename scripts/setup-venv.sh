@@ -36,7 +36,7 @@ fi
 "$venv/bin/python" -m pip install -q --upgrade pip
 extra=("netket>=3.23")
 [ -n "${JAXMG_JAX_SPEC:-}" ] && extra=()
-"$venv/bin/python" -m pip install -q "$jax_spec" numpy scipy pytest pytest-timeout matplotlib \
+"$venv/bin/python" -m pip install -q "$jax_spec" numpy scipy pytest pytest-timeout pytest-xdist matplotlib \
   "${extra[@]}" "scikit-build-core>=0.10" cmake ninja
 # Build and install jaxmg into the venv (no build isolation: the venv already
 # holds jax, whose XLA FFI headers the build needs), in a build folder of its

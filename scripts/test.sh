@@ -23,8 +23,15 @@ for variant in plain sanitize; do
     cat "$build.log"; echo "C build ($variant) failed"; status=1
   fi
 done
-echo "== Python tests (4 CPU devices, jax $(python -c 'import jax; print(jax.__version__)'))"
-python -m pytest -q -rs tests/python tests/gpu "$@" || status=1
+# pytest-xdist: one worker per core, at most 4 (each holds a JAX process of
+# about 4 GB); one pytest process keeps one core busy (tracing and XLA's
+# compiles), so two workers take the suite's time near half on CI's two
+# cores. The tests that start processes share one worker (--dist loadgroup,
+# their xdist_group "processes"): they check that no shared memory segment or
+# socket is left behind, which another worker's job would make.
+workers="$(nproc)"; [ "$workers" -gt 4 ] && workers=4
+echo "== Python tests (4 CPU devices, jax $(python -c 'import jax; print(jax.__version__)'), $workers workers)"
+python -m pytest -q -rs -n "$workers" --dist loadgroup tests/python tests/gpu "$@" || status=1
 
 # The oldest jax jaxmg claims (pyproject.toml), in its own environment
 # (.venv-jaxmin), on a subset within a few minutes that covers every op, both
@@ -33,7 +40,8 @@ python -m pytest -q -rs tests/python tests/gpu "$@" || status=1
 # and grad of the ctx forms; the seeds' ctx forms inside shard_map), the
 # log-determinant and its derivative, vmap of the plain forms and of gesvd
 # and polar, gesvd's and polar's ctx forms, polar's check_grads, qr's and
-# least_squares's jit, vmap, ctx form and check_grads, and the
+# least_squares's jit, vmap, ctx form and check_grads, eigh_generalized's
+# ctx form, vmap and check_grads, and the
 # derivatives (check_grads: jvp and vjp) and cotangents of every op and form
 # (gesvd and polar included) on every kind of mesh,
 # jitted (the eager cases run the same rules and take most of that file's
@@ -51,6 +59,9 @@ JAXMIN_TESTS=(tests/python/test_v1_api.py tests/python/test_logdet.py
               tests/python/test_least_squares.py::test_least_squares_under_jit_and_vmap
               tests/python/test_least_squares.py::test_least_squares_ctx_at_the_global_level
               tests/python/test_least_squares.py::test_least_squares_check_grads_on_auto_and_explicit_meshes
+              tests/python/test_sygvd.py::test_shardmap_ctx
+              tests/python/test_sygvd.py::test_vmap_over_a_batch
+              tests/python/test_sygvd.py::test_check_grads
               tests/python/test_mesh_derivatives.py)
 JAXMIN_SELECT="not (mesh_derivatives and eager)"
 echo "== Python tests on the oldest jax jaxmg claims (jax $JAXMG_JAX_MIN, a subset)"
@@ -58,6 +69,6 @@ echo "== Python tests on the oldest jax jaxmg claims (jax $JAXMG_JAX_MIN, a subs
   export JAXMG_VENV="$root/.venv-jaxmin" JAXMG_JAX_SPEC="jax==$JAXMG_JAX_MIN"
   source "$root/scripts/setup-venv.sh" || { echo "test: setup (jax $JAXMG_JAX_MIN) failed" >&2; exit 1; }
   set +e
-  python -m pytest -q -rs "${JAXMIN_TESTS[@]}" -k "$JAXMIN_SELECT"
+  python -m pytest -q -rs -n "$workers" --dist loadgroup "${JAXMIN_TESTS[@]}" -k "$JAXMIN_SELECT"
 ) || status=1
 exit $status

@@ -12,10 +12,16 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SEEDS = EXAMPLES / "seeds"
+# The tests that start processes run one after another on one pytest-xdist
+# worker (scripts/test.sh: --dist loadgroup): they look for shared memory
+# segments and sockets left behind, which another worker's job would make.
+pytestmark = pytest.mark.xdist_group("processes")
+
 FLOAT = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 
 

@@ -10,8 +10,15 @@ covers several cases."""
 
 from __future__ import annotations
 
+import pytest
+
 from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_example, run_job,
                          shm_names, start_job)
+
+# The tests that start processes run one after another on one pytest-xdist
+# worker (scripts/test.sh: --dist loadgroup): they look for shared memory
+# segments and sockets left behind, which another worker's job would make.
+pytestmark = pytest.mark.xdist_group("processes")
 
 
 def test_two_processes_every_op_and_dtype():

@@ -21,6 +21,11 @@ import pytest
 import mpmd_local
 from mpmd_launch import assert_all_passed, report_outputs, run_job, shm_names
 
+# The tests that start processes run one after another on one pytest-xdist
+# worker (scripts/test.sh: --dist loadgroup): they look for shared memory
+# segments and sockets left behind, which another worker's job would make.
+pytestmark = pytest.mark.xdist_group("processes")
+
 LOCAL = {"JAXMG_ENGINE": "lapack-local"}
 
 

@@ -18,10 +18,13 @@ nk = pytest.importorskip("netket")
 # these set NetKet's mesh themselves.
 jax.sharding.set_mesh(None)
 
-pytestmark = pytest.mark.skipif(
+# The tests that start processes run one after another on one pytest-xdist
+# worker (scripts/test.sh: --dist loadgroup): they look for shared memory
+# segments and sockets left behind, which another worker's job would make.
+pytestmark = [pytest.mark.skipif(
     jax.default_backend() != "cpu",
     reason="NetKet sizes its process grid by the default backend's devices; the GPU "
-           "twin is tests/gpu/test_gpu_netket.py")
+           "twin is tests/gpu/test_gpu_netket.py"), pytest.mark.xdist_group("processes")]
 
 N = 16
 
