@@ -140,7 +140,7 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         g = _shard.choose_geometry(op, n, rows.nparts, dtype, tile, False, True, platform,
                                    nodes)
     elif op == "polar":
-        v1_polar._check_tall(op, jax.ShapeDtypeStruct((m, n), dtype))
+        v1_polar._tall(op, m, n)
         v1_polar._polar_rows(op, m, n, rows.nparts)
         g = polar_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
     else:

@@ -70,6 +70,15 @@ def _check_flag(op: str, name: str, value: Any) -> bool:
 
 
 
+def _check_tall(op: str, m: int, n: int, hint: str = "") -> None:
+    """An M x N A of an op that takes M >= N (qr, least_squares, polar): a
+    wide one refused, naming the op; ``hint`` says what to do instead."""
+    if m < n:
+        raise ValueError(
+            f"jaxmg.{op}: a is {m} x {n}, wider than tall; {op} needs M >= N (a tall or "
+            f"square A){hint}")
+
+
 def _resolved(op: str, a: Any, mesh: Any, specs: Any) -> tuple[Mesh, Any]:
     """mesh and specs, inferred where left out, so that a donating jit can
     take them as constants (a traced A names no mesh)."""

@@ -18,6 +18,7 @@ from jaxmg._src.api.v1 import qr_forms
 from jaxmg._src.api.v1._calls import (
     _UNSET,
     _at_global_level,
+    _check_tall,
     _check_flag,
     _global_layout,
     _inside_shard_map,
@@ -127,7 +128,7 @@ def least_squares(
     _check_flag(op, "pad", pad)
     donate = _check_flag(op, "donate", donate)
     m, dtype = _checks.check_matrix(op, a, square=False)
-    qr_forms.check_tall(op, m, int(a.shape[1]))
+    _check_tall(op, m, int(a.shape[1]))
     _check_b(op, b, m, dtype)
     mesh, specs = _resolved(op, a, mesh, specs)
 

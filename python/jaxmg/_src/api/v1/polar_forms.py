@@ -16,6 +16,7 @@ from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
     _at_global_level,
+    _check_tall,
     _check_flag,
     _global_layout,
     _resolved,
@@ -26,17 +27,13 @@ from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.core import polar as polar_core
 
 
-def _check_tall(op: str, a: Any) -> None:
-    """A = Up H takes m >= n: a wide a is refused."""
-    _tall(op, *(int(x) for x in a.shape))
+# What a wide A's refusal tells (_calls._check_tall).
+_WIDE = (" (Up M x N with orthonormal columns, H N x N). For a wide A, decompose its "
+         "conjugate transpose: Aᴴ = Up H gives A = Hᴴ Upᴴ")
 
 
 def _tall(op: str, m: int, n: int) -> None:
-    if m < n:
-        raise ValueError(
-            f"jaxmg.{op}: a is {m} x {n}, wider than tall; the polar decomposition A = Up H "
-            "takes M >= N (Up M x N with orthonormal columns, H N x N). For a wide A, "
-            "decompose its conjugate transpose: Aᴴ = Up H gives A = Hᴴ Upᴴ")
+    _check_tall(op, m, n, _WIDE)
 
 
 def _polar_rows(op: str, m: int, n: int, nparts: int) -> None:
@@ -140,7 +137,7 @@ def polar(
     _check_flag(op, "pad", pad)
     donate = _check_flag(op, "donate", donate)
     _checks.check_matrix(op, a, square=False)
-    _check_tall(op, a)
+    _tall(op, *(int(x) for x in a.shape))
     mesh, specs = _resolved(op, a, mesh, specs)
     # Up has A's shape: a donating jit hands it A's buffer, no work buffer
     # needs returning (_donate.run without ``worked``).

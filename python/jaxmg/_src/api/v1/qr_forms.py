@@ -16,6 +16,7 @@ from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
     _at_global_level,
+    _check_tall,
     _check_flag,
     _global_layout,
     _inside_shard_map,
@@ -26,20 +27,11 @@ from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.core import qr as qr_core
 
 
-def check_tall(op: str, m: int, n: int) -> None:
-    """A wide A (M < N) has no reduced QR here (nor a unique least-squares
-    solution): refused, naming the op."""
-    if m < n:
-        raise ValueError(
-            f"jaxmg.{op}: a is {m} x {n}, wider than tall; {op} needs M >= N (a tall or "
-            "square A)")
-
-
 def check_rows(op: str, m: int, n: int, nparts: int, r_sharded: bool = True) -> None:
     """A tall or square A whose M rows (Q's too) divide into the devices its
     rows are sharded over, and, where R is returned row-sharded, R's N rows
     too."""
-    check_tall(op, m, n)
+    _check_tall(op, m, n)
     if m % nparts != 0:
         raise ValueError(
             f"jaxmg.{op}: a has M={m} rows, not divisible by the {nparts} devices its rows "
@@ -61,7 +53,7 @@ def prepare(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
     ``r_sharded`` False: its R stays inside the program, any N)."""
     m, dtype = _checks.check_matrix(op, a, square=False)
     n = int(a.shape[1])
-    check_tall(op, m, n)
+    _check_tall(op, m, n)
     mesh, specs = layout(op, a, mesh, specs)
     rows = _checks.check_specs(op, mesh, specs, n_specs)
     check_rows(op, m, n, rows.nparts, r_sharded)
@@ -138,7 +130,7 @@ def qr(
     _check_flag(op, "pad", pad)
     donate = _check_flag(op, "donate", donate)
     m, _ = _checks.check_matrix(op, a, square=False)
-    check_tall(op, m, int(a.shape[1]))
+    _check_tall(op, m, int(a.shape[1]))
     mesh, specs = _resolved(op, a, mesh, specs)
     # Q is the output aliased to A: a donating jit of this very program
     # hands A's buffer to it (_donate.run without a work buffer).
