@@ -36,7 +36,10 @@ fi
 "$venv/bin/python" -m pip install -q --upgrade pip
 extra=("netket>=3.23")
 [ -n "${JAXMG_JAX_SPEC:-}" ] && extra=()
-"$venv/bin/python" -m pip install -q "$jax_spec" numpy scipy pytest pytest-timeout pytest-xdist matplotlib \
+# pytest below 9.2: 9.2.0 keeps a node's id where pytest-xdist 3.8's
+# --dist loadgroup cannot mark it, and the groups are then ignored (checked
+# 2026-11-25: 9.1.1 groups, 9.2.0 does not); scripts/test.sh relies on them.
+"$venv/bin/python" -m pip install -q "$jax_spec" numpy scipy "pytest<9.2" pytest-timeout pytest-xdist matplotlib \
   "${extra[@]}" "scikit-build-core>=0.10" cmake ninja
 # Build and install jaxmg into the venv (no build isolation: the venv already
 # holds jax, whose XLA FFI headers the build needs), in a build folder of its

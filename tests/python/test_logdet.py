@@ -62,9 +62,15 @@ def test_logdet_is_nan_when_not_positive_definite(mesh, hermitian, rhs, dtype):
     assert np.isnan(float(logdet)) and np.isnan(np.asarray(x)).all()
 
 
-@pytest.mark.parametrize("mesh_kind", ["auto", "explicit"])
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
-@pytest.mark.parametrize("T_A", [2, 3], ids=["exact", "padded"])
+# (mesh kind, dtype, T_A): each kind meets each dtype and each tiling once.
+LOGDET_GRAD_CASES = [("auto", np.float64, 2), ("auto", np.complex128, 3),
+                     ("explicit", np.complex128, 2), ("explicit", np.float64, 3)]
+
+
+@pytest.mark.parametrize(
+    "mesh_kind,dtype,T_A", LOGDET_GRAD_CASES,
+    ids=[f"{'exact' if t == 2 else 'padded'}-{'f64' if d == np.float64 else 'c128'}-{k}"
+         for k, d, t in LOGDET_GRAD_CASES])
 def test_check_grads_logdet(request, mesh_kind, hpd, rhs, dtype, T_A):
     mesh = request.getfixturevalue("auto_mesh" if mesh_kind == "auto" else "mesh")
     a, b = hpd(12, dtype), rhs(12, 2, dtype)

@@ -4,11 +4,12 @@ eigenvalues and a gauge-invariant function of its eigenvectors, lu_solve (on
 a non-symmetric matrix), in the plain
 and the shard_map (ctx) forms, on meshes with Explicit axes (jax.make_mesh's
 default, as the seeds build them) and Auto axes (as NetKet builds them),
-without and inside jax.set_mesh, eagerly and under jax.jit, real and complex.
+without and inside jax.set_mesh, eagerly (outside set_mesh) and under
+jax.jit, real and complex.
 
 Lean, so that the suite stays fast on two cores: N = 8; each case checks one
-dtype, complex where exactly one of set_mesh and jit is on (so every kind of
-mesh meets both dtypes with and without each); second order (where the
+dtype, complex in the jitted cases outside set_mesh (so every kind of mesh
+meets both dtypes); second order (where the
 rules allow it: potrs, potri, eigenvalues) in the jitted cases inside
 jax.set_mesh, first order elsewhere and for the eigenvectors, whose central
 differences are too coarse beyond (test_derivatives.py and
@@ -135,8 +136,17 @@ def ctx_cases(mesh, a, b, h):
     ]
 
 
-@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
-@pytest.mark.parametrize("set_mesh", [False, True], ids=["no_set_mesh", "set_mesh"])
+# (set_mesh, jit): eagerly only outside jax.set_mesh. An eager call inside
+# set_mesh runs the same rules as outside it (the context mesh is read the
+# same way under jit), and eager check_grads is this file's slowest part
+# (40 to 50 s a case on two cores); set_mesh's eager path is still taken by
+# test_cotangents_are_typed_like_their_primals.
+MODES = ((False, False), (False, True), (True, True))
+
+
+@pytest.mark.parametrize(
+    "set_mesh,jit", MODES,
+    ids=[f"{'set_mesh' if m else 'no_set_mesh'}-{'jit' if j else 'eager'}" for m, j in MODES])
 @pytest.mark.parametrize("kind", ["explicit", "auto"])
 @pytest.mark.parametrize("form", ["plain", "ctx"])
 def test_check_grads_on_every_kind_of_mesh(cpu_devices, rng, form, kind, set_mesh, jit):
