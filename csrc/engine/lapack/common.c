@@ -89,3 +89,33 @@ const jmg_engine jmg_lapack_engine = {
             .sygvd = jmg_lapack_sygvd,
         },
 };
+
+int jmg_lapack_dc_work_alloc(jmg_lapack_dc_work *ws, jmg_dtype dtype,
+                             const jmg_lapack_query *qwork,
+                             const jmg_lapack_query *qrwork, int qiwork,
+                             const char *op, jmg_error *err) {
+  const int cplx = jmg_dtype_is_complex(dtype);
+  const size_t rsize = jmg_dtype_real_size(dtype);
+  memset(ws, 0, sizeof *ws);
+  double lwork_d = rsize == 4 ? (double)qwork->f[0] : qwork->d[0];
+  double lrwork_d = rsize == 4 ? (double)qrwork->f[0] : qrwork->d[0];
+  ws->lwork = (int)lwork_d + 1;
+  ws->lrwork = (int)lrwork_d + 1;
+  ws->liwork = qiwork;
+  ws->work = malloc((size_t)ws->lwork * jmg_dtype_size(dtype));
+  ws->rwork = cplx ? malloc((size_t)ws->lrwork * rsize) : NULL;
+  ws->iwork = malloc((size_t)(ws->liwork > 0 ? ws->liwork : 1) * sizeof(int));
+  if (ws->work && ws->iwork && (!cplx || ws->rwork)) return 0;
+  const int lwork = ws->lwork;
+  jmg_lapack_dc_work_free(ws);
+  return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate the LAPACK workspace (%d elements)",
+                       lwork);
+}
+
+void jmg_lapack_dc_work_free(jmg_lapack_dc_work *ws) {
+  free(ws->work);
+  free(ws->rwork);
+  free(ws->iwork);
+  memset(ws, 0, sizeof *ws);
+}

@@ -35,6 +35,27 @@ int jmg_lapack_int(int64_t n, const char *what, const char *op, int *out,
  * with the conjugate transpose of the strict lower one. */
 void jmg_lapack_fill_upper(void *full, int64_t n, jmg_dtype dtype);
 
+/* The divide-and-conquer eigensolvers' workspaces (?syevd/?heevd,
+ * ?sygvd/?hegvd): their query (lwork = lrwork = liwork = -1) returns the
+ * sizes as the first element of work and rwork (a float for s/c, a double
+ * for d/z) and in iwork; jmg_lapack_dc_work_alloc takes the three buffers
+ * (rwork for complex types only), or fails with JMG_ENOMEM naming op, having
+ * taken none. jmg_lapack_dc_work_free frees them (a zeroed struct too). */
+typedef union {
+  float f[4];
+  double d[2];
+} jmg_lapack_query;
+typedef struct {
+  void *work, *rwork;
+  int *iwork;
+  int lwork, lrwork, liwork;
+} jmg_lapack_dc_work;
+int jmg_lapack_dc_work_alloc(jmg_lapack_dc_work *ws, jmg_dtype dtype,
+                             const jmg_lapack_query *qwork,
+                             const jmg_lapack_query *qrwork, int qiwork,
+                             const char *op, jmg_error *err);
+void jmg_lapack_dc_work_free(jmg_lapack_dc_work *ws);
+
 /* The LAPACK work of each op on one full column-major n x n matrix in host
  * memory (lda n), with the meanings of engine.h's leader routines: shared
  * by this engine (after its gather) and by lapack-local

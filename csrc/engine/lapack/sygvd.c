@@ -17,14 +17,9 @@ int jmg_lapack_sygvd_full(jmg_dtype dtype, int64_t n64, void *a, void *b,
   int itype = 1;
   char jobz = want_vectors ? 'V' : 'N', lower = 'L';
   const int cplx = jmg_dtype_is_complex(dtype);
-  const size_t esize = jmg_dtype_size(dtype);
-  const size_t rsize = jmg_dtype_real_size(dtype);
 
-  /* Workspace query: lwork = liwork = lrwork = -1 (as syevd.c). */
-  union {
-    float f[4];
-    double d[2];
-  } qwork = {{0}}, qrwork = {{0}};
+  /* Workspace query (lapack.h, jmg_lapack_dc_work). */
+  jmg_lapack_query qwork = {{0}}, qrwork = {{0}};
   int qiwork = 0, minus1 = -1;
   *info = 0;
   if (cplx)
@@ -37,31 +32,21 @@ int jmg_lapack_sygvd_full(jmg_dtype dtype, int64_t n64, void *a, void *b,
   if (*info != 0)
     return jmg_error_set(err, JMG_ELAPACK, "sygvd", "LAPACK sygvd",
                          "workspace query failed with info=%d", *info);
-  double lwork_d = rsize == 4 ? (double)qwork.f[0] : qwork.d[0];
-  double lrwork_d = rsize == 4 ? (double)qrwork.f[0] : qrwork.d[0];
-  int lwork = (int)lwork_d + 1, lrwork = (int)lrwork_d + 1, liwork = qiwork;
-  void *work = malloc((size_t)lwork * esize);
-  void *rwork = cplx ? malloc((size_t)lrwork * rsize) : NULL;
-  int *iwork = malloc((size_t)(liwork > 0 ? liwork : 1) * sizeof(int));
-  if (!work || !iwork || (cplx && !rwork)) {
-    rc = jmg_error_set(err, JMG_ENOMEM, "sygvd", "malloc",
-                       "cannot allocate the LAPACK workspace (%d elements)",
-                       lwork);
-  } else {
-    if (cplx)
-      ((jmg_hegvd_fn)r->sygvd)(&itype, &jobz, &lower, &n, a, &n, b, &n, w,
-                               work, &lwork, rwork, &lrwork, iwork, &liwork,
-                               info);
-    else
-      ((jmg_sygvd_fn)r->sygvd)(&itype, &jobz, &lower, &n, a, &n, b, &n, w,
-                               work, &lwork, iwork, &liwork, info);
-    if (*info < 0)
-      rc = jmg_error_set(err, JMG_ELAPACK, "sygvd", "LAPACK sygvd",
-                         "argument %d was rejected", -*info);
-  }
-  free(work);
-  free(rwork);
-  free(iwork);
+  jmg_lapack_dc_work ws;
+  rc = jmg_lapack_dc_work_alloc(&ws, dtype, &qwork, &qrwork, qiwork, "sygvd",
+                                err);
+  if (rc != 0) return rc;
+  if (cplx)
+    ((jmg_hegvd_fn)r->sygvd)(&itype, &jobz, &lower, &n, a, &n, b, &n, w,
+                             ws.work, &ws.lwork, ws.rwork, &ws.lrwork,
+                             ws.iwork, &ws.liwork, info);
+  else
+    ((jmg_sygvd_fn)r->sygvd)(&itype, &jobz, &lower, &n, a, &n, b, &n, w,
+                             ws.work, &ws.lwork, ws.iwork, &ws.liwork, info);
+  if (*info < 0)
+    rc = jmg_error_set(err, JMG_ELAPACK, "sygvd", "LAPACK sygvd",
+                       "argument %d was rejected", -*info);
+  jmg_lapack_dc_work_free(&ws);
   return rc;
 }
 
