@@ -5,6 +5,11 @@
 #
 #   scripts/device-test.sh LOGDIR [extra pytest arguments]
 #
+# The tests run are tests/gpu, or, where the extra arguments name test files
+# or folders (tests/gpu/test_gpu_qr.py, tests/gpu/test_gpu_x.py::test_y),
+# those alone (a timeout is spent on what was asked, not on the whole
+# folder).
+#
 # Environment: PYTHON (default python3), JAXMG_TEST_TIMEOUT (seconds for each
 # pytest run, default 1500), JAXMG_GPU_SETS (space-separated CUDA_VISIBLE_DEVICES
 # values, one pytest run each, e.g. "0,1,2,3 0,1 0"; default: all GPUs once),
@@ -27,12 +32,16 @@ else
 fi
 cd "$jaxmg_root" || exit 1
 status=0
+targets=(tests/gpu)
+for arg in "$@"; do
+  case "$arg" in tests/*) targets=(); break ;; esac
+done
 for set in ${JAXMG_GPU_SETS:-all}; do
   label="${set//,/-}"
   if [ "$set" = all ]; then unset CUDA_VISIBLE_DEVICES; else export CUDA_VISIBLE_DEVICES="$set"; fi
   echo "== GPU tests (GPUs: $set)"
   timeout "${JAXMG_TEST_TIMEOUT:-1500}" "$jaxmg_python" -m pytest -q -rs -p no:cacheprovider \
-    --timeout 900 --durations=10 tests/gpu "$@" 2>&1 | tee "$logdir/pytest-$label.log" |
+    --timeout 900 --durations=10 ${targets[@]+"${targets[@]}"} "$@" 2>&1 | tee "$logdir/pytest-$label.log" |
     grep -vE "only supports IOTA device assignment"
   rc="${PIPESTATUS[0]}"
   echo "== GPUs $set: pytest exit $rc"
