@@ -551,6 +551,17 @@ int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err) {
                       c->op, err);
 }
 
+int mp_eig_outputs(mp_call *c, void *w, const void *vectors, jmg_error *err) {
+  const jmg_local_matrix *a = c->a;
+  int rc = a->comm_ops->bcast(a->comm, w,
+                              (size_t)a->n * jmg_dtype_real_size(a->dtype), 0,
+                              a->device_ctx, c->op, err);
+  if (rc == 0 && vectors != NULL) rc = mp_copy_part(c, a->data, vectors, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
+  return rc;
+}
+
 /* ---- the engine ------------------------------------------------------- */
 
 /* The limits of the library that would otherwise fail inside it, from

@@ -165,6 +165,11 @@ int mp_diag(mp_call *c, const void *m, void *d_diag, void *h_diag,
 /* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
 int mp_copy_part(mp_call *c, void *dst, const void *src, jmg_error *err);
 
+/* An eigensolver's outputs once it succeeded (syevd, sygvd): the n
+ * eigenvalues w broadcast from rank 0, the eigenvectors (`vectors`, in A's
+ * layout; NULL: none asked) copied into A's part, the stream waited for. */
+int mp_eig_outputs(mp_call *c, void *w, const void *vectors, jmg_error *err);
+
 /* Transposes between parts in A's layout (transpose.c): dst = srcᵀ
  * (conj 0) or srcᴴ (conj 1), src and dst distinct parts of this rank
  * (ld a->ld). Blocks are exchanged over the communicator, one block row of

@@ -64,14 +64,8 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
     jmg_trace_mark("syevd");
   }
   /* f > 0: did not converge; w and A are left to the ops layer (NaN). */
-  if (rc == 0 && f == 0) {
-    rc = a->comm_ops->bcast(a->comm, w,
-                            (size_t)a->n * jmg_dtype_real_size(a->dtype), 0,
-                            a->device_ctx, c.op, err);
-    if (rc == 0 && want_vectors) rc = mp_copy_part(&c, a->data, q, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);
-  }
+  if (rc == 0 && f == 0)
+    rc = mp_eig_outputs(&c, w, want_vectors ? q : NULL, err);
   if (rc == 0) *info = f;
   mp_end(&c);
   return rc;

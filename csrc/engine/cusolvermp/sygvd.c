@@ -77,14 +77,8 @@ int jmg_mp_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
   }
   /* f != 0: no convergence or B not positive definite; w and A are left
    * to the ops layer (NaN). */
-  if (rc == 0 && f == 0) {
-    rc = a->comm_ops->bcast(a->comm, w,
-                            (size_t)a->n * jmg_dtype_real_size(a->dtype), 0,
-                            a->device_ctx, c.op, err);
-    if (rc == 0 && want_vectors) rc = mp_copy_part(&c, a->data, z, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamSynchronize(c.stream), c.op, err);
-  }
+  if (rc == 0 && f == 0)
+    rc = mp_eig_outputs(&c, w, want_vectors ? z : NULL, err);
   if (rc == 0) *info = f;
   mp_end(&c);
   return rc;
