@@ -189,8 +189,8 @@ def gesvd_shardmap_ctx(
     pad: bool = _UNSET,
     axis_name: str | tuple[str, ...] | None = _UNSET,
 ) -> tuple[jax.Array, ...]:
-    """``gesvd`` for a caller's own program (see this module's docstring for
-    the rule that tells its two forms apart).
+    """``gesvd`` for a caller's own program (see jaxmg._src.api.v1's docstring
+    for the rule that tells its two forms apart).
 
     At the global level, eagerly or under jax.jit (JAXMg 1.x's form),
     ``gesvd_shardmap_ctx(a, T_A=None, mesh=None, matrix_specs=None, *,

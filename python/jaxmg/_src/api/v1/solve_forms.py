@@ -221,8 +221,8 @@ def potrs_shardmap_ctx(
     axis_name: str | tuple[str, ...] | None = _UNSET,
 ) -> tuple[jax.Array, ...]:
     """``potrs`` for a caller's own program: the seeds' form inside a
-    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see this
-    module's docstring for the rule).
+    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see
+    jaxmg._src.api.v1's docstring for the rule).
 
     Inside a shard_map body, ``potrs_shardmap_ctx(a, b, T_A=None, pad=True,
     axis_name=None)``: ``a`` this device's rows, returns ``(x, status)``,
@@ -267,8 +267,8 @@ def lu_solve_shardmap_ctx(
     axis_name: str | tuple[str, ...] | None = _UNSET,
 ) -> tuple[jax.Array, ...]:
     """``lu_solve`` for a caller's own program: the seeds' form inside a
-    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see this
-    module's docstring for the rule).
+    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see
+    jaxmg._src.api.v1's docstring for the rule).
 
     Inside a shard_map body, ``lu_solve_shardmap_ctx(a, b, T_A=None,
     pad=True, axis_name=None)``: ``a`` this device's rows, returns ``(x,

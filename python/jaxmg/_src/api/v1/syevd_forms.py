@@ -115,8 +115,8 @@ def syevd_shardmap_ctx(
     axis_name: str | tuple[str, ...] | None = _UNSET,
 ) -> tuple[jax.Array, ...]:
     """``syevd`` for a caller's own program: the seeds' form inside a
-    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see this
-    module's docstring for the rule).
+    ``jax.shard_map`` body, JAXMg 1.x's at the global level (see
+    jaxmg._src.api.v1's docstring for the rule).
 
     Inside a shard_map body, ``syevd_shardmap_ctx(a, T_A=None,
     return_eigenvectors=True, pad=True, axis_name=None)`` (``a`` this
