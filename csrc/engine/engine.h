@@ -203,8 +203,9 @@ typedef struct jmg_leader_routines {
    *      a->local_cols columns; replaced by Qᵀ (n x m: Q's rows where A's
    *      were).
    *   rt: Rᵀ, rt->n = n rows, rt->ndev * rt->local_cols >= n columns (R's
-   *      rows, ceil(n / ndev) a device): columns 0 .. n-1 receive Rᵀ (R's
-   *      strict lower part zero), the columns past n zero.
+   *      rows, ceil(n / ndev) a device): columns 0 .. n-1 receive Rᵀ,
+   *      the columns past n zero. R's strict lower part may hold anything
+   *      (cuSOLVERDn leaves the reflectors there): core/qr.py zeroes it.
    * Plain transposes, never conjugated. R's diagonal is the library's
    * Householder QR's (either sign; LAPACK's is real for complex dtypes). *info: 0 (a Householder QR does not fail
    * numerically; the ops layer fills Q and R with NaN for a nonzero

@@ -75,7 +75,20 @@ def shard(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Ar
                jax.ShapeDtypeStruct((), jnp.int32))
     q, r_part, status = _shard.ffi_call("qr", (a, pos), results, call=call,
                                         varying=(per_shard, per_shard, same), m=m)
-    return q, r_part, status
+    return q, _upper(call, r_part, status), status
+
+
+def _upper(call: _shard.Call, r_part: jax.Array, status: jax.Array) -> jax.Array:
+    """This device's rows of R with R's strict lower part zeroed: an engine
+    may leave anything there (cuSOLVERDn leaves its reflectors: engine.h,
+    the qr routine), an elementwise mask XLA fuses in place. A nonzero
+    status keeps R as the ops layer filled it (NaN)."""
+    rr, n = r_part.shape
+    first = _manual.shard_index(call) * rr if call.g.nparts > 1 else 0
+    row = first + jax.lax.broadcasted_iota(jnp.int32, (rr, n), 0)
+    col = jax.lax.broadcasted_iota(jnp.int32, (rr, n), 1)
+    keep = (row <= col) | (status != 0)
+    return jnp.where(keep, r_part, jnp.zeros((), r_part.dtype))
 
 
 def full_r(call: _shard.Call, r_part: jax.Array) -> jax.Array:
