@@ -26,7 +26,11 @@ with random probe vectors, in the working precision at
 * gesvd: the larger of ||A c - U diag(s) Vh c|| / (max s ||c||) and U's
   and Vh's orthonormality on c; infinite when s is not descending;
 * polar (A general, as gesvd's): the larger of ||A c - Up H c|| / (||A||
-  ||c||), ||Upᴴ Up c - c|| / ||c|| and ||H c - Hᴴ c|| / (||A|| ||c||).
+  ||c||), ||Upᴴ Up c - c|| / ||c|| and ||H c - Hᴴ c|| / (||A|| ||c||);
+* eigh_gen (A and B Hermitian positive definite, B from another seed): the
+  larger of ||A V c - B V (w c)|| / (max|w| ||B|| ||c||) and
+  ||Vᴴ B V c - c|| / ||c|| (the pencil's eigenpairs and B-orthonormality);
+  infinite when w is not ascending.
 
 ||A|| is the Frobenius norm. A run whose residual is not below
 cases.tolerance, is not finite, or whose jaxmg status is not 0 makes the
@@ -218,6 +222,19 @@ def _polar_residual(a, up, h, c, anorm):
     return jnp.maximum(r1, jnp.maximum(r2, r3))
 
 
+@jax.jit
+def _eigh_gen_residual(a, b, w, vecs, c):
+    """max(||A V c - B V (w c)|| / (max|w| ||B|| ||c||), ||Vᴴ B V c - c|| /
+    ||c||), inf unless w ascends."""
+    wc = w.astype(c.dtype)[:, None] * c
+    cn = jnp.linalg.norm(c)
+    r1 = (jnp.linalg.norm(_mm(a, _mm(vecs, c)) - _mm(b, _mm(vecs, wc)))
+          / (jnp.max(jnp.abs(w)) * frobenius(b) * cn))
+    r2 = jnp.linalg.norm(_mm(jnp.conj(vecs).T, _mm(b, _mm(vecs, c))) - c) / cn
+    ascending = jnp.all(jnp.diff(w) >= 0)
+    return jnp.where(ascending, jnp.maximum(r1, r2), jnp.inf)
+
+
 def _qr_residual(a, q, r, c, anorm):
     """max(||A c - Q R c|| / (||A|| ||c||), ||Qᴴ Q c - c|| / ||c||), inf
     unless R is upper triangular."""
@@ -244,6 +261,8 @@ def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.A
         return float(_polar_residual(a, *out, probe, anorm))
     if op == "qr":
         return float(_qr_residual(a, *out, probe, anorm))
+    if op == "eigh_gen":
+        return float(_eigh_gen_residual(a, b, *out, probe))
     w, vecs = out
     return float(_syevd_residual(a, w, vecs, probe))
 
@@ -281,6 +300,11 @@ def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
     elif op == "lstsq":
         def f(a, b):
             return jaxmg.least_squares(a, b, tile, mesh, specs, return_status=True)
+    elif op == "eigh_gen":
+        def f(a, b):
+            w, v, s = jaxmg.eigh_generalized(a, b, tile, mesh, specs[:1],
+                                             return_status=True)
+            return (w, v), s
     else:
         def f(a, b):
             w, v, s = jaxmg.syevd(a, tile, mesh, specs[:1], return_status=True)
@@ -314,6 +338,15 @@ def jax_fn(op: str) -> Callable[..., Any]:
     elif op == "lstsq":
         def f(a, b):
             return jnp.linalg.lstsq(a, b)[0], None
+    elif op == "eigh_gen":
+        # JAX has no generalized eigh (jax.scipy.linalg.eigh(a, b) raises):
+        # B = L Lᴴ, C = L⁻¹ A L⁻ᴴ, C = Y diag(w) Yᴴ, V = L⁻ᴴ Y, composed by hand.
+        def f(a, b):
+            tri = jax.scipy.linalg.solve_triangular
+            lo = jnp.linalg.cholesky(b)
+            c = tri(lo, jnp.conj(tri(lo, a, lower=True)).T, lower=True)
+            w, y = jnp.linalg.eigh(c)
+            return (w, tri(lo, y, lower=True, trans="C")), None
     else:
         def f(a, b):
             return jnp.linalg.eigh(a), None
@@ -337,8 +370,12 @@ def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], see
     tol = cases.tolerance(dtype, n)
     key = jax.random.PRNGKey(seed)
     a = (inputs.general if op in GENERAL else inputs.hpd)(n, dtype, mesh, seed)
-    b = (inputs.replicated_normal(jax.random.fold_in(key, 1), (n, nrhs), dtype, mesh)
-         if op in ("potrs", "lu_solve", "lstsq") else jnp.zeros((), dtype))
+    if op in ("potrs", "lu_solve", "lstsq"):
+        b = inputs.replicated_normal(jax.random.fold_in(key, 1), (n, nrhs), dtype, mesh)
+    elif op == "eigh_gen":  # B: another Hermitian positive definite matrix
+        b = inputs.hpd(n, dtype, mesh, seed + 7919)
+    else:
+        b = jnp.zeros((), dtype)
     anorm = frobenius(a)
     t0 = time.perf_counter()
     compiled = fn.lower(a, b).compile()

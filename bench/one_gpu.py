@@ -4,7 +4,7 @@ result checked (bench/measure.py).
 
     python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
-                                   [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve,polar,qr,lstsq]
+                                   [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve,polar,qr,lstsq,eigh_gen]
                                    [--impls jax,jaxmg,jaxmg-cusolvermg,jaxmg-cusolvermp]
                                    [--nrhs 1,16,256] [--tile T] [--no-trace]
 
@@ -14,13 +14,16 @@ return_eigenvectors=False) against jnp.linalg.eigvalsh), potri complex128
 (jnp.linalg.inv), gesvd float64 (jnp.linalg.svd), lu_solve float64
 (jnp.linalg.solve), polar float64 (jax.scipy.linalg.polar, QDWH), qr float64
 (jnp.linalg.qr) and lstsq float64 (jaxmg.least_squares against
-jnp.linalg.lstsq, which solves by an SVD, on a square nonsingular A); N =
+jnp.linalg.lstsq, which solves by an SVD, on a square nonsingular A) and
+eigh_gen float64 (jaxmg.eigh_generalized against JAX's Cholesky, triangular
+solves and eigh composed by hand: JAX has no generalized eigh); N =
 1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
 with its default engine (cuSOLVERDn on one GPU) and jaxmg with
 JAXMG_ENGINE=cusolvermg (and, asked for with --impls, cusolvermp: it needs
 the cuda13 extra), side by side, T_A left out. potrs and lu_solve run once
 per number of right-hand sides in --nrhs (default 1). An engine that does
-not run an op (cuSOLVERMg's and cuSOLVERMp's gesvd, polar, qr, lstsq) is not measured:
+not run an op (cuSOLVERMg's gesvd, polar, qr, lstsq and eigh_gen;
+cuSOLVERMp's gesvd, polar and eigh_gen) is not measured:
 "skipped: no routine". --tile gives jaxmg's calls that T_A (default: left
 out), e.g. to see how cuSOLVERMp's block size (T_A on one GPU, a power of
 two at most T_A for its syevd) changes its speed.
@@ -61,12 +64,13 @@ import measure  # noqa: E402
 
 CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
          ("potri", "complex128"), ("gesvd", "float64"), ("lu_solve", "float64"),
-         ("polar", "float64"), ("qr", "float64"), ("lstsq", "float64"))
+         ("polar", "float64"), ("qr", "float64"), ("lstsq", "float64"),
+         ("eigh_gen", "float64"))
 # The ops whose b has right-hand sides (--nrhs).
 RHS_OPS = ("potrs", "lu_solve", "lstsq")
 # Engines without a routine for an op: not measured.
-NO_ROUTINE = {(e, op) for e in ("cusolvermg", "cusolvermp")
-              for op in ("gesvd", "polar", "qr", "lstsq")}
+NO_ROUTINE = ({("cusolvermg", op) for op in ("gesvd", "polar", "qr", "lstsq", "eigh_gen")}
+              | {("cusolvermp", op) for op in ("gesvd", "polar", "eigh_gen")})
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
@@ -77,7 +81,7 @@ DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
 # Copies of A a case holds at once (A, its result, workspaces, the check's
 # probes and products), for the memory estimate (also bench/engines.py's).
 COPIES = {"potrs": 3, "potri": 4, "syevd": 5, "eigvals": 3, "lu_solve": 3, "gesvd": 6,
-          "polar": 7, "qr": 6, "lstsq": 5}
+          "polar": 7, "qr": 6, "lstsq": 5, "eigh_gen": 7}
 FIELDS = ("op", "dtype", "n", "nrhs", "impl", "status", "median_s", "min_s", "max_s", "runs",
           "residual", "compile_s", "speed_vs_jax")
 
