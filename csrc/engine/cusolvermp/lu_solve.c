@@ -16,13 +16,25 @@
  * layout receives Aᵀ (transpose.c: blocks exchanged over NCCL, each
  * transposed by cuBLAS), and getrf/getrs run on it. This is the ops layer's
  * usual case: the engines hold Aᵀ of the user's matrix. A is overwritten
- * or left as it is (engine.h: not returned). */
+ * or left as it is (engine.h: not returned).
+ *
+ * One rank (a 1 x 1 grid, the whole matrix column-major on this GPU):
+ * cusolverMpGetrf took 110 to 140 ms at N = 8192 float64 on an H100 where
+ * JAX's whole solve (cusolverDnXgetrf + getrs) took 42 ms, at every block
+ * size from 256 to 2048 (docs/gpu-runs/2026-11-25-s11-h100x2-new-ops,
+ * 2026-11-25-s12-h100: JAXMG_TRACE's getrf step). There the rank factors
+ * with cusolverDnXgetrf, the routine cuSOLVERMp's own blocks run on, into
+ * the same ipiv (LAPACK's 1-based rows, which cusolverMpGetrs reads), and
+ * the rest (the zero pivot scan, cusolverMpGetrs) is unchanged. Several
+ * ranks call cusolverMpGetrf. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/trace.h"
 #include "cuda/check.h"
+#include "cuda/handles.h"
 #include "engine/cusolvermp/mp.h"
 
 /* What cusolverMpGetrs needs beside the column (mp_rhs_solve's ctx). */
@@ -84,6 +96,13 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     rc = mp_take(&c, (size_t)(a->ld * a->cols) * c.elem, &m, err);
     if (rc == 0) rc = mp_transpose_take(&c, &st, err);
   }
+  /* One rank factors with cuSOLVERDn (the header's comment). */
+  const int single = a->ranks == 1;
+  if (rc == 0 && single && c.blas == NULL) {
+    rc = jmg_cuda_handles_acquire((void *const *)&a->device_ctx, 1,
+                                  "cuSOLVERMp", &c.blas, err);
+    if (rc != 0) snprintf(err->op, sizeof err->op, "%s", c.op);
+  }
   rc = mp_agree(&c, rc, err);
 
   const jmg_mp_api *api = c.api;
@@ -104,6 +123,16 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                                            mp_rhs_col(&c, &r, b, 0), 1, 1,
                                            r.desc, c.type, &d2, &h2),
                     &c, "cusolverMpGetrs_bufferSize", err);
+    if (rc == 0 && single) { /* cusolverDnXgetrf's instead of d1, h1 */
+      rc = JMG_CUSOLVER_TRY(
+          cusolverDnSetStream(c.blas->dn[0], c.stream), c.op, err);
+      if (rc == 0)
+        rc = JMG_CUSOLVER_TRY(
+            cusolverDnXgetrf_bufferSize(c.blas->dn[0], c.blas->dn_params,
+                                        a->n, a->n, c.type, m, a->ld, c.type,
+                                        &d1, &h1),
+            c.op, err);
+    }
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);
@@ -124,10 +153,16 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                       c.op, err);
     cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
-    if (rc == 0)
+    if (rc == 0 && single)
+      st = cusolverDnXgetrf(c.blas->dn[0], c.blas->dn_params, a->n, a->n,
+                            c.type, m, a->ld, ipiv, c.type, c.d_work,
+                            c.d_bytes, c.h_work, c.h_bytes, d_info);
+    else if (rc == 0)
       st = api->getrf(c.handle, a->n, a->n, m, 1, 1, da, ipiv, c.type, c.d_work,
                       c.d_bytes, c.h_work, c.h_bytes, d_info);
-    rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpGetrf", &f, err);
+    rc = mp_agree_factor(&c, rc, st, d_info,
+                         single ? "cusolverDnXgetrf" : "cusolverMpGetrf", &f,
+                         err);
   }
   /* The same diagonal on every rank, so the same f. */
   if (rc == 0 && f == 0) {
