@@ -271,6 +271,17 @@ int mp_agree(mp_call *c, int rc, jmg_error *err) {
   return 0;
 }
 
+int mp_handles(mp_call *c, jmg_error *err) {
+  if (c->blas != NULL) return 0;
+  int rc = jmg_cuda_handles_acquire((void *const *)&c->a->device_ctx, 1,
+                                    "cuSOLVERMp", &c->blas, err);
+  if (rc != 0) snprintf(err->op, sizeof err->op, "%s", c->op);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(c->blas->dn[0], c->stream),
+                          c->op, err);
+  return rc;
+}
+
 int mp_take(mp_call *c, size_t bytes, void **out, jmg_error *err) {
   *out = NULL;
   if (c->ntaken == MP_MAX_TAKEN)

@@ -29,7 +29,6 @@
  * ranks call cusolverMpGetrf. */
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "common/trace.h"
@@ -98,11 +97,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   }
   /* One rank factors with cuSOLVERDn (the header's comment). */
   const int single = a->ranks == 1;
-  if (rc == 0 && single && c.blas == NULL) {
-    rc = jmg_cuda_handles_acquire((void *const *)&a->device_ctx, 1,
-                                  "cuSOLVERMp", &c.blas, err);
-    if (rc != 0) snprintf(err->op, sizeof err->op, "%s", c.op);
-  }
+  if (rc == 0 && single) rc = mp_handles(&c, err);
   rc = mp_agree(&c, rc, err);
 
   const jmg_mp_api *api = c.api;
@@ -123,16 +118,12 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                                            mp_rhs_col(&c, &r, b, 0), 1, 1,
                                            r.desc, c.type, &d2, &h2),
                     &c, "cusolverMpGetrs_bufferSize", err);
-    if (rc == 0 && single) { /* cusolverDnXgetrf's instead of d1, h1 */
+    if (rc == 0 && single) /* cusolverDnXgetrf's instead of d1, h1 */
       rc = JMG_CUSOLVER_TRY(
-          cusolverDnSetStream(c.blas->dn[0], c.stream), c.op, err);
-      if (rc == 0)
-        rc = JMG_CUSOLVER_TRY(
-            cusolverDnXgetrf_bufferSize(c.blas->dn[0], c.blas->dn_params,
-                                        a->n, a->n, c.type, m, a->ld, c.type,
-                                        &d1, &h1),
-            c.op, err);
-    }
+          cusolverDnXgetrf_bufferSize(c.blas->dn[0], c.blas->dn_params, a->n,
+                                      a->n, c.type, m, a->ld, c.type, &d1,
+                                      &h1),
+          c.op, err);
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);

@@ -65,6 +65,11 @@ int mp_agree(mp_call *c, int rc, jmg_error *err);
 
 /* Device memory of this GPU (XLA's allocator), released by mp_end. */
 int mp_take(mp_call *c, size_t bytes, void **out, jmg_error *err);
+/* This GPU's cuBLAS and cuSOLVERDn handles (c->blas, released by mp_end),
+ * the cuSOLVERDn one on c's stream: for what cuSOLVERMp does not do
+ * itself (transposes, qr's Rᵀ) or does slower on one rank (lu_solve's and
+ * potrs' factorizations). Not collective. */
+int mp_handles(mp_call *c, jmg_error *err);
 /* The library's workspaces: device (mp_take) and host (malloc). */
 int mp_take_work(mp_call *c, size_t d_bytes, size_t h_bytes, jmg_error *err);
 

@@ -77,11 +77,7 @@ int jmg_mp_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,
   if (rc == 0) rc = mp_take(&c, (size_t)n * es, &tau, err);
   if (rc == 0) rc = mp_take(&c, (size_t)n * (size_t)n * es, &rtw, err);
   if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
-  if (rc == 0 && c.blas == NULL) {
-    rc = jmg_cuda_handles_acquire((void *const *)&a->device_ctx, 1,
-                                  "cuSOLVERMp", &c.blas, err);
-    if (rc != 0) snprintf(err->op, sizeof err->op, "%s", op);
-  }
+  if (rc == 0) rc = mp_handles(&c, err);
   rc = mp_agree(&c, rc, err);
 
   const jmg_mp_api *api = c.api;

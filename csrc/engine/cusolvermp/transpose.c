@@ -72,11 +72,7 @@ int mp_transpose_take(mp_call *c, mp_stage *s, jmg_error *err) {
   if (rc == 0)
     rc = mp_take(c, (size_t)(a->nb * (a->nb + 1) / 2) * c->elem, &s->tri,
                  err);
-  if (rc == 0 && c->blas == NULL) {
-    rc = jmg_cuda_handles_acquire((void *const *)&a->device_ctx, 1,
-                                  "cuSOLVERMp", &c->blas, err);
-    if (rc != 0) snprintf(err->op, sizeof err->op, "%s", c->op);
-  }
+  if (rc == 0) rc = mp_handles(c, err);
   return rc;
 }
 
