@@ -619,13 +619,16 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   if (strcmp(p->op, "sygvd") == 0) {
     /* jmg_mp_sygvd is written against 0.8.0's header, but every case of
      * tests/gpu/test_gpu_sygvd.py's cusolvermp test failed on 1 and 2
-     * H100s (2026-11-25, docs/gpu-runs/2026-11-25-s11-h100x2-new-ops; the
-     * run was cut before its report, so the cause is not known): refused
-     * until that test passes. */
+     * H100s (2026-11-25, docs/gpu-runs/2026-11-25-s11-h100x2-new-ops), and
+     * with the refusal lifted on one H100 cusolverMpSygvd itself returned
+     * CUSOLVER_STATUS_INTERNAL_ERROR (one rank, N = 512, blocks of 64,
+     * float32: docs/gpu-runs/2026-11-25-s12-h100): refused until that test
+     * passes. */
     snprintf(why, why_len,
              "jaxmg's cusolverMpSygvd path failed its GPU test "
-             "(tests/gpu/test_gpu_sygvd.py, 2026-11-25) and is not used "
-             "until it passes");
+             "(tests/gpu/test_gpu_sygvd.py, 2026-11-25: "
+             "CUSOLVER_STATUS_INTERNAL_ERROR from cusolverMpSygvd on one "
+             "rank) and is not used until it passes");
     return 0;
   }
   if ((int)p->dtype < 0 || (int)p->dtype >= JMG_NUM_DTYPES) {
