@@ -97,3 +97,13 @@ def test_an_a_past_lapack_s_int_is_refused_before_tracing(mesh, op):
         jaxmg.memory_estimate(op, (PAST_INT, 4), np.float32, mesh)
     assert _native.engine_check("cpu", solver, 4, "float32", 4, 4, m=PAST_INT - 8) == (
         True, "lapack")
+
+
+def test_the_workspace_query_takes_a_s_rows_too():
+    """memory_estimate's query of the engine (jmg_engine_workspace) asks
+    for the same M x N problem: LAPACK cannot tell its workspace, and an M
+    past its int is no engine's."""
+    work, note = _native.workspace("cpu", "qr", 4, "float32", 4, 4, m=64)
+    assert work is None and note.startswith("lapack: the engine cannot tell")
+    with pytest.raises(ValueError, match=rf"memory_estimate: .*qr float32 M={PAST_INT} N=4"):
+        _native.workspace("cpu", "qr", 4, "float32", 4, 4, m=PAST_INT)
