@@ -241,12 +241,30 @@ TEST(engine_select_one_device_engine_first_then_the_group_engine) {
   CHECK(e == &g_narrow);
 }
 
+/* JAXMG_ENGINE as a test found it: unset for the test, put back after. */
+typedef struct saved_engine {
+  int set;
+  char value[64];
+} saved_engine;
+
+static saved_engine unset_engine(void) {
+  saved_engine s = {0, ""};
+  const char *v = getenv("JAXMG_ENGINE");
+  if (v != NULL) s.set = 1, snprintf(s.value, sizeof s.value, "%s", v);
+  unsetenv("JAXMG_ENGINE");
+  return s;
+}
+
+static void restore_engine(const saved_engine *s) {
+  if (s->set)
+    setenv("JAXMG_ENGINE", s->value, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+}
+
 TEST(engine_check_names_the_engine_or_the_reasons) {
   char out[512];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   int64_t block = -1;
   CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 64, out,
                             sizeof out, &block),
@@ -278,10 +296,7 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
                             sizeof out, NULL),
            1);
   CHECK_CONTAINS(out, "narrow");
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
 
 /* A workspace query that answers from the problem (as cuSOLVERDn's asks its
@@ -310,10 +325,7 @@ TEST(engine_workspace_asks_the_chosen_engine_or_says_why_not) {
   char out[512];
   size_t bytes = 0;
   const jmg_workspace_query q = {.nrhs = 2, .want_vectors = 1};
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   /* The chosen engine's answer, and its name. */
   CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 1, 1, "float64", 0, 64, 64, &q,
                                 &bytes, out, sizeof out),
@@ -339,10 +351,7 @@ TEST(engine_workspace_asks_the_chosen_engine_or_says_why_not) {
   CHECK_EQ(jmg_engine_workspace(g_ws_like, "getrf", 1, 1, "float64", 0, 64, 8, &q,
                                 &bytes, out, sizeof out),
            -1);
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
 
 /* ---- the gather engine's table and its place in the CUDA list ------------*/
@@ -492,10 +501,7 @@ TEST(engine_select_gathers_small_problems_on_several_devices) {
 
 TEST(engine_check_names_the_gather_engine_where_it_runs) {
   char out[512];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 8192, 8,
                             out, sizeof out, NULL),
            1);
@@ -514,10 +520,7 @@ TEST(engine_check_names_the_gather_engine_where_it_runs) {
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
 
 /* ---- A's rows M: carried from the check to the engines' limits ----------*/
@@ -559,10 +562,7 @@ static const jmg_engine *const g_qr_like[] = {&g_small_qr, NULL};
 
 TEST(engine_check_carries_a_s_rows_to_the_engines_limits) {
   char out[512];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   /* 100 x 10 fits; 101 x 10 does not, though N alone would. */
   CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 100, 10, 10, out,
                             sizeof out, NULL),
@@ -611,10 +611,7 @@ TEST(engine_check_carries_a_s_rows_to_the_engines_limits) {
                                 &q, &bytes, out, sizeof out),
            -1);
   CHECK_CONTAINS(out, "M * N past 1000");
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
 
 /* The CPU library's export (ffi/cpu_targets.c), over its real engines. */
@@ -625,10 +622,7 @@ int jaxmg_engine_check_cpu(const char *op, int nparts, int nodes,
 
 TEST(cpu_engines_refuse_an_a_past_lapack_s_int_before_a_call) {
   char out[1024];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   const int64_t past = (int64_t)INT32_MAX + 5; /* divisible by 4 */
   CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float32", (int64_t)INT32_MAX - 3,
                                   4, 4, out, sizeof out, NULL),
@@ -653,8 +647,5 @@ TEST(cpu_engines_refuse_an_a_past_lapack_s_int_before_a_call) {
   CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", 64, 4, 4, out,
                                   sizeof out, NULL),
            1);
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
