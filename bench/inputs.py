@@ -90,10 +90,12 @@ def hpd_shard(n: int, dtype: Any, nparts: int, seed: jax.Array) -> jax.Array:
     return entries(rows, cols, n, dtype, seed)
 
 
-def general_shard(n: int, dtype: Any, nparts: int, seed: jax.Array) -> jax.Array:
+def general_shard(n: int, dtype: Any, nparts: int, seed: jax.Array,
+                  rows: int | None = None) -> jax.Array:
     """This device's rows of the general matrix (module docstring), inside a
-    shard_map over axis AXIS."""
-    r = n // nparts
+    shard_map over axis AXIS: ``rows`` x n (default n x n), for qr's tall A
+    too."""
+    r = (rows or n) // nparts
     first = (jax.lax.axis_index(AXIS) * r).astype(jnp.uint32)
     rows = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 0) + first
     cols = jax.lax.broadcasted_iota(jnp.uint32, (r, n), 1)
@@ -115,10 +117,11 @@ def general_entries(rows: jax.Array, cols: jax.Array, n: int, dtype: Any,
     return a.astype(dtype)
 
 
-def general(n: int, dtype: Any, mesh: Mesh, seed: int) -> jax.Array:
+def general(n: int, dtype: Any, mesh: Mesh, seed: int, rows: int | None = None) -> jax.Array:
     """A concrete non-symmetric matrix for lu_solve (module docstring), rows
-    sharded over mesh (1-D, axis AXIS)."""
-    f = _shard_map(lambda s: general_shard(n, dtype, mesh.size, s), mesh=mesh,
+    sharded over mesh (1-D, axis AXIS); ``rows`` x n where given (qr's M x
+    N), else n x n."""
+    f = _shard_map(lambda s: general_shard(n, dtype, mesh.size, s, rows), mesh=mesh,
                    in_specs=P(), out_specs=P(AXIS, None))
     return jax.jit(f, out_shardings=NamedSharding(mesh, P(AXIS, None)))(
         jnp.uint32(seed % 2 ** 32))

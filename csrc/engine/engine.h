@@ -136,6 +136,14 @@ typedef struct jmg_problem {
   int64_t tile; /* T_A */
 } jmg_problem;
 
+/* A's rows in problem p: p->m, or p->n where m is 0. */
+static inline int64_t jmg_problem_rows(const jmg_problem *p) {
+  return p->m > 0 ? p->m : p->n;
+}
+
+/* Whether op's A is M x N (gesvd, qr) rather than square. */
+int jmg_op_is_rectangular(const char *op);
+
 struct jmg_engine;
 
 /* A workspace query's options beside the problem (engine's `workspace`). */
@@ -318,28 +326,33 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                       jmg_error *err);
 
 /* The same choice asked ahead of a call, by the Python layer before it
- * traces anything (so that a T_A or a group an engine cannot take is a
- * ValueError naming the limit, and the default T_A is one that runs): the
- * problem by names (op "potrs"..., dtype "float64"...), the settings read
- * now. Returns 1 and the chosen engine's name in out, 0 and the error's
- * message (naming every reason) in out, or -1 for an unknown op or dtype.
- * out is always NUL-terminated when len > 0. block (NULL: not wanted)
- * receives the block size the chosen engine lays A out in
- * (jmg_engine_block), or 0 where none was chosen: the Python layer's
+ * traces anything (so that a T_A or a group an engine cannot take, or an
+ * M x N that its library's 32-bit sizes cannot, is a ValueError naming the
+ * limit, and the default T_A is one that runs): the problem by names (op
+ * "potrs"..., dtype "float64"...), the settings read now. m is A's rows
+ * (jmg_problem's m: gesvd's and qr's M; 0 reads as n, and the ops of a
+ * square A take only 0 or n), n its columns (the order of a square A).
+ * Returns 1 and the chosen engine's name in out, 0 and the error's message
+ * (naming every reason) in out, or -1 for an unknown op or dtype, or an m
+ * the op cannot have. out is always NUL-terminated when len > 0. block
+ * (NULL: not wanted) receives the block size the chosen engine lays A out
+ * in (jmg_engine_block), or 0 where none was chosen: the Python layer's
  * default T_A pads to a wider block where the engine's would be narrow. */
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
-                     int nparts, int nodes, const char *dtype, int64_t n,
-                     int64_t tile, char *out, size_t len, int64_t *block);
+                     int nparts, int nodes, const char *dtype, int64_t m,
+                     int64_t n, int64_t tile, char *out, size_t len,
+                     int64_t *block);
 
 /* The workspace a call would take (engine's `workspace`), asked ahead of it
  * by the Python layer (jaxmg.memory_estimate): the engine jmg_engine_check
- * would choose, then its query on the current device. Returns 1 with
- * *bytes and the engine's name in out; 0 when the chosen engine cannot
- * tell (its name, then ": " and why, in out); -1 with the error in out
- * (unknown op or dtype, no engine for the problem, a failed query). */
+ * would choose (m and n as there), then its query on the current device.
+ * Returns 1 with *bytes and the engine's name in out; 0 when the chosen
+ * engine cannot tell (its name, then ": " and why, in out); -1 with the
+ * error in out (unknown op or dtype, no engine for the problem, a failed
+ * query). */
 int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
-                         int nparts, int nodes, const char *dtype, int64_t n,
-                         int64_t tile, const jmg_workspace_query *q,
+                         int nparts, int nodes, const char *dtype, int64_t m,
+                         int64_t n, int64_t tile, const jmg_workspace_query *q,
                          size_t *bytes, char *out, size_t len);
 
 /* The engines, as objects so that a platform's list of them is a constant

@@ -24,6 +24,22 @@ int jmg_engine_has(const jmg_engine *e, const char *op) {
   return 0;
 }
 
+int jmg_op_is_rectangular(const char *op) {
+  return strcmp(op, "gesvd") == 0 || strcmp(op, "qr") == 0;
+}
+
+/* "qr float32 M=40000 N=1024 T_A=1024" (M only for an M x N A), for
+ * messages. */
+static void describe(const jmg_problem *p, char *out, size_t len) {
+  if (jmg_op_is_rectangular(p->op))
+    snprintf(out, len, "%s %s M=%lld N=%lld T_A=%lld", p->op,
+             jmg_dtype_name(p->dtype), (long long)jmg_problem_rows(p),
+             (long long)p->n, (long long)p->tile);
+  else
+    snprintf(out, len, "%s %s N=%lld T_A=%lld", p->op,
+             jmg_dtype_name(p->dtype), (long long)p->n, (long long)p->tile);
+}
+
 /* Whether e runs p (by_default: and prefers it, when JAXMG_ENGINE names no
  * engine); else the reason in why. */
 static int runs(const jmg_engine *e, const jmg_problem *p, int by_default,
@@ -61,19 +77,18 @@ static void engine_names(const jmg_engine *const *engines, char *out,
 int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                       const jmg_config *cfg, const jmg_engine **out,
                       jmg_error *err) {
-  char names[128], why[320];
+  char names[128], why[320], what[160];
   engine_names(engines, names, sizeof names);
+  describe(p, what, sizeof what);
   *out = NULL;
   if (cfg->engine[0] != '\0') {
     for (int i = 0; engines[i] != NULL; ++i) {
       if (strcmp(engines[i]->name, cfg->engine) != 0) continue;
       if (!runs(engines[i], p, 0, why, sizeof why))
         return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "JAXMG_ENGINE",
-                             "engine \"%s\" cannot run %s %s N=%lld T_A=%lld "
-                             "on %d devices: %s (engines here: %s)",
-                             cfg->engine, p->op, jmg_dtype_name(p->dtype),
-                             (long long)p->n, (long long)p->tile, p->nparts,
-                             why, names);
+                             "engine \"%s\" cannot run %s on %d devices: "
+                             "%s (engines here: %s)",
+                             cfg->engine, what, p->nparts, why, names);
       *out = engines[i];
       return 0;
     }
@@ -98,11 +113,8 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
     }
   }
   return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "engine selection",
-                       "no engine runs %s %s N=%lld T_A=%lld on %d devices "
-                       "(%s)",
-                       p->op, jmg_dtype_name(p->dtype), (long long)p->n,
-                       (long long)p->tile, p->nparts,
-                       used ? reasons : "no engines");
+                       "no engine runs %s on %d devices (%s)", what,
+                       p->nparts, used ? reasons : "no engines");
 }
 
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {
@@ -113,9 +125,9 @@ int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {
  * chooses for it with the settings of now. Returns 1 (*chosen set), 0 (no
  * engine: why in out) or -1 (unknown op or dtype: out says so). */
 static int check(const jmg_engine *const *engines, const char *op, int nparts,
-                 int nodes, const char *dtype, int64_t n, int64_t tile,
-                 jmg_problem *p, const jmg_engine **chosen, char *out,
-                 size_t len) {
+                 int nodes, const char *dtype, int64_t m, int64_t n,
+                 int64_t tile, jmg_problem *p, const jmg_engine **chosen,
+                 char *out, size_t len) {
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
   static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve",
@@ -130,11 +142,18 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
     snprintf(out, len, "unknown op \"%s\" or dtype \"%s\"", op, dtype);
     return -1;
   }
+  /* A square A has no rows of its own to name. */
+  if (m < 0 || (!jmg_op_is_rectangular(known) && m != 0 && m != n)) {
+    snprintf(out, len, "%s takes a square A: M=%lld for N=%lld", known,
+             (long long)m, (long long)n);
+    return -1;
+  }
   *p = (jmg_problem){.op = known,
                      .nparts = nparts,
                      .nodes = nodes,
                      .dtype = (jmg_dtype)t,
                      .n = n,
+                     .m = m > 0 ? m : n,
                      .tile = tile};
   jmg_config cfg;
   jmg_config_read(&cfg);
@@ -149,12 +168,14 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
 }
 
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
-                     int nparts, int nodes, const char *dtype, int64_t n,
-                     int64_t tile, char *out, size_t len, int64_t *block) {
+                     int nparts, int nodes, const char *dtype, int64_t m,
+                     int64_t n, int64_t tile, char *out, size_t len,
+                     int64_t *block) {
   if (block != NULL) *block = 0;
   jmg_problem p;
   const jmg_engine *e = NULL;
-  int rc = check(engines, op, nparts, nodes, dtype, n, tile, &p, &e, out, len);
+  int rc = check(engines, op, nparts, nodes, dtype, m, n, tile, &p, &e, out,
+                 len);
   if (rc == 1) {
     snprintf(out, len, "%s", e->name);
     if (block != NULL) *block = jmg_engine_block(e, &p);
@@ -163,12 +184,13 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
 }
 
 int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
-                         int nparts, int nodes, const char *dtype, int64_t n,
-                         int64_t tile, const jmg_workspace_query *q,
+                         int nparts, int nodes, const char *dtype, int64_t m,
+                         int64_t n, int64_t tile, const jmg_workspace_query *q,
                          size_t *bytes, char *out, size_t len) {
   jmg_problem p;
   const jmg_engine *e = NULL;
-  int rc = check(engines, op, nparts, nodes, dtype, n, tile, &p, &e, out, len);
+  int rc = check(engines, op, nparts, nodes, dtype, m, n, tile, &p, &e, out,
+                 len);
   if (rc != 1) return -1;
   if (e->workspace == NULL) {
     snprintf(out, len,

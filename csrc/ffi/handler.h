@@ -31,32 +31,33 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
   }
 
 /* Defines the exported
- * `int symbol(op, nparts, nodes, dtype, n, tile, out, len, block)`:
+ * `int symbol(op, nparts, nodes, dtype, m, n, tile, out, len, block)`:
  * jmg_engine_check over platform's engines (engine/engine.h), for the
- * Python layer, through ctypes; and `symbol_workspace(..., nrhs,
+ * Python layer, through ctypes (m: A's rows, 0 for a square A); and
+ * `symbol_workspace(op, nparts, nodes, dtype, m, n, tile, nrhs,
  * want_vectors, bytes, out, len)`: jmg_engine_workspace. */
 #define JMG_FFI_EXPORT_ENGINE_CHECK(symbol, platform)                          \
   __attribute__((visibility("default"))) int symbol(                           \
-      const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \
-      int64_t tile, char *out, size_t len, int64_t *block);                    \
+      const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
+      int64_t n, int64_t tile, char *out, size_t len, int64_t *block);         \
   __attribute__((visibility("default"))) int symbol(                           \
-      const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \
-      int64_t tile, char *out, size_t len, int64_t *block) {                   \
-    return jmg_engine_check((platform)->engines, op, nparts, nodes, dtype, n,  \
-                            tile, out, len, block);                            \
+      const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
+      int64_t n, int64_t tile, char *out, size_t len, int64_t *block) {        \
+    return jmg_engine_check((platform)->engines, op, nparts, nodes, dtype, m,  \
+                            n, tile, out, len, block);                         \
   }                                                                            \
   __attribute__((visibility("default"))) int symbol##_workspace(               \
-      const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \
-      int64_t tile, int64_t nrhs, int want_vectors, size_t *bytes, char *out,  \
-      size_t len);                                                             \
+      const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
+      int64_t n, int64_t tile, int64_t nrhs, int want_vectors, size_t *bytes,  \
+      char *out, size_t len);                                                  \
   __attribute__((visibility("default"))) int symbol##_workspace(               \
-      const char *op, int nparts, int nodes, const char *dtype, int64_t n,     \
-      int64_t tile, int64_t nrhs, int want_vectors, size_t *bytes, char *out,  \
-      size_t len) {                                                            \
+      const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
+      int64_t n, int64_t tile, int64_t nrhs, int want_vectors, size_t *bytes,  \
+      char *out, size_t len) {                                                 \
     const jmg_workspace_query q = {.nrhs = nrhs,                               \
                                    .want_vectors = want_vectors};              \
     return jmg_engine_workspace((platform)->engines, op, nparts, nodes, dtype, \
-                                n, tile, &q, bytes, out, len);                 \
+                                m, n, tile, &q, bytes, out, len);              \
   }
 
 #endif

@@ -241,47 +241,62 @@ TEST(engine_select_one_device_engine_first_then_the_group_engine) {
   CHECK(e == &g_narrow);
 }
 
+/* JAXMG_ENGINE as a test found it: unset for the test, put back after. */
+typedef struct saved_engine {
+  int set;
+  char value[64];
+} saved_engine;
+
+static saved_engine unset_engine(void) {
+  saved_engine s = {0, ""};
+  const char *v = getenv("JAXMG_ENGINE");
+  if (v != NULL) s.set = 1, snprintf(s.value, sizeof s.value, "%s", v);
+  unsetenv("JAXMG_ENGINE");
+  return s;
+}
+
+static void restore_engine(const saved_engine *s) {
+  if (s->set)
+    setenv("JAXMG_ENGINE", s->value, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+}
+
 TEST(engine_check_names_the_engine_or_the_reasons) {
   char out[512];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   int64_t block = -1;
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 64, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 64, out,
                             sizeof out, &block),
            1);
   CHECK_CONTAINS(out, "dn");
   CHECK_EQ(block, 64); /* an engine without `block` lays A out in T_A */
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 64, 16, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 0, 64, 16, out,
                             sizeof out, &block),
            0);
   CHECK_EQ(block, 0); /* none chosen */
   CHECK_CONTAINS(out, "T_A=16 > 8");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 0, 64, 8, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "has no potri");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 0, 64, 8, out,
                             sizeof out, NULL),
            -1);
   CHECK_EQ(
-      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 64, 8, out, sizeof out, NULL),
+      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 0, 64, 8, out, sizeof out, NULL),
       -1);
   /* JAXMG_ENGINE is read at the check, as at the call. */
   setenv("JAXMG_ENGINE", "narrow", 1);
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 16, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 16, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "JAXMG_ENGINE");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 8, out,
                             sizeof out, NULL),
            1);
   CHECK_CONTAINS(out, "narrow");
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
 
 /* A workspace query that answers from the problem (as cuSOLVERDn's asks its
@@ -310,39 +325,33 @@ TEST(engine_workspace_asks_the_chosen_engine_or_says_why_not) {
   char out[512];
   size_t bytes = 0;
   const jmg_workspace_query q = {.nrhs = 2, .want_vectors = 1};
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
+  const saved_engine saved = unset_engine();
   /* The chosen engine's answer, and its name. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 1, 1, "float64", 64, 64, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 1, 1, "float64", 0, 64, 64, &q,
                                 &bytes, out, sizeof out),
            1);
   CHECK_EQ(bytes, (size_t)(64 * 64 * 3 + 2));
   CHECK_CONTAINS(out, "dn_ws");
   /* Its own refusal to tell: 0, naming the engine and why. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 1, 1, "float64", 64, 64, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 1, 1, "float64", 0, 64, 64, &q,
                                 &bytes, out, sizeof out),
            0);
   CHECK_CONTAINS(out, "dn_ws");
   CHECK_CONTAINS(out, "not asked ahead");
   /* An engine without a query (several devices: narrow): 0, and why. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 4, 1, "float64", 64, 8, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 4, 1, "float64", 0, 64, 8, &q,
                                 &bytes, out, sizeof out),
            0);
   CHECK_CONTAINS(out, "narrow: the engine cannot tell");
   /* No engine for the problem, or an unknown op: -1 and the reasons. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 4, 1, "float64", 64, 16, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 4, 1, "float64", 0, 64, 16, &q,
                                 &bytes, out, sizeof out),
            -1);
   CHECK_CONTAINS(out, "T_A=16 > 8");
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "getrf", 1, 1, "float64", 64, 8, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "getrf", 1, 1, "float64", 0, 64, 8, &q,
                                 &bytes, out, sizeof out),
            -1);
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
 }
 
 /* ---- the gather engine's table and its place in the CUDA list ------------*/
@@ -492,30 +501,151 @@ TEST(engine_select_gathers_small_problems_on_several_devices) {
 
 TEST(engine_check_names_the_gather_engine_where_it_runs) {
   char out[512];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 8192, 8,
+  const saved_engine saved = unset_engine();
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 8192, 8,
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 16384, 8,
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 16384, 8,
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   /* complex: a smaller size (a guess, thresholds.c). */
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 8192,
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 0, 8192,
                             8, out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   setenv("JAXMG_ENGINE", "gather", 1);
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 16384, 8,
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 16384, 8,
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
+  restore_engine(&saved);
+}
+
+/* ---- A's rows M: carried from the check to the engines' limits ----------*/
+
+/* Refuses qr where M * N passes 1000, naming both (as cuSOLVERDn's orgqr
+ * limit does with INT_MAX); a workspace of M * N bytes. */
+static int fake_qr(const jmg_engine *e, const jmg_dist_matrix *a,
+                   const jmg_dist_matrix *rt, int *info, jmg_error *err) {
+  (void)e, (void)a, (void)rt, (void)err;
+  *info = 0;
+  return 0;
+}
+
+static int small_qr(const jmg_engine *e, const jmg_problem *p, char *why,
+                    size_t len) {
+  (void)e;
+  if (jmg_problem_rows(p) * p->n <= 1000) return 1;
+  snprintf(why, len, "qr of a %lld x %lld A: M * N past 1000",
+           (long long)jmg_problem_rows(p), (long long)p->n);
+  return 0;
+}
+
+static int rows_workspace(const jmg_engine *e, const jmg_problem *p,
+                          const jmg_workspace_query *q, size_t *bytes,
+                          jmg_error *err) {
+  (void)e, (void)q, (void)err;
+  *bytes = (size_t)(jmg_problem_rows(p) * p->n);
+  return 0;
+}
+
+static const jmg_engine g_small_qr = {
+    .name = "small_qr",
+    .model = JMG_MODEL_LEADER,
+    .supports = small_qr,
+    .workspace = rows_workspace,
+    .leader = {.potrs = fake_potrs, .qr = fake_qr},
+};
+static const jmg_engine *const g_qr_like[] = {&g_small_qr, NULL};
+
+TEST(engine_check_carries_a_s_rows_to_the_engines_limits) {
+  char out[512];
+  const saved_engine saved = unset_engine();
+  /* 100 x 10 fits; 101 x 10 does not, though N alone would. */
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 100, 10, 10, out,
+                            sizeof out, NULL),
+           1);
+  CHECK_EQ(strcmp(out, "small_qr"), 0);
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, out,
+                            sizeof out, NULL),
+           0);
+  CHECK_CONTAINS(out, "no engine runs qr float32 M=101 N=10 T_A=10");
+  CHECK_CONTAINS(out, "small_qr: qr of a 101 x 10 A: M * N past 1000");
+  /* M = 0 reads as N: a square problem. */
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 0, 32, 8, out,
+                            sizeof out, NULL),
+           0);
+  CHECK_CONTAINS(out, "qr of a 32 x 32 A");
+  /* A square op takes M = 0 or N only; a negative M is nobody's. */
+  CHECK_EQ(jmg_engine_check(g_qr_like, "potrs", 1, 1, "float64", 10, 10, 10,
+                            out, sizeof out, NULL),
+           1);
+  CHECK_EQ(jmg_engine_check(g_qr_like, "potrs", 1, 1, "float64", 20, 10, 10,
+                            out, sizeof out, NULL),
+           -1);
+  CHECK_CONTAINS(out, "potrs takes a square A: M=20 for N=10");
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float64", -1, 10, 10, out,
+                            sizeof out, NULL),
+           -1);
+  /* JAXMG_ENGINE's refusal names M too. */
+  setenv("JAXMG_ENGINE", "small_qr", 1);
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, out,
+                            sizeof out, NULL),
+           0);
+  CHECK_CONTAINS(out, "cannot run qr float32 M=101 N=10 T_A=10 on 1 devices");
+  /* The workspace query gets the same problem: M rows. */
+  unsetenv("JAXMG_ENGINE");
+  size_t bytes = 0;
+  const jmg_workspace_query q = {.nrhs = 1, .want_vectors = 0};
+  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 50, 10, 10,
+                                &q, &bytes, out, sizeof out),
+           1);
+  CHECK_EQ(bytes, (size_t)500);
+  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 0, 10, 10,
+                                &q, &bytes, out, sizeof out),
+           1);
+  CHECK_EQ(bytes, (size_t)100);
+  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10,
+                                &q, &bytes, out, sizeof out),
+           -1);
+  CHECK_CONTAINS(out, "M * N past 1000");
+  restore_engine(&saved);
+}
+
+/* The CPU library's export (ffi/cpu_targets.c), over its real engines. */
+int jaxmg_engine_check_cpu(const char *op, int nparts, int nodes,
+                           const char *dtype, int64_t m, int64_t n,
+                           int64_t tile, char *out, size_t len,
+                           int64_t *block);
+
+TEST(cpu_engines_refuse_an_a_past_lapack_s_int_before_a_call) {
+  char out[1024];
+  const saved_engine saved = unset_engine();
+  const int64_t past = (int64_t)INT32_MAX + 5; /* divisible by 4 */
+  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float32", (int64_t)INT32_MAX - 3,
+                                  4, 4, out, sizeof out, NULL),
+           1);
+  CHECK_EQ(strcmp(out, "lapack"), 0);
+  static const char *const ops[] = {"qr", "gesvd"};
+  for (int i = 0; i < 2; ++i) {
+    CHECK_EQ(jaxmg_engine_check_cpu(ops[i], 4, 1, "float32", past, 4, 4, out,
+                                    sizeof out, NULL),
+             0);
+    CHECK_CONTAINS(out, "M=2147483652 N=4");
+    CHECK_CONTAINS(out, "a 2147483652 x 4 A: M and N must fit LAPACK's "
+                        "32-bit int (at most 2147483647)");
+  }
+  /* lapack-local (named) has the same limit. */
+  setenv("JAXMG_ENGINE", "lapack-local", 1);
+  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", past, 4, 4, out,
+                                  sizeof out, NULL),
+           0);
+  CHECK_CONTAINS(out, "lapack-local");
+  CHECK_CONTAINS(out, "qr of a 2147483652 x 4 A: M and N must fit");
+  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", 64, 4, 4, out,
+                                  sizeof out, NULL),
+           1);
+  restore_engine(&saved);
 }

@@ -35,11 +35,12 @@ PEAK_OVER_A = {"potrs": 1.05, "lu_solve": 1.05, "potri": 1.05, "syevd": 2.05,
                "syevd_values": 1.05}
 
 
-def _child(op: str, dtype: str, n: int) -> dict:
+def _child(op: str, dtype: str, n: int, rows: int | None = None) -> dict:
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     out = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "largest.py"), "--one", str(n), "--op", op,
-         "--lib", "jaxmg", "--dtype", dtype, "--gpus", "1"],
+         "--lib", "jaxmg", "--dtype", dtype, "--gpus", "1"]
+        + (["--rows", str(rows)] if rows else []),
         capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("LARGEST ")]
     assert lines, out.stdout[-2000:] + out.stderr[-3000:]
@@ -70,3 +71,25 @@ def test_potri_past_the_32_bit_routine(dtype):
     assert r["status"] == "ok", r
     beside = r["peak_bytes_in_use"][0] - r["estimate_workspace"]
     assert beside <= 1.05 * r["matrix_bytes_per_gpu"], r
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("m,n", [(N, N), (4 * N, N)], ids=["square", "tall"])
+def test_qr_estimate_knows_the_workspace_of_an_m_x_n_a(m, n, dtype):
+    """qr on cuSOLVERDn, A (M x N) donated: Q takes A's buffer, R (N x N)
+    is new, and the engine's workspace (geqrf's and orgqr's, and the
+    transposed copy of A it works on) is what memory_estimate asked of
+    cuSOLVER for this M and N: the peak beside it is A and R, and the
+    estimate is the peak. (The check is A Y against Q (R Y) and Q's sampled
+    columns orthonormal, bench/largest.py.)"""
+    r = _child("qr", dtype, n, rows=m)
+    print(json.dumps(r))
+    assert r["status"] == "ok", r
+    assert r["engine"] == "cusolverdn", r
+    peak = r["peak_bytes_in_use"][0]
+    a_bytes = r["matrix_bytes_per_gpu"]
+    assert r["estimate_workspace"] is not None, r
+    assert r["estimate_workspace"] >= a_bytes, r  # the copy of A is in it
+    beside = peak - r["estimate_workspace"]
+    assert beside <= (1.05 + n / m) * a_bytes, (beside / a_bytes, r)
+    assert abs(r["estimate_peak"] - peak) <= 0.1 * peak, (r["estimate_peak"], peak, r)

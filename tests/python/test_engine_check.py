@@ -50,3 +50,60 @@ def test_explicit_tile_no_engine_takes_is_a_value_error(monkeypatch):
     with pytest.raises(ValueError, match="T_A=2048 cannot run.*> 1024"):
         _shard.choose_geometry("syevd", 8192, 4, f64, 2048, True, False, "CUDA")
     assert _shard.choose_geometry("syevd", 8192, 4, f64, 1024, True, False, "CUDA").tile == 1024
+
+
+def test_the_check_takes_a_s_rows_for_an_m_x_n_a():
+    """M rides beside N (None: a square A); an op of a square A takes no
+    other M."""
+    assert _native.engine_check("cpu", "qr", 4, "float64", 16, 4, m=64) == (True, "lapack")
+    assert _native.engine_check("cpu", "potrs", 4, "float64", 16, 4, m=16) == (True, "lapack")
+    with pytest.raises(ValueError, match="potrs takes a square A: M=64 for N=16"):
+        _native.engine_check("cpu", "potrs", 4, "float64", 16, 4, m=64)
+
+
+# 2^31 + 4 rows: past LAPACK's int, divisible by the 4 devices.
+PAST_INT = 2 ** 31 + 4
+
+
+@pytest.mark.parametrize("op", ["qr", "least_squares", "gesvd", "polar"])
+def test_an_a_past_lapack_s_int_is_refused_before_tracing(mesh, op):
+    """An M x N A whose M passes LAPACK's 32-bit int: the LAPACK engines
+    refuse it in the check asked before tracing (a ValueError from lowering
+    the op on abstract arrays, nothing allocated or run), naming the op, M,
+    N and the limit; N alone would pass, and so would M = 2^31 - 4."""
+    import functools
+
+    import jax
+    import jaxmg
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    fn = functools.partial(getattr(jaxmg, op), mesh=mesh)
+
+    def lower(m):
+        a = jax.ShapeDtypeStruct((m, 4), np.float32, sharding=NamedSharding(mesh, P("x", None)))
+        args = (a,)
+        if op == "least_squares":
+            args += (jax.ShapeDtypeStruct((m, 1), np.float32, sharding=NamedSharding(mesh, P())),)
+        return jax.jit(fn).lower(*args)
+
+    solver = "qr" if op in ("qr", "least_squares") else "gesvd"
+    what = "the QR of a" if solver == "qr" else "a"
+    with pytest.raises(ValueError, match=(
+            rf"jaxmg\.{op}: no engine runs {what} {PAST_INT} x 4 float32 .*"
+            rf"{solver} float32 M={PAST_INT} N=4 .*lapack: {solver} of a {PAST_INT} x 4 A: "
+            r"M and N must fit LAPACK's 32-bit int \(at most 2147483647\)")):
+        lower(PAST_INT)
+    with pytest.raises(ValueError, match=rf"{solver} of a {PAST_INT} x 4 A: M and N must fit"):
+        jaxmg.memory_estimate(op, (PAST_INT, 4), np.float32, mesh)
+    assert _native.engine_check("cpu", solver, 4, "float32", 4, 4, m=PAST_INT - 8) == (
+        True, "lapack")
+
+
+def test_the_workspace_query_takes_a_s_rows_too():
+    """memory_estimate's query of the engine (jmg_engine_workspace) asks
+    for the same M x N problem: LAPACK cannot tell its workspace, and an M
+    past its int is no engine's."""
+    work, note = _native.workspace("cpu", "qr", 4, "float32", 4, 4, m=64)
+    assert work is None and note.startswith("lapack: the engine cannot tell")
+    with pytest.raises(ValueError, match=rf"memory_estimate: .*qr float32 M={PAST_INT} N=4"):
+        _native.workspace("cpu", "qr", 4, "float32", 4, 4, m=PAST_INT)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jaxmg._src import _native, _shard
+from jaxmg._src.core import gesvd as gesvd_core, qr as qr_core
 
 
 @pytest.fixture
@@ -70,3 +71,40 @@ def test_default_tile_unchanged_under_the_gather_engine(cuda):
     assert g.tile == 2048
     with pytest.raises(ValueError, match="T_A=2048 cannot run.*cusolverdn-gather.*1024"):
         _shard.choose_geometry("syevd", 8192, 4, f64, 2048, True, False, "CUDA")
+
+
+def test_qr_past_orgqr_s_32_bit_sizes_is_refused_before_tracing(cuda):
+    """cuSOLVERDn's qr runs cusolverDn<t>orgqr, whose sizes are ints: an
+    M x N A with M * N past INT_MAX is refused by the check that the Python
+    layer asks before tracing (qr_core.geometry, which qr and least_squares
+    call), naming the op, M, N and the limit; N alone would pass."""
+    f32 = np.dtype(np.float32)
+    assert _native.engine_check("CUDA", "qr", 1, "float32", 32768, 32768, m=65534) == (
+        True, "cusolverdn")
+    ok, why = _native.engine_check("CUDA", "qr", 1, "float32", 32768, 32768, m=65536)
+    assert not ok
+    assert "qr float32 M=65536 N=32768" in why
+    assert "cusolverDn<t>orgqr takes 32-bit int sizes (M, N and M * N at most 2147483647)" in why
+    # The same limit for the copy gathered onto one of several GPUs.
+    ok, why = _native.engine_check("CUDA", "qr", 4, "float32", 32768, 32768, m=65536)
+    assert not ok and "cusolverdn-gather: qr of a 65536 x 32768 A" in why
+    with pytest.raises(ValueError, match=r"jaxmg\.least_squares: no engine runs the QR of a "
+                       r"65536 x 32768 float32 matrix on 1 CUDA.*orgqr takes 32-bit"):
+        qr_core.geometry("least_squares", 65536, 32768, 1, f32, None, "CUDA")
+    assert qr_core.geometry("qr", 65534, 32768, 1, f32, None, "CUDA").engine == "cusolverdn"
+
+
+def test_gesvd_of_a_tall_a_past_cublas_s_int_is_refused_before_tracing(cuda):
+    """cuSOLVERDn's gesvd decomposes a tall A's transpose, made by cuBLAS
+    geam with int sizes: M past INT_MAX is refused before tracing; a wide A
+    of as many columns has no such transpose."""
+    f32 = np.dtype(np.float32)
+    big = 2 ** 31 + 1
+    ok, why = _native.engine_check("CUDA", "gesvd", 1, "float32", 2, 2, m=big)
+    assert not ok and "gesvd float32 M=2147483649 N=2" in why
+    assert "a tall A is transposed by cuBLAS geam" in why
+    assert _native.engine_check("CUDA", "gesvd", 1, "float32", big, big, m=2) == (
+        True, "cusolverdn")
+    with pytest.raises(ValueError, match=r"jaxmg\.polar: no engine runs a 2147483649 x 2 "
+                       r"float32 SVD.*M at most 2147483647"):
+        gesvd_core.geometry("polar", big, 2, 1, f32, None, "CUDA")

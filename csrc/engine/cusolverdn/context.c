@@ -27,7 +27,7 @@ int jmg_dn_begin_call(jmg_dn_call *call, const char *op,
   call->saved_device = -1;
   /* The table's supports refuses other groups; this guards the routines
    * (gesvd's and qr's matrices alone are rectangular, engine.h). */
-  const int rectangular = strcmp(op, "gesvd") == 0 || strcmp(op, "qr") == 0;
+  const int rectangular = jmg_op_is_rectangular(op);
   if (a->ndev != 1 || (a->local_cols != a->n && !rectangular))
     return jmg_error_set(err, JMG_EINTERNAL, op, "cuSOLVERDn",
                          "called on %d GPUs (%lld of %lld columns here); it "
@@ -135,13 +135,23 @@ static int dn_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              p->nparts);
     return 0;
   }
-  /* qr's orgqr / ungqr has no 64-bit form (qr.c). */
-  const int64_t rows = p->m > 0 ? p->m : p->n;
-  if (strcmp(p->op, "qr") == 0 &&
-      (rows > INT_MAX || p->n > INT_MAX || rows * p->n > INT_MAX)) {
+  /* qr's orgqr / ungqr has no 64-bit form (qr.c): its m, n, k, lda and
+   * lwork are ints (cusolverDn.h), and M * N is kept within one too, as
+   * cusolverDn<t>potri failed once N * N passed it (README, Memory). */
+  const int64_t rows = jmg_problem_rows(p);
+  if (strcmp(p->op, "qr") == 0 && !jmg_dn_qr_fits(rows, p->n)) {
     snprintf(why, why_len,
-             "a %lld x %lld QR: cusolverDn<t>orgqr takes 32-bit sizes "
-             "(M * N at most %d)",
+             "qr of a %lld x %lld A: cusolverDn<t>orgqr takes 32-bit int "
+             "sizes (M, N and M * N at most %d)",
+             (long long)rows, (long long)p->n, INT_MAX);
+    return 0;
+  }
+  /* gesvd of a tall A decomposes its transpose, made by cuBLAS geam, whose
+   * sizes are ints (gesvd.c). */
+  if (strcmp(p->op, "gesvd") == 0 && !jmg_dn_gesvd_fits(rows, p->n)) {
+    snprintf(why, why_len,
+             "gesvd of a %lld x %lld A: a tall A is transposed by cuBLAS "
+             "geam, whose sizes are 32-bit ints (M at most %d)",
              (long long)rows, (long long)p->n, INT_MAX);
     return 0;
   }

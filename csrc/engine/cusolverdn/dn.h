@@ -110,6 +110,17 @@ int jmg_dn_sygvd_fits(int64_t n);
 int jmg_dn_sygvd_workspace(jmg_dn_call *call, const void *b, int want_vectors,
                            const void *w, size_t *device_bytes, int *lwork,
                            jmg_error *err);
+/* qr's (qr.c), for call->a as the routine gets it (M = Aᵀ: A's columns
+ * a->n, its rows a->local_cols): geqrf's and orgqr's, the larger, then
+ * X (A's transpose, m x n) and tau; cuSOLVER's host bytes. An A that
+ * jmg_dn_qr_fits refuses is JMG_EINVAL. */
+int jmg_dn_qr_workspace(jmg_dn_call *call, size_t *device_bytes,
+                        size_t *host_bytes, jmg_error *err);
+/* Whether an m x n A fits qr's 32-bit cusolverDn<t>orgqr (m, n and m * n
+ * at most INT_MAX; qr.c), and gesvd's cuBLAS transpose of a tall A
+ * (gesvd.c): `supports` refuses the rest before a call. */
+int jmg_dn_qr_fits(int64_t m, int64_t n);
+int jmg_dn_gesvd_fits(int64_t m, int64_t n);
 /* lu_solve's: getrf's, then the pivots from *piv_at on. */
 int jmg_dn_lu_workspace(jmg_dn_call *call, size_t *device_bytes,
                         size_t *host_bytes, size_t *piv_at, jmg_error *err);
@@ -118,9 +129,9 @@ int jmg_dn_lu_workspace(jmg_dn_call *call, size_t *device_bytes,
 size_t jmg_dn_alloc_bytes(size_t device_bytes);
 
 /* engine.h's workspace query: what a call of problem p on the current GPU
- * would take from XLA's allocator (workspace.c). gesvd's and qr's are not
- * asked ahead (they depend on A's rows M, which the problem the Python
- * layer asks about does not carry): JMG_EUNSUPPORTED. */
+ * would take from XLA's allocator (workspace.c); qr's for p's M x N A.
+ * gesvd's is not asked ahead (it depends on the vectors asked and the
+ * routine the size picks): JMG_EUNSUPPORTED. */
 int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
                      const jmg_workspace_query *q, size_t *bytes,
                      jmg_error *err);

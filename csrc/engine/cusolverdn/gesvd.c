@@ -154,6 +154,12 @@ static int dn_gesvdj(const jmg_dist_matrix *a, void *s,
   return rc;
 }
 
+int jmg_dn_gesvd_fits(int64_t m, int64_t n) {
+  /* A's M x N is the routine's cols x rows: a tall A (M > N) is the wide
+   * case below, transposed by cuBLAS with int sizes. */
+  return m <= n || (m <= INT_MAX && n <= INT_MAX);
+}
+
 int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                  const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                  int *info, jmg_error *err) {
@@ -180,7 +186,7 @@ int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
   int h_info = 0;
   *info = 0;
   int rc = jmg_dn_begin_call(&call, op, a, err);
-  if (rc == 0 && !tall && (rows > INT_MAX || cols > INT_MAX))
+  if (rc == 0 && !jmg_dn_gesvd_fits(cols, rows))
     rc = jmg_error_set(err, JMG_EINVAL, op, "cuBLAS",
                        "a wide %lld x %lld matrix is transposed by cuBLAS, "
                        "whose sizes are 32-bit ints",

@@ -15,10 +15,12 @@
  *   4. cusolverDn<t>orgqr / <t>ungqr on X: Q (m x n);
  *   5. Qᵀ into a's buffer, geam.
  * Memory beside A and R: one copy of A (X), tau, and the two routines'
- * workspaces (taken together, before anything is written). orgqr has no
+ * workspaces (taken together, before anything is written): sized by
+ * qr_sizes, which the workspace query (workspace.c) asks too. orgqr has no
  * 64-bit form: `supports` (context.c) refuses an m, n or m * n past
- * INT_MAX. */
+ * INT_MAX (jmg_dn_qr_fits). */
 #include <limits.h>
+#include <string.h>
 
 #include "common/trace.h"
 #include "cuda/blas.h"
@@ -71,6 +73,62 @@ static cusolverStatus_t orgqr_call(cusolverDnHandle_t h, jmg_dtype t, int m,
   return CUSOLVER_STATUS_INVALID_VALUE;
 }
 
+int jmg_dn_qr_fits(int64_t m, int64_t n) {
+  return m >= 0 && n >= 0 && m <= INT_MAX && n <= INT_MAX &&
+         m * n <= INT_MAX;
+}
+
+/* One call's workspace, in the order it lies: geqrf's and orgqr's (the
+ * larger: they run one after the other), then X and tau. */
+typedef struct qr_sizes {
+  size_t geqrf_dev, geqrf_host; /* cusolverDnXgeqrf's, bytes */
+  int lwork;                    /* cusolverDn<t>orgqr's, elements */
+  size_t solver, x, tau;        /* the three parts, aligned */
+} qr_sizes;
+
+/* The sizes for call->a (M = Aᵀ: n = a->n, m = a->local_cols), asked of
+ * cuSOLVER with no matrix (the queries read no data). */
+static int qr_sizes_of(jmg_dn_call *call, qr_sizes *z, jmg_error *err) {
+  const char *op = "qr";
+  const jmg_dist_matrix *a = call->a;
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
+  const size_t es = jmg_dtype_size(a->dtype);
+  const int64_t n64 = a->n, m64 = a->local_cols;
+  memset(z, 0, sizeof *z);
+  if (!jmg_dn_qr_fits(m64, n64))
+    return jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERDn",
+                         "a %lld x %lld A passes the 32-bit sizes of "
+                         "cusolverDn<t>orgqr",
+                         (long long)m64, (long long)n64);
+  const int m = (int)m64, n = (int)n64;
+  int rc = JMG_CUSOLVER_TRY(
+      cusolverDnXgeqrf_bufferSize(call->dn, call->params, m64, n64, t, NULL,
+                                  m64, t, NULL, t, &z->geqrf_dev,
+                                  &z->geqrf_host),
+      op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(orgqr_call(call->dn, a->dtype, m, n, NULL, m, NULL,
+                                     NULL, 0, NULL, &z->lwork),
+                          op, err);
+  if (rc != 0) return rc;
+  z->solver = aligned(z->geqrf_dev);
+  if (aligned((size_t)z->lwork * es) > z->solver)
+    z->solver = aligned((size_t)z->lwork * es);
+  z->x = aligned((size_t)m * (size_t)n * es);
+  z->tau = aligned((size_t)(n > 0 ? n : 1) * es);
+  return 0;
+}
+
+int jmg_dn_qr_workspace(jmg_dn_call *call, size_t *device_bytes,
+                        size_t *host_bytes, jmg_error *err) {
+  qr_sizes z;
+  int rc = qr_sizes_of(call, &z, err);
+  if (rc != 0) return rc;
+  *device_bytes = z.solver + z.x + z.tau;
+  *host_bytes = z.geqrf_host;
+  return 0;
+}
+
 int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
               const jmg_dist_matrix *rt, int *info, jmg_error *err) {
   (void)e;
@@ -82,8 +140,7 @@ int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
   static const char *const names[] = {"cusolverDnXgeqrf",
                                       "cusolverDn<t>orgqr"};
   jmg_dn_call call;
-  size_t geqrf_dev = 0, geqrf_host = 0;
-  int lwork = 0;
+  qr_sizes z = {0};
   int h_info[2] = {0, 0};
   *info = 0;
   int rc = jmg_dn_begin_call(&call, op, a, err);
@@ -93,33 +150,14 @@ int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
                        "(%lld x %lld on %d GPUs)",
                        (long long)m64, (long long)n64, (long long)rt->n,
                        (long long)rcols, rt->ndev);
-  if (rc == 0 && (m64 > INT_MAX || m64 * n64 > INT_MAX))
-    rc = jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERDn",
-                       "a %lld x %lld A passes the 32-bit sizes of "
-                       "cusolverDn<t>orgqr",
-                       (long long)m64, (long long)n64);
+  if (rc == 0) rc = qr_sizes_of(&call, &z, err);
   const int m = (int)m64, n = (int)n64;
-  const size_t x_bytes = aligned((size_t)m * (size_t)n * es);
-  const size_t tau_bytes = aligned((size_t)(n > 0 ? n : 1) * es);
-  /* The queries read no data; X and tau are not known yet. */
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgeqrf_bufferSize(call.dn, call.params, m64, n64, t, NULL,
-                                    m64, t, NULL, t, &geqrf_dev, &geqrf_host),
-        op, err);
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(orgqr_call(call.dn, a->dtype, m, n, NULL, m, NULL,
-                                     NULL, 0, NULL, &lwork),
-                          op, err);
-  size_t solver_bytes = aligned(geqrf_dev);
-  if (rc == 0 && aligned((size_t)lwork * es) > solver_bytes)
-    solver_bytes = aligned((size_t)lwork * es);
-  if (rc == 0)
-    rc = jmg_dn_take_workspace(&call, solver_bytes + x_bytes + tau_bytes,
-                               geqrf_host, err);
+    rc = jmg_dn_take_workspace(&call, z.solver + z.x + z.tau, z.geqrf_host,
+                               err);
   jmg_trace_mark("workspace");
   char *x = NULL, *tau = NULL;
-  if (rc == 0) x = (char *)call.work + solver_bytes, tau = x + x_bytes;
+  if (rc == 0) x = (char *)call.work + z.solver, tau = x + z.x;
   cublasHandle_t blas = call.h->blas[0];
   if (rc == 0) rc = JMG_CUBLAS_TRY(cublasSetStream(blas, call.stream), op, err);
   /* 1. X = Mᵀ. */
@@ -131,8 +169,8 @@ int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXgeqrf(call.dn, call.params, m64, n64, t, x, m64, t, tau, t,
-                         call.work, geqrf_dev, call.host_work, call.host_bytes,
-                         call.d_info),
+                         call.work, z.geqrf_dev, call.host_work,
+                         call.host_bytes, call.d_info),
         op, err);
   jmg_trace_mark("geqrf");
   /* 3. rt's first n columns = X's top n x n block transposed (R above
@@ -150,7 +188,7 @@ int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
   /* 4. X = Q. */
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(orgqr_call(call.dn, a->dtype, m, n, x, m, tau,
-                                     call.work, lwork, call.d_info + 1, NULL),
+                                     call.work, z.lwork, call.d_info + 1, NULL),
                           op, err);
   jmg_trace_mark("orgqr");
   /* 5. a = Qᵀ. */

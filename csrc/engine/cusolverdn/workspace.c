@@ -2,9 +2,10 @@
  * what a call of the problem would take from XLA's allocator, asked of
  * cuSOLVER through the very functions the routines size their workspaces
  * with, on a handle of its own on the current GPU, with no matrix (the
- * queries read no data). potri adds the Hermitian fill's scratch. gesvd's
- * workspace depends on more than the problem (its routine by size, the
- * vectors asked, a wide matrix's transpose) and is not asked ahead. */
+ * queries read no data). potri adds the Hermitian fill's scratch; qr's is
+ * for the problem's M x N A (its m). gesvd's workspace depends on more than
+ * the problem (its routine by size, the vectors asked, a wide matrix's
+ * transpose) and is not asked ahead. */
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,8 @@ static int sizes(jmg_dn_call *call, const jmg_workspace_query *q, size_t *bytes,
                                 &lwork, err);
   } else if (strcmp(op, "lu_solve") == 0) {
     rc = jmg_dn_lu_workspace(call, &dev, &host, &piv_at, err);
+  } else if (strcmp(op, "qr") == 0) {
+    rc = jmg_dn_qr_workspace(call, &dev, &host, err);
   } else {
     return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cuSOLVERDn",
                          "the workspace of %s is not asked ahead of a call "
@@ -46,10 +49,13 @@ int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
                      jmg_error *err) {
   (void)e;
   void *none = NULL;
+  /* The matrix as the routine gets it: qr's is Aᵀ, N x M (engine.h). */
   const jmg_dist_matrix a = {.ndev = 1,
                              .n = p->n,
                              .tile = p->tile,
-                             .local_cols = p->n,
+                             .local_cols = strcmp(p->op, "qr") == 0
+                                               ? jmg_problem_rows(p)
+                                               : p->n,
                              .dtype = p->dtype,
                              .data = &none,
                              .device_ctx = &none};

@@ -631,6 +631,18 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              "rank) and is not used until it passes");
     return 0;
   }
+  /* qr moves each rank's rows of A between Aᵀ and A with cuBLAS geam,
+   * whose sizes are ints (qr.c). */
+  const int64_t part = jmg_problem_rows(p) / p->nparts;
+  if (strcmp(p->op, "qr") == 0 && (part > INT_MAX || p->n > INT_MAX)) {
+    snprintf(why, why_len,
+             "qr of a %lld x %lld A on %d GPUs: each GPU's %lld x %lld part "
+             "is transposed by cuBLAS geam, whose sizes are 32-bit ints (at "
+             "most %d)",
+             (long long)jmg_problem_rows(p), (long long)p->n, p->nparts,
+             (long long)part, (long long)p->n, INT_MAX);
+    return 0;
+  }
   if ((int)p->dtype < 0 || (int)p->dtype >= JMG_NUM_DTYPES) {
     snprintf(why, why_len,
              "cuSOLVERMp takes float32, float64, complex64 and complex128 "

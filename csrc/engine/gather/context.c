@@ -215,7 +215,7 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
     return 0;
   }
   /* The gathered copy's size in bytes must be a size_t. */
-  const int64_t rows = p->m > 0 ? p->m : p->n;
+  const int64_t rows = jmg_problem_rows(p);
   if (p->n > 0 &&
       (uint64_t)rows > SIZE_MAX / (uint64_t)p->n / jmg_dtype_size(p->dtype)) {
     snprintf(why, why_len,

@@ -1,5 +1,6 @@
 /* The LAPACK engine's table and the gather/scatter its routines share. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,12 +73,29 @@ void jmg_lapack_fill_upper(void *full, int64_t n, jmg_dtype dtype) {
   }
 }
 
-/* Every problem with a routine is supported: LAPACK's own limits (N in an
- * int) are checked by the routines, where they give their own message. */
+int jmg_lapack_supports(const jmg_engine *e, const jmg_problem *p, char *why,
+                        size_t why_len) {
+  (void)e;
+  const int64_t rows = jmg_problem_rows(p);
+  if (rows <= INT_MAX && p->n <= INT_MAX) return 1;
+  if (jmg_op_is_rectangular(p->op))
+    snprintf(why, why_len,
+             "%s of a %lld x %lld A: M and N must fit LAPACK's 32-bit int "
+             "(at most %d)",
+             p->op, (long long)rows, (long long)p->n, INT_MAX);
+  else
+    snprintf(why, why_len, "%s of N=%lld: N must fit LAPACK's 32-bit int "
+             "(at most %d)",
+             p->op, (long long)p->n, INT_MAX);
+  return 0;
+}
+
+/* LAPACK's limit known before a call: A's sizes in an int (the routines
+ * check them again, and their workspaces, which depend on more). */
 const jmg_engine jmg_lapack_engine = {
     .name = "lapack",
     .model = JMG_MODEL_LEADER,
-    .supports = NULL,
+    .supports = jmg_lapack_supports,
     .leader =
         {
             .potrs = jmg_lapack_potrs,

@@ -31,6 +31,13 @@ int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
 int jmg_lapack_int(int64_t n, const char *what, const char *op, int *out,
                    jmg_error *err);
 
+/* The LAPACK engines' `supports` (engine.h): A's rows and columns (M and N
+ * of gesvd's and qr's M x N A, N of a square one) in LAPACK's 32-bit int,
+ * where the routines would refuse them (jmg_lapack_int) after the call
+ * began. 1, or 0 with why. lapack-local's adds its own. */
+int jmg_lapack_supports(const jmg_engine *e, const jmg_problem *p, char *why,
+                        size_t why_len);
+
 /* For a full column-major n x n matrix: overwrites the strict upper triangle
  * with the conjugate transpose of the strict lower one. */
 void jmg_lapack_fill_upper(void *full, int64_t n, jmg_dtype dtype);

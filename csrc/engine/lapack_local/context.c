@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/lapack/lapack.h"
 #include "engine/lapack_local/local.h"
 #include "layout/local.h"
 
@@ -237,12 +238,7 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              p->nodes);
     return 0;
   }
-  if (p->n > INT_MAX || p->m > INT_MAX) {
-    snprintf(why, len, "N=%lld (M=%lld) exceeds LAPACK's 32-bit int",
-             (long long)p->n, (long long)p->m);
-    return 0;
-  }
-  return 1;
+  return jmg_lapack_supports(e, p, why, len);
 }
 
 /* LAPACK takes any block; lapack-local lays A out in the blocks

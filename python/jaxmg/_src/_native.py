@@ -21,7 +21,7 @@ import functools
 import importlib.util
 import os
 import pathlib
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 
@@ -246,18 +246,43 @@ def platform_of(device_platform: str) -> str:
 
 
 def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
-                 tile: int, nodes: int = 1) -> tuple[bool, str] | None:
+                 tile: int, nodes: int = 1, m: int | None = None) -> tuple[bool, str] | None:
     """Which engine of ``platform`` would run this call (the C library's own
     choice, engine/engine.h's jmg_engine_check, with the JAXMG_* settings of
     now): ``(True, engine)`` or ``(False, why not)``; None when the platform's
-    library is not loaded (nothing to ask). ``n`` is the padded order, ``tile``
-    the T_A the call will carry, ``nodes`` the hosts the group spans."""
-    choice = engine_choice(platform, op, nparts, dtype, n, tile, nodes)
+    library is not loaded (nothing to ask). ``n`` is the padded order (A's
+    columns N for gesvd and qr), ``m`` A's rows M for gesvd's and qr's
+    M x N A (None: a square A, M = N), ``tile`` the T_A the call will carry,
+    ``nodes`` the hosts the group spans. The engines' limits that depend on
+    M (a library's 32-bit sizes) are asked here, before anything is traced."""
+    choice = engine_choice(platform, op, nparts, dtype, n, tile, nodes, m)
     return None if choice is None else choice[:2]
 
 
+def _check_fn(lib: ctypes.CDLL, platform: str, suffix: str = "") -> Any:
+    """The library's exported engine check (``suffix`` "_workspace": its
+    workspace query), typed: engine/engine.h's jmg_engine_check and
+    jmg_engine_workspace through ffi/handler.h's export."""
+    fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}{suffix}")
+    head = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int64,
+            ctypes.c_int64, ctypes.c_int64]
+    if suffix:
+        fn.argtypes = head + [ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
+                              ctypes.c_char_p, ctypes.c_size_t]
+    else:
+        fn.argtypes = head + [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _rows(m: int | None) -> int:
+    """A's rows for the C check: 0 (read there as n) for a square A."""
+    return 0 if m is None else int(m)
+
+
 def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
-                  tile: int, nodes: int = 1) -> tuple[bool, str, int] | None:
+                  tile: int, nodes: int = 1,
+                  m: int | None = None) -> tuple[bool, str, int] | None:
     """engine_check's answer and the block size the chosen engine lays A out
     in (engine.h's ``block``: T_A, unless the engine's library cannot take
     it; 0 when no engine was chosen)."""
@@ -265,15 +290,11 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
     lib = _LIBS.get(platform)
     if lib is None:
         return None
-    fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}")
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
-                   ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t,
-                   ctypes.POINTER(ctypes.c_int64)]
-    fn.restype = ctypes.c_int
+    fn = _check_fn(lib, platform)
     out = ctypes.create_string_buffer(1024)
     block = ctypes.c_int64(0)
-    rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), int(n), int(tile), out,
-            len(out), ctypes.byref(block))
+    rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), _rows(m), int(n),
+            int(tile), out, len(out), ctypes.byref(block))
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")
@@ -282,27 +303,23 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
 
 def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,
               nrhs: int = 1, want_vectors: bool = True,
-              nodes: int = 1) -> tuple[int | None, str]:
+              nodes: int = 1, m: int | None = None) -> tuple[int | None, str]:
     """The bytes per device that a call would take from the platform's
     allocator beside its inputs and outputs (the engine's workspace, asked
     of its library now, on this process's current device; engine/engine.h's
     jmg_engine_workspace): ``(bytes, engine)``, or ``(None, why)`` where the
     engine cannot tell ahead of a call (or no library of the platform is
-    loaded). ``n`` and ``tile`` as in ``engine_check``. ValueError when no
-    engine runs the problem or the library's query fails."""
+    loaded). ``n``, ``m`` and ``tile`` as in ``engine_check``. ValueError
+    when no engine runs the problem or the library's query fails."""
     load()
     lib = _LIBS.get(platform)
     if lib is None:
         return None, f"jaxmg's {platform} library is not loaded"
-    fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}_workspace")
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
-                   ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
-                   ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t]
-    fn.restype = ctypes.c_int
+    fn = _check_fn(lib, platform, "_workspace")
     out = ctypes.create_string_buffer(1024)
     got = ctypes.c_size_t(0)
-    rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), int(n), int(tile),
-            int(nrhs), int(bool(want_vectors)), ctypes.byref(got), out, len(out))
+    rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), _rows(m), int(n),
+            int(tile), int(nrhs), int(bool(want_vectors)), ctypes.byref(got), out, len(out))
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.memory_estimate: {text}")

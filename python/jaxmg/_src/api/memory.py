@@ -11,8 +11,10 @@ Two parts, each asked of whoever decides it, nothing guessed:
 - The engine's workspace: what the engine that would run the call takes
   from XLA's allocator during it, asked of its library now (cuSOLVERDn's
   ``*_bufferSize`` on this process's first GPU; engine/engine.h's
-  ``workspace``). Engines that cannot tell ahead of a call say so
-  (``workspace`` None, ``JAXMG_TRACE=1`` prints what a call took).
+  ``workspace``), for the call's M x N A where the op's is rectangular
+  (qr, and least_squares, whose engine work is its QR). Engines that
+  cannot tell ahead of a call say so (``workspace`` None, gesvd's and
+  polar's on every engine; ``JAXMG_TRACE=1`` prints what a call took).
 
 The peak is their sum, arguments included: what the device holds while
 the solver runs, A and b among it.
@@ -158,7 +160,10 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     compiled = jax.jit(fn, donate_argnums=donated).lower(*args).compile()
     mem = compiled.memory_analysis()
 
-    if op in RECTANGULAR:
+    if op in ("qr", "least_squares"):  # least_squares's engine work is its QR's
+        work, note = _native.workspace(platform, "qr", rows.nparts, dtype.name, n, g.tile,
+                                       nodes=nodes, m=m)
+    elif op in RECTANGULAR:
         work, note = None, (f"{op}'s workspace is not asked ahead of a call" if op != "polar"
                             else "polar's workspace (its SVD's, gesvd's) is not asked ahead "
                             "of a call")

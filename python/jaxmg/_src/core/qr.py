@@ -43,13 +43,15 @@ def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
              platform: str, nodes: int = 1) -> _shard.Geometry:
     """The call's sizes: ``nparts`` shards of m / nparts rows, never padded,
     T_A (checked; one tile per shard when left out: the engines that run
-    qr take no tiles), and the engine the C library's check chooses, asked
-    before anything is traced: none is a ValueError naming each engine's
+    qr take no tiles), and the engine the C library's check chooses
+    for the M x N A (M included: a library's 32-bit sizes), asked before
+    anything is traced: none is a ValueError naming each engine's
     reason."""
     r = m // nparts
     tile = r if T_A is None else min(_checks.check_tile(op, T_A), r)
     g = _shard.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
-    verdict = _native.engine_check(platform, "qr", nparts, dtype.name, n, tile, nodes=nodes)
+    verdict = _native.engine_check(platform, "qr", nparts, dtype.name, n, tile, nodes=nodes,
+                                   m=m)
     if verdict is None:
         return g
     if not verdict[0]:
