@@ -63,6 +63,20 @@ static size_t aligned(size_t bytes) {
   return (bytes + POTRI_ALIGN - 1) / POTRI_ALIGN * POTRI_ALIGN;
 }
 
+/* cusolverDnXtrtri's workspace for one diagonal block of LAUUM_NB (or
+ * n) of the large path, which the workspace query and the inversion ask
+ * alike. */
+static int trtri_block_work(jmg_dn_call *call, size_t *dev, size_t *host,
+                            jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
+  return JMG_CUSOLVER_TRY(
+      cusolverDnXtrtri_bufferSize(
+          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int64_t)nb,
+          jmg_cuda_data_type(a->dtype), call->a_data, a->n, dev, host),
+      call->op, err);
+}
+
 int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
                            size_t *host_bytes, int *lwork, jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
@@ -77,11 +91,7 @@ int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
   }
   size_t dev = 0, host = 0;
   const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
-  rc = JMG_CUSOLVER_TRY(
-      cusolverDnXtrtri_bufferSize(
-          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int64_t)nb,
-          jmg_cuda_data_type(a->dtype), call->a_data, a->n, &dev, &host),
-      call->op, err);
+  rc = trtri_block_work(call, &dev, &host, err);
   if (dev > *device_bytes) *device_bytes = dev;
   if (host > *host_bytes) *host_bytes = host;
   /* [the solvers' workspace | the LAUUM's diagonal-block scratch] */
@@ -192,11 +202,7 @@ static int inverse_large(jmg_dn_call *call, jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
   const size_t nb = a->n < LAUUM_NB ? (size_t)a->n : LAUUM_NB;
   size_t dev = 0, host = 0;
-  int rc = JMG_CUSOLVER_TRY(
-      cusolverDnXtrtri_bufferSize(
-          call->dn, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int64_t)nb,
-          jmg_cuda_data_type(a->dtype), call->a_data, a->n, &dev, &host),
-      call->op, err);
+  int rc = trtri_block_work(call, &dev, &host, err);
   cublasHandle_t blas = call->h->blas[0];
   if (rc == 0)
     rc = JMG_CUBLAS_TRY(cublasSetStream(blas, call->stream), call->op, err);
