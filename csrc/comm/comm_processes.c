@@ -42,7 +42,9 @@
  * then be reused); a receive takes the first message of its (sender, call
  * site, channel) and copies it out. Groups (group_begin .. group_end) run
  * as in the threads communicator: every send queued, then the receives in
- * issue order, then the sends' completion; a rank may send to itself.
+ * issue order, then the sends' completion; a rank may send to itself
+ * (the pending operations and the groups' nesting are comm/group.c's,
+ * shared with the threads communicator; running a group is this file's).
  *
  * Failure. Every wait ends by JAXMG_RENDEZVOUS_TIMEOUT (common/config.h,
  * read when the group ends). A connection that closes (its process exited
@@ -78,6 +80,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/group.h"
 #include "common/config.h"
 #include "common/proc.h"
 
@@ -88,7 +91,6 @@
 #define PC_BASE_BYTES (JMG_COMM_ID_MAX - PC_SITE_BYTES)
 #define PC_WHY_LEN 320
 
-enum { CHAN_P2P, CHAN_BCAST, CHAN_MAX };
 enum { KIND_DATA = 1, KIND_FAIL = 2 };
 
 /* The id: what make_id writes (the rest of the 128 bytes zero). */
@@ -213,19 +215,6 @@ static void random_bytes(unsigned char *out, size_t len) {
   }
 }
 
-static struct timespec deadline_after(double seconds) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  double whole = (double)(time_t)seconds;
-  t.tv_sec += (time_t)seconds;
-  t.tv_nsec += (long)((seconds - whole) * 1e9);
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_sec += 1;
-    t.tv_nsec -= 1000000000L;
-  }
-  return t;
-}
-
 /* Milliseconds left until deadline (0 once past). */
 static int ms_left(const struct timespec *deadline) {
   struct timespec now;
@@ -240,10 +229,6 @@ static double timeout_s(void) {
   jmg_config cfg;
   jmg_config_read(&cfg);
   return cfg.rendezvous_timeout_s;
-}
-
-static const char *chan_name(int chan) {
-  return chan == CHAN_P2P ? "send" : chan == CHAN_BCAST ? "bcast" : "max_int";
 }
 
 static void hex(const unsigned char *bytes, size_t len, char *out) {
@@ -880,7 +865,7 @@ static int connect_lower(pc_end *e, int to, const struct timespec *deadline,
 /* Sets up e's connections (outside g_mu): listen, connect to the lower
  * ranks, accept the higher ones, exchange hellos. */
 static int connect_end(pc_end *e, const char *op, jmg_error *err) {
-  const struct timespec deadline = deadline_after(timeout_s());
+  const struct timespec deadline = jmg_deadline_after(timeout_s());
   int lfd = -1, rc = 0;
   if (e->rank < e->ranks - 1) { /* someone will connect to us */
     struct sockaddr_un sa;
@@ -1061,7 +1046,7 @@ static int pc_open(const void *id, int rank, int ranks, void *device_ctx,
     pthread_cond_broadcast(&g_cv);
     wake_io();
   } else {
-    const struct timespec deadline = deadline_after(timeout_s() + 1.0);
+    const struct timespec deadline = jmg_deadline_after(timeout_s() + 1.0);
     while (e->state == END_CONNECTING &&
            pthread_cond_timedwait(&g_cv, &g_mu, &deadline) != ETIMEDOUT) {
     }
@@ -1088,62 +1073,19 @@ static int pc_open(const void *id, int rank, int ranks, void *device_ctx,
 
 static void *pc_native(jmg_comm *c) { return c; }
 
-/* ---- pending operations (per thread) -----------------------------------*/
+/* ---- pending operations (per thread: comm/group.h) -------------------*/
 
 typedef struct pc_op {
-  int send; /* 1: send, 0: receive */
-  int chan;
-  jmg_comm *c;
-  void *buf;
-  size_t bytes;
-  int peer;
+  jmg_group_op base;
   pc_send node; /* a send's, once queued */
   int queued;
 } pc_op;
 
-static _Thread_local struct {
-  pc_op *ops;
-  size_t count, cap;
-  int depth;  /* nesting of group_begin */
-  int failed; /* a post of this group failed: its group_end fails */
-} g_pend;
+static _Thread_local jmg_group g_pend;
 
-static void pend_reset(void) {
-  free(g_pend.ops);
-  g_pend.ops = NULL;
-  g_pend.count = g_pend.cap = 0;
-  g_pend.failed = 0;
-}
-
-static int post(int send, int chan, jmg_comm *c, void *buf, size_t bytes,
-                int peer, const char *op, jmg_error *err) {
-  if (c == NULL || peer < 0 || peer >= c->end->ranks) {
-    g_pend.failed = 1;
-    return jmg_error_set(err, JMG_EINVAL, op, PC_CALL,
-                         "peer %d is not a rank of the communicator (%d)", peer,
-                         c ? c->end->ranks : 0);
-  }
-  if (g_pend.count == g_pend.cap) {
-    size_t cap = g_pend.cap ? 2 * g_pend.cap : 16;
-    pc_op *ops = realloc(g_pend.ops, cap * sizeof *ops);
-    if (ops == NULL) {
-      g_pend.failed = 1;
-      return jmg_error_set(err, JMG_ENOMEM, op, PC_CALL,
-                           "cannot queue %zu operations", cap);
-    }
-    g_pend.ops = ops;
-    g_pend.cap = cap;
-  }
-  pc_op *o = &g_pend.ops[g_pend.count++];
-  memset(o, 0, sizeof *o);
-  o->send = send;
-  o->chan = chan;
-  o->c = c;
-  o->buf = buf;
-  o->bytes = bytes;
-  o->peer = peer;
-  return 0;
-}
+static jmg_group *pc_pending(void) { return &g_pend; }
+static int pc_ranks(const jmg_comm *c) { return c->end->ranks; }
+static int pc_rank(const jmg_comm *c) { return c->end->rank; }
 
 /* ---- running a group ---------------------------------------------------*/
 
@@ -1217,38 +1159,39 @@ static void fail_own_locked(jmg_comm *c, const jmg_error *err) {
   fail_comm_locked(c, why, 1);
 }
 
-static int run_group(const char *op, jmg_error *err) {
+static int run_group(jmg_group *g, const char *op, jmg_error *err) {
   const double timeout = timeout_s();
-  const struct timespec deadline = deadline_after(timeout);
+  const struct timespec deadline = jmg_deadline_after(timeout);
   int rc = 0;
   jmg_comm *bad = NULL; /* the communicator whose operation failed */
   pthread_mutex_lock(&g_mu);
   /* 1. Queue every send (one to itself is delivered at once). */
-  for (size_t i = 0; rc == 0 && i < g_pend.count; ++i) {
-    pc_op *o = &g_pend.ops[i];
-    if (!o->send) continue;
-    jmg_comm *c = o->c;
+  for (size_t i = 0; rc == 0 && i < g->count; ++i) {
+    pc_op *o = jmg_group_op_at(g, i);
+    const jmg_group_op *b = &o->base;
+    if (!b->send) continue;
+    jmg_comm *c = b->c;
     pc_end *e = c->end;
-    if (comm_failed(c) || e->peers[o->peer].lost) {
+    if (comm_failed(c) || e->peers[b->peer].lost) {
       rc = comm_failed(c) ? failed_error(c, op, err)
-                          : lost_error(c, o->peer, op, err);
+                          : lost_error(c, b->peer, op, err);
       bad = c;
       break;
     }
-    if (o->peer == e->rank) {
+    if (b->peer == e->rank) {
       pc_msg *m = calloc(1, sizeof *m);
-      unsigned char *data = malloc(o->bytes ? o->bytes : 1);
+      unsigned char *data = malloc(b->bytes ? b->bytes : 1);
       if (m == NULL || data == NULL) {
         free(m), free(data);
         rc = jmg_error_set(err, JMG_ENOMEM, op, PC_CALL,
                            "cannot copy a message of %zu bytes to itself",
-                           o->bytes);
+                           b->bytes);
         bad = c;
         break;
       }
-      if (o->bytes > 0) memcpy(data, o->buf, o->bytes);
+      if (b->bytes > 0) memcpy(data, b->buf, b->bytes);
       *m = (pc_msg){
-          .site = c->site, .chan = o->chan, .bytes = o->bytes, .data = data};
+          .site = c->site, .chan = b->chan, .bytes = b->bytes, .data = data};
       pc_peer *q = &e->peers[e->rank];
       if (q->in_last != NULL)
         q->in_last->next = m;
@@ -1259,11 +1202,11 @@ static int run_group(const char *op, jmg_error *err) {
     }
     o->node = (pc_send){.head = {.magic = PC_MAGIC,
                                  .kind = KIND_DATA,
-                                 .chan = (uint32_t)o->chan,
+                                 .chan = (uint32_t)b->chan,
                                  .site = c->site,
-                                 .bytes = o->bytes},
-                        .buf = o->buf};
-    pc_peer *q = &e->peers[o->peer];
+                                 .bytes = b->bytes},
+                        .buf = b->buf};
+    pc_peer *q = &e->peers[b->peer];
     if (q->out_last != NULL)
       q->out_last->next = &o->node;
     else
@@ -1273,54 +1216,56 @@ static int run_group(const char *op, jmg_error *err) {
   }
   wake_io();
   /* 2. Every receive, in issue order. */
-  for (size_t i = 0; rc == 0 && i < g_pend.count; ++i) {
-    pc_op *o = &g_pend.ops[i];
-    if (o->send) continue;
-    jmg_comm *c = o->c;
+  for (size_t i = 0; rc == 0 && i < g->count; ++i) {
+    pc_op *o = jmg_group_op_at(g, i);
+    const jmg_group_op *b = &o->base;
+    if (b->send) continue;
+    jmg_comm *c = b->c;
     pc_end *e = c->end;
     pc_msg *m = NULL;
-    while (rc == 0 && (m = take_locked(e, o->peer, c->site, o->chan)) == NULL) {
+    while (rc == 0 && (m = take_locked(e, b->peer, c->site, b->chan)) == NULL) {
       if (comm_failed(c)) {
         rc = failed_error(c, op, err);
         bad = c;
-      } else if (e->peers[o->peer].lost) {
-        rc = lost_error(c, o->peer, op, err);
+      } else if (e->peers[b->peer].lost) {
+        rc = lost_error(c, b->peer, op, err);
         bad = c;
       } else if (pthread_cond_timedwait(&g_cv, &g_mu, &deadline) == ETIMEDOUT) {
-        if ((m = take_locked(e, o->peer, c->site, o->chan)) != NULL) break;
+        if ((m = take_locked(e, b->peer, c->site, b->chan)) != NULL) break;
         rc = jmg_error_set(
             err, JMG_ETIMEDOUT, op, PC_CALL,
             "rank %d waited %.3g s for a %s from rank %d (pid %ld), which "
             "never came (every process must make the same jaxmg calls; "
             "JAXMG_RENDEZVOUS_TIMEOUT sets the wait)",
-            e->rank, timeout, chan_name(o->chan), o->peer,
-            e->peers[o->peer].pid);
+            e->rank, timeout, jmg_group_chan_name(b->chan), b->peer,
+            e->peers[b->peer].pid);
         bad = c;
         fail_own_locked(c, err);
       }
     }
     if (rc != 0) break;
-    if (m->bytes != o->bytes) {
+    if (m->bytes != b->bytes) {
       rc = jmg_error_set(err, JMG_EINTERNAL, op, PC_CALL,
                          "rank %d's %s of %zu bytes from rank %d met one of "
                          "%zu bytes",
-                         e->rank, chan_name(o->chan), o->bytes, o->peer,
-                         m->bytes);
+                         e->rank, jmg_group_chan_name(b->chan), b->bytes,
+                         b->peer, m->bytes);
       bad = c;
       fail_own_locked(c, err);
-    } else if (o->bytes > 0) {
+    } else if (b->bytes > 0) {
       pthread_mutex_unlock(&g_mu);
-      memcpy(o->buf, m->data, o->bytes);
+      memcpy(b->buf, m->data, b->bytes);
       pthread_mutex_lock(&g_mu);
     }
     free(m->data);
     free(m);
   }
   /* 3. Every queued send written (or withdrawn, after a failure). */
-  for (size_t i = 0; i < g_pend.count; ++i) {
-    pc_op *o = &g_pend.ops[i];
-    if (!o->send || !o->queued) continue;
-    jmg_comm *c = o->c;
+  for (size_t i = 0; i < g->count; ++i) {
+    pc_op *o = jmg_group_op_at(g, i);
+    const jmg_group_op *b = &o->base;
+    if (!b->send || !o->queued) continue;
+    jmg_comm *c = b->c;
     pc_end *e = c->end;
     while (rc == 0 && !o->node.finished) {
       if (comm_failed(c)) {
@@ -1332,17 +1277,17 @@ static int run_group(const char *op, jmg_error *err) {
             err, JMG_ETIMEDOUT, op, PC_CALL,
             "rank %d waited %.3g s for rank %d (pid %ld) to take its %s, "
             "which it never did (JAXMG_RENDEZVOUS_TIMEOUT sets the wait)",
-            e->rank, timeout, o->peer, e->peers[o->peer].pid,
-            chan_name(o->chan));
+            e->rank, timeout, b->peer, e->peers[b->peer].pid,
+            jmg_group_chan_name(b->chan));
         bad = c;
         fail_own_locked(c, err);
       }
     }
     if (rc == 0 && o->node.dropped) {
-      rc = lost_error(c, o->peer, op, err);
+      rc = lost_error(c, b->peer, op, err);
       bad = c;
     }
-    if (!o->node.finished) withdraw_locked(e, o->peer, &o->node);
+    if (!o->node.finished) withdraw_locked(e, b->peer, &o->node);
   }
   /* A peer's death or failure: this call site fails, and the peers that
    * wait for this rank hear of it now rather than at their timeout. */
@@ -1350,7 +1295,7 @@ static int run_group(const char *op, jmg_error *err) {
   /* Told peers hear it even if this process exits right after the error:
    * the FAIL messages are written before it returns (within a second). */
   if (rc != 0 && bad != NULL) {
-    const struct timespec soon = deadline_after(1.0);
+    const struct timespec soon = jmg_deadline_after(1.0);
     while (bad->end->fails_queued > 0 &&
            pthread_cond_timedwait(&g_cv, &g_mu, &soon) != ETIMEDOUT) {
     }
@@ -1359,98 +1304,45 @@ static int run_group(const char *op, jmg_error *err) {
   return rc;
 }
 
+static const jmg_group_transport g_transport = {
+    .call = PC_CALL,
+    .op_bytes = sizeof(pc_op),
+    .pending = pc_pending,
+    .ranks = pc_ranks,
+    .rank = pc_rank,
+    .run = run_group,
+};
+
 static int pc_group_begin(const char *op, jmg_error *err) {
-  (void)op, (void)err;
-  if (g_pend.depth++ == 0) {
-    g_pend.count = 0;
-    g_pend.failed = 0;
-  }
-  return 0;
+  return jmg_group_begin(&g_transport, op, err);
 }
 
 static int pc_group_end(const char *op, jmg_error *err) {
-  if (g_pend.depth == 0)
-    return jmg_error_set(err, JMG_EINTERNAL, op, PC_CALL,
-                         "group_end without group_begin");
-  if (--g_pend.depth > 0) return 0;
-  int rc = 0;
-  if (g_pend.failed)
-    rc = jmg_error_set(err, JMG_EINTERNAL, op, PC_CALL,
-                       "an operation of the group could not be queued: the "
-                       "group did not run");
-  else
-    rc = run_group(op, err);
-  pend_reset();
-  return rc;
-}
-
-/* Every operation opens a group of its own (nested in the caller's, if
- * any) and closes it here: outside a group it runs at once. */
-static int one(int rc, const char *op, jmg_error *err) {
-  jmg_error ignored;
-  int erc = pc_group_end(op, rc == 0 ? err : &ignored);
-  return rc != 0 ? rc : erc;
+  return jmg_group_end(&g_transport, op, err);
 }
 
 static int pc_send_op(jmg_comm *c, const void *buf, size_t bytes, int peer,
                       void *device_ctx, const char *op, jmg_error *err) {
   (void)device_ctx;
-  (void)pc_group_begin(op, err);
-  return one(post(1, CHAN_P2P, c, (void *)buf, bytes, peer, op, err), op, err);
+  return jmg_group_send(&g_transport, c, buf, bytes, peer, op, err);
 }
 
 static int pc_recv_op(jmg_comm *c, void *buf, size_t bytes, int peer,
                       void *device_ctx, const char *op, jmg_error *err) {
   (void)device_ctx;
-  (void)pc_group_begin(op, err);
-  return one(post(0, CHAN_P2P, c, buf, bytes, peer, op, err), op, err);
+  return jmg_group_recv(&g_transport, c, buf, bytes, peer, op, err);
 }
 
 static int pc_bcast(jmg_comm *c, void *buf, size_t bytes, int root,
                     void *device_ctx, const char *op, jmg_error *err) {
   (void)device_ctx;
-  if (c == NULL || root < 0 || root >= c->end->ranks)
-    return jmg_error_set(err, JMG_EINVAL, op, PC_CALL,
-                         "bcast from rank %d of %d", root,
-                         c ? c->end->ranks : 0);
-  (void)pc_group_begin(op, err);
-  int rc = 0;
-  if (bytes > 0 && c->end->rank == root) {
-    for (int p = 0; rc == 0 && p < c->end->ranks; ++p)
-      if (p != root) rc = post(1, CHAN_BCAST, c, buf, bytes, p, op, err);
-  } else if (bytes > 0) {
-    rc = post(0, CHAN_BCAST, c, buf, bytes, root, op, err);
-  }
-  return one(rc, op, err);
+  return jmg_group_bcast(&g_transport, c, buf, bytes, root, op, err);
 }
 
 static int pc_max_int(jmg_comm *c, int *value, void *device_ctx, const char *op,
                       jmg_error *err) {
   (void)device_ctx;
-  if (g_pend.depth > 0)
-    return jmg_error_set(err, JMG_EINTERNAL, op, PC_CALL,
-                         "max_int inside a group");
-  const int ranks = c->end->ranks, me = c->end->rank;
-  int *all = malloc((size_t)ranks * sizeof *all);
-  if (all == NULL)
-    return jmg_error_set(err, JMG_ENOMEM, op, PC_CALL,
-                         "cannot allocate %d ints", ranks);
-  int mine = *value, rc = 0;
-  (void)pc_group_begin(op, err);
-  for (int p = 0; rc == 0 && p < ranks; ++p)
-    if (p != me) rc = post(1, CHAN_MAX, c, &mine, sizeof mine, p, op, err);
-  for (int p = 0; rc == 0 && p < ranks; ++p)
-    if (p != me) rc = post(0, CHAN_MAX, c, &all[p], sizeof *all, p, op, err);
-  jmg_error ignored;
-  int erc = pc_group_end(op, rc == 0 ? err : &ignored);
-  if (rc == 0) rc = erc;
-  if (rc == 0) {
-    for (int p = 0; p < ranks; ++p)
-      if (p != me && all[p] > mine) mine = all[p];
-    *value = mine;
-  }
-  free(all);
-  return rc;
+  return jmg_group_max_int(&g_transport, c, value, op, err);
 }
 
 static const jmg_comm_ops g_processes_ops = {

@@ -30,7 +30,9 @@
  * may send to itself. Nothing has a fixed size: the queues are linked
  * lists of nodes that live in the thread's list of pending operations.
  * bcast is the root's send to every other rank (inside a group too);
- * max_int sends every rank's value to every other.
+ * max_int sends every rank's value to every other. The pending operations,
+ * the groups' nesting and the operations built on them are comm/group.c's,
+ * shared with comm/comm_processes.c; running a group is this file's.
  *
  * Every wait ends by JAXMG_RENDEZVOUS_TIMEOUT (common/config.h, read when
  * the group ends): a rank that never comes is an error (JMG_ETIMEDOUT), not
@@ -50,12 +52,11 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/group.h"
 #include "common/config.h"
 
 #define THREADS_CALL "threads communicator"
 #define ID_TAG "jaxmg-threads-comm"
-
-enum { CHAN_P2P, CHAN_BCAST, CHAN_MAX };
 
 /* The id: what make_id writes (the rest of the 128 bytes zero). */
 typedef struct tc_id {
@@ -217,80 +218,20 @@ static int tc_open(const void *id, int rank, int ranks, void *device_ctx,
 
 static void *tc_native(jmg_comm *c) { return c; }
 
-/* ---- pending operations (per thread) -------------------------------------*/
+/* ---- pending operations (per thread: comm/group.h) ---------------------*/
 
 typedef struct tc_op {
-  int send; /* 1: send, 0: receive */
-  int chan;
-  jmg_comm *c;
-  void *buf;
-  size_t bytes;
-  int peer;
+  jmg_group_op base;
   tc_node node; /* a send's, once published */
 } tc_op;
 
-static _Thread_local struct {
-  tc_op *ops;
-  size_t count, cap;
-  int depth;  /* nesting of group_begin */
-  int failed; /* a post of this group failed: its group_end fails */
-} g_pend;
+static _Thread_local jmg_group g_pend;
 
-static void pend_reset(void) {
-  free(g_pend.ops);
-  g_pend.ops = NULL;
-  g_pend.count = g_pend.cap = 0;
-  g_pend.failed = 0;
-}
-
-static int post(int send, int chan, jmg_comm *c, void *buf, size_t bytes,
-                int peer, const char *op, jmg_error *err) {
-  if (c == NULL || peer < 0 || peer >= c->sh->ranks) {
-    g_pend.failed = 1;
-    return jmg_error_set(err, JMG_EINVAL, op, THREADS_CALL,
-                         "peer %d is not a rank of the communicator (%d)",
-                         peer, c ? c->sh->ranks : 0);
-  }
-  if (g_pend.count == g_pend.cap) {
-    size_t cap = g_pend.cap ? 2 * g_pend.cap : 16;
-    tc_op *ops = realloc(g_pend.ops, cap * sizeof *ops);
-    if (ops == NULL) {
-      g_pend.failed = 1;
-      return jmg_error_set(err, JMG_ENOMEM, op, THREADS_CALL,
-                           "cannot queue %zu operations", cap);
-    }
-    g_pend.ops = ops;
-    g_pend.cap = cap;
-  }
-  tc_op *o = &g_pend.ops[g_pend.count++];
-  memset(o, 0, sizeof *o);
-  o->send = send;
-  o->chan = chan;
-  o->c = c;
-  o->buf = buf;
-  o->bytes = bytes;
-  o->peer = peer;
-  return 0;
-}
+static jmg_group *tc_pending(void) { return &g_pend; }
+static int tc_ranks(const jmg_comm *c) { return c->sh->ranks; }
+static int tc_rank(const jmg_comm *c) { return c->rank; }
 
 /* ---- running a group -----------------------------------------------------*/
-
-static const char *chan_name(int chan) {
-  return chan == CHAN_P2P ? "send" : chan == CHAN_BCAST ? "bcast" : "max_int";
-}
-
-static struct timespec deadline_after(double seconds) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  double whole = (double)(time_t)seconds;
-  t.tv_sec += (time_t)seconds;
-  t.tv_nsec += (long)((seconds - whole) * 1e9);
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_sec += 1;
-    t.tv_nsec -= 1000000000L;
-  }
-  return t;
-}
 
 /* Marks sh failed with the reason (the first one stays); sh->mu held. */
 static void fail_locked(tc_shared *sh, const jmg_error *err) {
@@ -347,28 +288,29 @@ static void withdraw_locked(tc_shared *sh, int from, int to, tc_node *node) {
   while (!node->consumed) pthread_cond_wait(&sh->cv, &sh->mu);
 }
 
-static int run_group(const char *op, jmg_error *err) {
+static int run_group(jmg_group *g, const char *op, jmg_error *err) {
   jmg_config cfg;
   jmg_config_read(&cfg);
   const double timeout = cfg.rendezvous_timeout_s;
-  const struct timespec deadline = deadline_after(timeout);
+  const struct timespec deadline = jmg_deadline_after(timeout);
   int rc = 0;
   size_t published = 0;
   /* 1. Publish every send. */
-  for (size_t i = 0; i < g_pend.count; ++i) {
-    tc_op *o = &g_pend.ops[i];
-    if (!o->send) continue;
-    tc_shared *sh = o->c->sh;
+  for (size_t i = 0; i < g->count; ++i) {
+    tc_op *o = jmg_group_op_at(g, i);
+    const jmg_group_op *b = &o->base;
+    if (!b->send) continue;
+    tc_shared *sh = b->c->sh;
     pthread_mutex_lock(&sh->mu);
     if (sh->failed) {
       rc = failed_locked(sh, op, err);
       pthread_mutex_unlock(&sh->mu);
       break;
     }
-    o->node.chan = o->chan;
-    o->node.buf = o->buf;
-    o->node.bytes = o->bytes;
-    const size_t q = (size_t)o->c->rank * (size_t)sh->ranks + (size_t)o->peer;
+    o->node.chan = b->chan;
+    o->node.buf = b->buf;
+    o->node.bytes = b->bytes;
+    const size_t q = (size_t)b->c->rank * (size_t)sh->ranks + (size_t)b->peer;
     if (sh->tail[q] != NULL)
       sh->tail[q]->next = &o->node;
     else
@@ -379,39 +321,41 @@ static int run_group(const char *op, jmg_error *err) {
     published = i + 1;
   }
   /* 2. Every receive, in issue order. */
-  for (size_t i = 0; rc == 0 && i < g_pend.count; ++i) {
-    tc_op *o = &g_pend.ops[i];
-    if (o->send) continue;
-    tc_shared *sh = o->c->sh;
-    const int me = o->c->rank;
+  for (size_t i = 0; rc == 0 && i < g->count; ++i) {
+    tc_op *o = jmg_group_op_at(g, i);
+    const jmg_group_op *b = &o->base;
+    if (b->send) continue;
+    tc_shared *sh = b->c->sh;
+    const int me = b->c->rank;
     pthread_mutex_lock(&sh->mu);
     tc_node *n = NULL;
-    while (rc == 0 && (n = take_locked(sh, o->peer, me, o->chan)) == NULL) {
+    while (rc == 0 && (n = take_locked(sh, b->peer, me, b->chan)) == NULL) {
       if (sh->failed) {
         rc = failed_locked(sh, op, err);
       } else if (pthread_cond_timedwait(&sh->cv, &sh->mu, &deadline) ==
                  ETIMEDOUT) {
-        if ((n = take_locked(sh, o->peer, me, o->chan)) != NULL) break;
+        if ((n = take_locked(sh, b->peer, me, b->chan)) != NULL) break;
         rc = jmg_error_set(
             err, JMG_ETIMEDOUT, op, THREADS_CALL,
             "rank %d waited %.3g s for a %s from rank %d, which never came "
             "(every device of the group must make the same jaxmg calls; "
             "JAXMG_RENDEZVOUS_TIMEOUT sets the wait)",
-            me, timeout, chan_name(o->chan), o->peer);
+            me, timeout, jmg_group_chan_name(b->chan), b->peer);
         fail_locked(sh, err);
       }
     }
     pthread_mutex_unlock(&sh->mu);
     if (rc != 0) break;
-    const int fits = n->bytes == o->bytes;
-    if (fits && o->bytes > 0) memcpy(o->buf, n->buf, o->bytes);
+    const int fits = n->bytes == b->bytes;
+    if (fits && b->bytes > 0) memcpy(b->buf, n->buf, b->bytes);
     pthread_mutex_lock(&sh->mu);
     n->consumed = 1;
     if (!fits) {
       rc = jmg_error_set(err, JMG_EINTERNAL, op, THREADS_CALL,
                          "rank %d's %s of %zu bytes from rank %d met one of "
                          "%zu bytes",
-                         me, chan_name(o->chan), o->bytes, o->peer, n->bytes);
+                         me, jmg_group_chan_name(b->chan), b->bytes, b->peer,
+                         n->bytes);
       fail_locked(sh, err);
     }
     pthread_cond_broadcast(&sh->cv);
@@ -419,9 +363,10 @@ static int run_group(const char *op, jmg_error *err) {
   }
   /* 3. Every published send consumed (or withdrawn, after a failure). */
   for (size_t i = 0; i < published; ++i) {
-    tc_op *o = &g_pend.ops[i];
-    if (!o->send) continue;
-    tc_shared *sh = o->c->sh;
+    tc_op *o = jmg_group_op_at(g, i);
+    const jmg_group_op *b = &o->base;
+    if (!b->send) continue;
+    tc_shared *sh = b->c->sh;
     pthread_mutex_lock(&sh->mu);
     while (rc == 0 && !o->node.consumed) {
       if (sh->failed) {
@@ -434,108 +379,55 @@ static int run_group(const char *op, jmg_error *err) {
             "rank %d waited %.3g s for rank %d to receive its %s, which it "
             "never did (every device of the group must make the same jaxmg "
             "calls; JAXMG_RENDEZVOUS_TIMEOUT sets the wait)",
-            o->c->rank, timeout, o->peer, chan_name(o->chan));
+            b->c->rank, timeout, b->peer, jmg_group_chan_name(b->chan));
         fail_locked(sh, err);
       }
     }
-    if (!o->node.consumed) withdraw_locked(sh, o->c->rank, o->peer, &o->node);
+    if (!o->node.consumed) withdraw_locked(sh, b->c->rank, b->peer, &o->node);
     pthread_mutex_unlock(&sh->mu);
   }
   return rc;
 }
 
+static const jmg_group_transport g_transport = {
+    .call = THREADS_CALL,
+    .op_bytes = sizeof(tc_op),
+    .pending = tc_pending,
+    .ranks = tc_ranks,
+    .rank = tc_rank,
+    .run = run_group,
+};
+
 static int tc_group_begin(const char *op, jmg_error *err) {
-  (void)op, (void)err;
-  if (g_pend.depth++ == 0) {
-    g_pend.count = 0;
-    g_pend.failed = 0;
-  }
-  return 0;
+  return jmg_group_begin(&g_transport, op, err);
 }
 
 static int tc_group_end(const char *op, jmg_error *err) {
-  if (g_pend.depth == 0)
-    return jmg_error_set(err, JMG_EINTERNAL, op, THREADS_CALL,
-                         "group_end without group_begin");
-  if (--g_pend.depth > 0) return 0;
-  int rc = 0;
-  if (g_pend.failed)
-    rc = jmg_error_set(err, JMG_EINTERNAL, op, THREADS_CALL,
-                       "an operation of the group could not be queued: the "
-                       "group did not run");
-  else
-    rc = run_group(op, err);
-  pend_reset();
-  return rc;
-}
-
-/* Every operation opens a group of its own (nested in the caller's, if
- * any) and closes it here: outside a group it runs at once. */
-static int one(int rc, const char *op, jmg_error *err) {
-  jmg_error ignored;
-  int erc = tc_group_end(op, rc == 0 ? err : &ignored);
-  return rc != 0 ? rc : erc;
+  return jmg_group_end(&g_transport, op, err);
 }
 
 static int tc_send(jmg_comm *c, const void *buf, size_t bytes, int peer,
                    void *device_ctx, const char *op, jmg_error *err) {
   (void)device_ctx;
-  (void)tc_group_begin(op, err);
-  return one(post(1, CHAN_P2P, c, (void *)buf, bytes, peer, op, err), op, err);
+  return jmg_group_send(&g_transport, c, buf, bytes, peer, op, err);
 }
 
 static int tc_recv(jmg_comm *c, void *buf, size_t bytes, int peer,
                    void *device_ctx, const char *op, jmg_error *err) {
   (void)device_ctx;
-  (void)tc_group_begin(op, err);
-  return one(post(0, CHAN_P2P, c, buf, bytes, peer, op, err), op, err);
+  return jmg_group_recv(&g_transport, c, buf, bytes, peer, op, err);
 }
 
 static int tc_bcast(jmg_comm *c, void *buf, size_t bytes, int root,
                     void *device_ctx, const char *op, jmg_error *err) {
   (void)device_ctx;
-  if (c == NULL || root < 0 || root >= c->sh->ranks)
-    return jmg_error_set(err, JMG_EINVAL, op, THREADS_CALL,
-                         "bcast from rank %d of %d", root,
-                         c ? c->sh->ranks : 0);
-  (void)tc_group_begin(op, err);
-  int rc = 0;
-  if (bytes > 0 && c->rank == root) {
-    for (int p = 0; rc == 0 && p < c->sh->ranks; ++p)
-      if (p != root) rc = post(1, CHAN_BCAST, c, buf, bytes, p, op, err);
-  } else if (bytes > 0) {
-    rc = post(0, CHAN_BCAST, c, buf, bytes, root, op, err);
-  }
-  return one(rc, op, err);
+  return jmg_group_bcast(&g_transport, c, buf, bytes, root, op, err);
 }
 
 static int tc_max_int(jmg_comm *c, int *value, void *device_ctx,
                       const char *op, jmg_error *err) {
   (void)device_ctx;
-  if (g_pend.depth > 0)
-    return jmg_error_set(err, JMG_EINTERNAL, op, THREADS_CALL,
-                         "max_int inside a group");
-  const int ranks = c->sh->ranks;
-  int *all = malloc((size_t)ranks * sizeof *all);
-  if (all == NULL)
-    return jmg_error_set(err, JMG_ENOMEM, op, THREADS_CALL,
-                         "cannot allocate %d ints", ranks);
-  int mine = *value, rc = 0;
-  (void)tc_group_begin(op, err);
-  for (int p = 0; rc == 0 && p < ranks; ++p)
-    if (p != c->rank) rc = post(1, CHAN_MAX, c, &mine, sizeof mine, p, op, err);
-  for (int p = 0; rc == 0 && p < ranks; ++p)
-    if (p != c->rank) rc = post(0, CHAN_MAX, c, &all[p], sizeof *all, p, op, err);
-  jmg_error ignored;
-  int erc = tc_group_end(op, rc == 0 ? err : &ignored);
-  if (rc == 0) rc = erc;
-  if (rc == 0) {
-    for (int p = 0; p < ranks; ++p)
-      if (p != c->rank && all[p] > mine) mine = all[p];
-    *value = mine;
-  }
-  free(all);
-  return rc;
+  return jmg_group_max_int(&g_transport, c, value, op, err);
 }
 
 static const jmg_comm_ops g_threads_ops = {
