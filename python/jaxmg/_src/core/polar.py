@@ -258,21 +258,6 @@ def _gram(call: _shard.Call, x: jax.Array) -> jax.Array:
     return _manual.psum(jnp.conj(x).T @ x, call.axes)
 
 
-def _rows_everywhere(call: _shard.Call, x: jax.Array) -> jax.Array:
-    """The whole matrix whose rows are spread over the devices, this device's
-    rows x in their place, on every device (a psum of each device's rows in
-    their place of a zero matrix rather than an all_gather, as qr's full_r:
-    under vma typing the result is typed the same on every device)."""
-    nparts = call.g.nparts
-    if nparts == 1:
-        return x
-    rows = x.shape[0]
-    whole = jnp.zeros((rows * nparts,) + x.shape[1:], x.dtype)
-    whole = jax.lax.dynamic_update_slice_in_dim(whole, x, _manual.shard_index(call) * rows,
-                                                axis=0)
-    return _manual.psum(whole, call.axes)
-
-
 def _qr_step(call: _shard.Call, x: jax.Array, abc: jax.Array) -> jax.Array:
     """X ← (b/c) X + (a - b/c)/√c Q1 Q2ᴴ, Q = [Q1; Q2] the QR's Q of
     [√c X; I] (NBG 2010, eq. 4.8), by jaxmg's QR (qr's FFI program).
@@ -301,14 +286,15 @@ def _qr_step(call: _shard.Call, x: jax.Array, abc: jax.Array) -> jax.Array:
     if r >= n or nparts == 1:
         eye_rows = (jnp.arange(n)[None, :] == d * q_rows + jnp.arange(q_rows)[:, None])
         q, _, _ = qr_core.shard(call, jnp.concatenate([scaled, eye_rows.astype(x.dtype)]))
-        q1, q2 = q[:r], _rows_everywhere(call, q[r:])
+        q1, q2 = q[:r], _manual.rows_everywhere(call, q[r:])
     else:
-        stacked = jnp.concatenate([_rows_everywhere(call, scaled), jnp.eye(n, dtype=x.dtype)])
+        stacked = jnp.concatenate([_manual.rows_everywhere(call, scaled),
+                                   jnp.eye(n, dtype=x.dtype)])
         mine = _compat.pvary(jax.lax.dynamic_slice_in_dim(stacked, d * (r + q_rows),
                                                           r + q_rows),
                              call.axes)
         q, _, _ = qr_core.shard(call, mine)
-        q_all = _rows_everywhere(call, q)
+        q_all = _manual.rows_everywhere(call, q)
         q1, q2 = jax.lax.dynamic_slice_in_dim(q_all, d * r, r), q_all[r * nparts:]
     return e.astype(x.dtype) * x + ((a - e) / sqrt_c).astype(x.dtype) * (q1 @ jnp.conj(q2).T)
 
@@ -470,7 +456,7 @@ def _rule(calls: Calls, want_h: bool, a: jax.Array,
     r, n = a.shape
     m = r * call.g.nparts
     up, h, status = _primal(calls, True, a)
-    h_all = _rows_everywhere(call, h)
+    h_all = _manual.rows_everywhere(call, h)
     w, v = jnp.linalg.eigh(h_all)
     s = jnp.maximum(w, 0)
     u = up @ v
