@@ -147,8 +147,9 @@ def polar(
     Returns:
       ``(Up, H)``, ``Up`` (compute_h=False), with ``return_status`` the
       status last: an int32 scalar, 0, or nonzero with every output NaN:
-      -1 when A has a NaN or an Inf entry, > 0 when the SVD did not
-      converge, or (QDWH without an engine that has an SVD) 1 when A is
+      -1 when A has a NaN or an Inf entry, > 0 when the SVD (the SVD
+      method's, or QDWH's fallback's) did not converge, or (QDWH without
+      an engine that has an SVD) 1 when A is
       numerically rank deficient. Up: M x N with orthonormal columns, A's
       dtype, sharded like ``a``. H: N x N Hermitian positive semidefinite
       (exactly Hermitian), A's dtype, row-sharded like ``a``.
