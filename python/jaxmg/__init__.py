@@ -7,7 +7,8 @@ the generalized Hermitian-definite eigenproblem A v = λ B v
 (``eigh_generalized`` and ``eigh_generalized_shardmap_ctx``, B positive
 definite, SciPy's ``eigh(a, b)``), QR decompositions (``qr``), least-squares
 solves (``least_squares``) and polar decompositions (``polar``, A = Up H,
-through gesvd's SVD) of a tall or square matrix, of row-sharded matrices,
+by QDWH over qr's QRs, or gesvd's SVD) of a tall or square matrix, of
+row-sharded matrices,
 computed across the devices of a node (cuSOLVERDn on one GPU, cuSOLVERMg and
 jaxmg's tiled factorizations on several, LAPACK on CPU
 devices), from inside jitted JAX programs.

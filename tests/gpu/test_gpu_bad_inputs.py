@@ -40,8 +40,7 @@ GROUPS = (1, 2)
 NO_ROUTINE = {
     ("cusolvermg", "gesvd"),  # cuSOLVERMg has no SVD
     ("cusolvermp", "gesvd"),  # cuSOLVERMp 0.8 has none; jaxmg does not call 0.9's
-    ("cusolvermg", "polar"),  # polar runs through gesvd's SVD
-    ("cusolvermp", "polar"),
+    ("cusolvermg", "polar"),  # polar runs through qr's QRs (QDWH)
     ("cusolvermg", "qr"),  # cuSOLVERMg has no QR
     ("cusolvermg", "least_squares"),
 }

@@ -1,12 +1,14 @@
-"""polar (A = Up H through gesvd's SVD) on GPUs: every dtype, tall and
-square, through cuSOLVERDn on one GPU (both of its SVD routines: Jacobi up
-to 1024 rows and columns, Xgesvd above) and through the gather engine on
-every GPU (>= 2), beside JAX's own ``jax.scipy.linalg.polar`` on the same
-GPU (both judged against SciPy's in float64; nothing is timed); graded
-spectra to 1/eps and a singular A; the status and NaN of an A that is not
-finite; grad against the SVD formula differentiated by JAX; and
-cuSOLVERMp, which has no SVD, refused with a message (skipped where
-cuSOLVERMp cannot be loaded). Skipped without GPUs."""
+"""polar (A = Up H) on GPUs by both methods (QDWH over jaxmg's QR, the
+default, and gesvd's SVD): every dtype, tall and square, through cuSOLVERDn
+on one GPU (its QR; both of its SVD routines: Jacobi up to 1024 rows and
+columns, Xgesvd above) and through the gather engine on every GPU (>= 2),
+beside JAX's own ``jax.scipy.linalg.polar`` (QDWH) on the same GPU (both
+judged against SciPy's in float64; nothing is timed here: bench/one_gpu.py
+times them); graded spectra to 1/eps and a singular A (QDWH falling back on
+the SVD); the status and NaN of an A that is not finite; grad against the
+SVD formula differentiated by JAX; and QDWH on cuSOLVERMp (the local model:
+its QRs are cuSOLVERMp's; a singular A gives status 1; the SVD method is
+refused; skipped where cuSOLVERMp cannot be loaded). Skipped without GPUs."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import jaxmg  # noqa: E402
 ROWS = P("x", None)
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 IDS = ["f32", "f64", "c64", "c128"]
+METHODS = ("qdwh", "svd")
 
 
 def _mesh(k: int) -> Mesh:
@@ -96,14 +99,15 @@ def _shapes(k: int) -> list[tuple[int, int]]:
     return [(64 * k, 24 * k), (40 * k, 40 * k), (1088, 1032)]
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_cusolverdn_on_one_gpu_beside_jax(monkeypatch, rng, dtype):
+def test_cusolverdn_on_one_gpu_beside_jax(monkeypatch, rng, dtype, method):
     monkeypatch.setenv("JAXMG_ENGINE", "cusolverdn")
     mesh = _mesh(1)
     for shape in _shapes(1):
         a = _random(rng, shape, dtype)
         A = jax.device_put(a, NamedSharding(mesh, ROWS))
-        up, h, status = jaxmg.polar(A, return_status=True)
+        up, h, status = jaxmg.polar(A, return_status=True, method=method)
         assert int(status) == 0
         _check(a, up, h, cond=float(np.linalg.cond(_ref(a))))
         # JAX's own on the same GPU, judged by the same tolerance, and the
@@ -123,34 +127,40 @@ def test_cusolverdn_on_one_gpu_beside_jax(monkeypatch, rng, dtype):
 
 
 @pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_gather_on_every_gpu(monkeypatch, rng, dtype):
+def test_gather_on_every_gpu(monkeypatch, rng, dtype, method):
     monkeypatch.delenv("JAXMG_ENGINE", raising=False)  # the default: gather
     k = len(GPUS)
     mesh = _mesh(k)
     for shape in _shapes(k)[:2]:
         a = _random(rng, shape, dtype)
         A = jax.device_put(a, NamedSharding(mesh, ROWS))
-        up, h = jaxmg.polar(A)
+        up, h = jaxmg.polar(A, method=method)
         _check(a, up, h, cond=float(np.linalg.cond(_ref(a))))
         assert up.sharding.is_equivalent_to(NamedSharding(mesh, ROWS), 2)
         assert h.sharding.is_equivalent_to(NamedSharding(mesh, ROWS), 2)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("k", sorted({1, len(GPUS)}))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_graded_spectra(rng, dtype, k):
-    """Singular values 1 ... eps (κ = 1/eps) and exactly singular: still
-    backward stable."""
+def test_graded_spectra(rng, dtype, k, method):
+    """Singular values 1 ... eps (κ = 1/eps), numerically singular (three
+    zero singular values, rounded to about eps ‖A‖) and exactly singular
+    (three zero columns: QDWH's fallback on the SVD): still backward
+    stable."""
     mesh = _mesh(k)
     n = 32 * k
     eps = float(np.finfo(dtype).eps)
     singular = np.logspace(0, -3, n)
     singular[-3:] = 0
-    for s in (np.logspace(0, np.log10(eps), n), singular):
-        a = _with_spectrum(rng, (2 * n, n), s, dtype)
+    zero_columns = _random(rng, (2 * n, n), dtype)
+    zero_columns[:, -3:] = 0
+    for a in (_with_spectrum(rng, (2 * n, n), np.logspace(0, np.log10(eps), n), dtype),
+              _with_spectrum(rng, (2 * n, n), singular, dtype), zero_columns):
         up, h, status = jaxmg.polar(jax.device_put(a, NamedSharding(mesh, ROWS)),
-                                    return_status=True)
+                                    return_status=True, method=method)
         assert int(status) == 0
         _check(a, up, h, cond=np.inf)
 
@@ -190,11 +200,28 @@ def test_grad_matches_the_svd_formula(rng, k):
     assert err < 1e-8
 
 
-def test_cusolvermp_refuses_polar_clearly(monkeypatch, rng):
+@pytest.mark.parametrize("k", sorted({1, len(GPUS)}))
+def test_qdwh_on_cusolvermp(monkeypatch, rng, k):
+    """The local model on k GPUs: QDWH's QRs by cuSOLVERMp (geqrf + orgqr),
+    float64 and complex64, against SciPy's factors; an exactly singular A
+    gives status 1 and NaN (cuSOLVERMp has no SVD to fall back on), and
+    method="svd" is refused before tracing."""
     ok, why = jaxmg.cusolvermp_available()
     if not ok:
         pytest.skip(f"cuSOLVERMp not available: {why}")
     monkeypatch.setenv("JAXMG_ENGINE", "cusolvermp")
-    a = jax.device_put(_random(rng, (16, 8), np.float64), NamedSharding(_mesh(1), ROWS))
-    with pytest.raises(ValueError, match=r"jaxmg.polar: no engine runs .*cusolvermp"):
-        jaxmg.polar(a)
+    mesh = _mesh(k)
+    for dtype, shape in ((np.float64, (64 * k, 24 * k)), (np.complex64, (40 * k, 40 * k))):
+        a = _random(rng, shape, dtype)
+        up, h, status = jaxmg.polar(jax.device_put(a, NamedSharding(mesh, ROWS)),
+                                    return_status=True)
+        assert int(status) == 0
+        _check(a, up, h, cond=float(np.linalg.cond(_ref(a))))
+    a = _random(rng, (16 * k, 8 * k), np.float64)
+    a[:, :2] = 0
+    A = jax.device_put(a, NamedSharding(mesh, ROWS))
+    up, h, status = jaxmg.polar(A, return_status=True)
+    assert int(status) == 1
+    assert np.all(np.isnan(np.asarray(up))) and np.all(np.isnan(np.asarray(h)))
+    with pytest.raises(ValueError, match=r"jaxmg.polar: no engine runs .*SVD.*cusolvermp"):
+        jaxmg.polar(A, method="svd")

@@ -33,10 +33,9 @@ NONFINITE = ("nan_upper", "nan_lower", "nan_diag", "inf_diag", "neg_inf_upper",
 SINGULAR = ("ones", "zero_row_col")
 
 # The ops of the table; gesvd is in 1.x's form only and has no local-model
-# routine (lapack-local, cusolvermp 0.8), and neither has polar (through
-# gesvd's SVD).
+# routine (lapack-local, cusolvermp 0.8).
 # qr and least_squares (1.x's forms only) run on both engines of the local
-# model.
+# model, and so does polar (its default method, QDWH, over qr's QRs).
 OPS = ("potrs", "potri", "syevd", "eigvalsh", "lu_solve", "gesvd", "polar", "qr",
        "least_squares")
 
@@ -179,7 +178,7 @@ def engine_runs(engine: str, op: str, platform: str, nparts: int, dtype, n: int,
     the C library's own check: (True, "") or (False, why)."""
     from jaxmg._src import _native
 
-    solver = {"eigvalsh": "syevd", "polar": "gesvd", "least_squares": "qr"}.get(op, op)
+    solver = {"eigvalsh": "syevd", "polar": "qr", "least_squares": "qr"}.get(op, op)
     verdict = _native.engine_check(platform, solver, nparts, np.dtype(dtype).name, n,
                                    min(T_A, n // nparts))
     if verdict is None:

@@ -16,8 +16,9 @@ a numerical failure on the last rank's rows only (the same status and NaN in
 every process); jit, grad and vmap; independent calls in one program; the
 ctx forms at the global level and
 inside a shard_map (communicator ids made by process 0); NetKet's
-distributed solvers, process_grid included. gesvd is not an op of the local
-model (cuSOLVERMp 0.8 has no SVD) and is not here."""
+distributed solvers, process_grid included; polar (QDWH over qr's QRs) on
+the line and a grid, its status for an exactly singular A. gesvd is not an
+op of the local model (cuSOLVERMp 0.8 has no SVD) and is not here."""
 
 from __future__ import annotations
 
@@ -281,6 +282,34 @@ def ctx_forms(nproc: int) -> None:
         assert res < 1e-12, f"shard_map syevd's vectors {idx}: {res:.3g}"
 
 
+def polar_case(mesh: Mesh, spec: P, nproc: int) -> None:
+    """jaxmg.polar (QDWH, its default) on a tall and a square A, eagerly and
+    under jit, against SciPy's factors (unique for these well-conditioned
+    A); an A with two zero columns: status 1 (no SVD to fall back on), NaN."""
+    import scipy.linalg
+
+    rng = np.random.default_rng(11)
+    for shape, dtype in (((8 * nproc, 2 * nproc), np.float64),
+                         ((4 * nproc, 4 * nproc), np.complex64)):
+        a = jt.random_matrix(rng, shape, dtype).astype(dtype)
+        up_ref, h_ref = scipy.linalg.polar(jt.to_ref(a))
+        tol = jt.tol(dtype, shape[0]) * float(np.linalg.cond(jt.to_ref(a)))
+        A = global_array(a, mesh, spec)
+        for fn in (lambda A: jaxmg.polar(A, mesh=mesh, matrix_specs=spec, return_status=True),
+                   jax.jit(lambda A: jaxmg.polar_shardmap_ctx(A, mesh=mesh,
+                                                              matrix_specs=spec))):
+            up, h, status = fn(A)
+            assert int(whole(status)) == 0, f"polar {shape}: status {whole(status)}"
+            close_blocks(up, up_ref, tol, f"polar {shape} Up")
+            close_blocks(h, h_ref, tol, f"polar {shape} H")
+    a = jt.random_matrix(rng, (4 * nproc, 2 * nproc), np.float64)
+    a[:, :2] = 0
+    up, h, status = jaxmg.polar(global_array(a, mesh, spec), mesh=mesh, matrix_specs=spec,
+                                return_status=True)
+    assert int(whole(status)) == 1, f"polar of a singular A: status {whole(status)}"
+    assert all(np.isnan(blk).all() for _, blk in local_blocks(up) + local_blocks(h))
+
+
 def netket_solvers(nproc: int) -> list[tuple[str, Callable[[], None]]]:
     """NetKet's distributed solvers, unchanged, on its mesh (one axis "S"
     over every process's device, Auto, the context mesh): eagerly and under
@@ -340,6 +369,10 @@ def cases(nproc: int) -> list[tuple[str, Callable[[], None]]]:
         shape, names, spec = layouts(nproc)[lname]
         out.append((f"jit-grad-vmap-{lname}", lambda shape=shape, names=names, spec=spec:
                     jit_grad_vmap(make_mesh(shape, names), spec)))
+    for lname in ["line"] + grids[:1]:
+        shape, names, spec = layouts(nproc)[lname]
+        out.append((f"polar-{lname}", lambda shape=shape, names=names, spec=spec:
+                    polar_case(make_mesh(shape, names), spec, nproc)))
     out.append(("independent-calls", lambda: independent_calls(nproc)))
     out.append(("ctx-forms", lambda: ctx_forms(nproc)))
     out.extend(netket_solvers(nproc))

@@ -25,9 +25,9 @@ def engine(request, monkeypatch):
 def _skip_unless_runs(engine, op, dtype, n, T_A):
     ok, why = bi.engine_runs(engine, op, "cpu", 4, dtype, n, T_A)
     if not ok:
-        # Only gesvd (and polar, through it), which has no routine in the
-        # local model, may get here (qr and least_squares have lapack-local's).
-        assert op in ("gesvd", "polar") and engine == "lapack-local", why
+        # Only gesvd, which has no routine in the local model, may get here
+        # (qr, least_squares and polar over qr have lapack-local's).
+        assert op == "gesvd" and engine == "lapack-local", why
         pytest.skip(f"{engine} has no {op}: {why}")
 
 

@@ -107,6 +107,21 @@ def psum(x: jax.Array, axes: tuple[str, ...]) -> jax.Array:
     return jax.lax.psum(x, _named(axes)) if axes else x
 
 
+def rows_everywhere(call: Call, x: jax.Array) -> jax.Array:
+    """The matrix whose rows are spread over the devices (each device's x,
+    of the same shape, in its place along axis 0), whole on every device: a
+    psum of each device's rows in their place of a zero matrix rather than
+    an all_gather, so that under vma typing the result, and what is
+    computed from it alone, is typed the same on every device."""
+    nparts = call.g.nparts
+    if nparts == 1:
+        return x
+    rows = x.shape[0]
+    whole = jnp.zeros((rows * nparts,) + x.shape[1:], x.dtype)
+    whole = jax.lax.dynamic_update_slice_in_dim(whole, x, shard_index(call) * rows, axis=0)
+    return psum(whole, call.axes)
+
+
 def leader_only(x: jax.Array, axes: tuple[str, ...]) -> jax.Array:
     """x on the device of index 0 along ``axes``, zero on the others."""
     if not axes:

@@ -165,8 +165,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
                                        nodes=nodes, m=m)
     elif op in RECTANGULAR:
         work, note = None, (f"{op}'s workspace is not asked ahead of a call" if op != "polar"
-                            else "polar's workspace (its SVD's, gesvd's) is not asked ahead "
-                            "of a call")
+                            else "polar's workspace (its QRs' and Cholesky solves', or its "
+                            "SVD's) is not asked ahead of a call")
     else:
         work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
                                        g.rp * rows.nparts, g.tile, nrhs,

@@ -94,18 +94,10 @@ def _upper(call: _shard.Call, r_part: jax.Array, status: jax.Array) -> jax.Array
 
 
 def full_r(call: _shard.Call, r_part: jax.Array) -> jax.Array:
-    """R (n x n) whole on every device, from this device's rows of it: each
-    device's rows in their place of a zero matrix, summed over the devices
-    (a psum rather than an all_gather, so that under vma typing R, and what
-    is computed from it alone, is typed the same on every device)."""
-    n = r_part.shape[1]
-    if call.g.nparts == 1:
-        return r_part[:n]
-    rr = r_part.shape[0]
-    d = _manual.shard_index(call)
-    whole = jnp.zeros((rr * call.g.nparts, n), r_part.dtype)
-    whole = jax.lax.dynamic_update_slice_in_dim(whole, r_part, d * rr, axis=0)
-    return _manual.psum(whole, call.axes)[:n]
+    """R (n x n) whole on every device, from this device's rows of it
+    (_manual.rows_everywhere: typed the same on every device under vma
+    typing, and so is what is computed from R alone)."""
+    return _manual.rows_everywhere(call, r_part)[:r_part.shape[1]]
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))

@@ -33,7 +33,7 @@ meanings. Its modules: ``_calls`` (the machinery every op's forms share:
 reading arguments, telling the two ctx generations apart, the mesh and
 layout at the global level, donation of the plain forms), then one module
 per group of ops: ``solve_forms`` (potrs, lu_solve, potri), ``syevd_forms``,
-``gesvd_forms``, ``polar_forms`` (over gesvd's SVD), ``qr_forms``,
+``gesvd_forms``, ``polar_forms`` (QDWH over qr's program, or gesvd's), ``qr_forms``,
 ``least_squares_forms`` (over qr's program).
 """
 

@@ -63,11 +63,13 @@ def _prepare_gesvd(op: str, a: Any, T_A: Any, mesh: Any, specs: Any, full: bool,
 
 def _prepare_svd(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
                  layout: Callable[[str, Any, Any, Any], tuple[Any, Any]],
-                 check_rows: Callable[[int, int, int], None]) -> tuple[Any, ...]:
-    """The steps before a program over gesvd's SVD runs (gesvd's, polar's):
+                 check_rows: Callable[[int, int, int], None],
+                 geometry: Callable[..., Any] = gesvd_core.geometry) -> tuple[Any, ...]:
+    """The steps before a program on an M x N A runs (gesvd's, polar's):
     a checked, the mesh and specs (``layout``'s), the rows' sharding, every
     output's rows against the group (``check_rows(M, N, nparts)``), the
-    geometry (the engine asked), a onto the mesh. Returns (a, mesh, rows, g)."""
+    geometry (``geometry``'s, gesvd's by default: the engine asked), a onto
+    the mesh. Returns (a, mesh, rows, g)."""
     m, dtype = _checks.check_matrix(op, a, square=False)
     n = int(a.shape[1])
     mesh, specs = layout(op, a, mesh, specs)
@@ -75,7 +77,7 @@ def _prepare_svd(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
     check_rows(m, n, rows.nparts)
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
-    g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    g = geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
     return _shard.onto(a, mesh, rows.spec), mesh, rows, g
 
 
@@ -231,14 +233,13 @@ def gesvd_shardmap_ctx(
 
 
 
-def _local_svd_call(op: str, a: Any, T_A: Any, positional: tuple[Any, ...], *, pad: Any,
-                    axis_name: Any, mesh: Any, matrix_specs: Any, in_specs: Any,
-                    check_rows: Callable[[int, int, int], None]) -> _manual.Call:
-    """A ctx form over gesvd's SVD (gesvd's, polar's) inside a shard_map
-    body: the seeds' reading of its arguments, this device's rows a of the
-    M x N A, every output's rows against the group (``check_rows(M, N,
-    nparts)``), the geometry (the engine asked) and the call. Everything
-    refused here is refused before tracing."""
+def _local_shard(op: str, a: Any, positional: tuple[Any, ...], *, pad: Any, axis_name: Any,
+                 mesh: Any, matrix_specs: Any, in_specs: Any,
+                 check_rows: Callable[[int, int, int], None]) -> tuple[Any, ...]:
+    """A ctx form on an M x N A (gesvd's, polar's) inside a shard_map body:
+    the seeds' reading of its arguments, this device's rows a of A, every
+    output's rows against the group (``check_rows(M, N, nparts)``). Returns
+    (rows, M, N, dtype, pad, platform, nodes)."""
     pad, axis_name, _ = _inside_shard_map(
         op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
         matrix_specs=matrix_specs, in_specs=in_specs, extra={})
@@ -247,10 +248,28 @@ def _local_svd_call(op: str, a: Any, T_A: Any, positional: tuple[Any, ...], *, p
     m = int(a.shape[0]) * rows.nparts
     check_rows(m, n, rows.nparts)
     platform = _native.platform_of(jax.default_backend())
-    g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform,
-                            _mode.ambient_nodes(rows.nparts))
-    call = _manual.make_call(op, rows, m, a, T_A, pad, geometry=g)
+    return rows, m, n, dtype, pad, platform, _mode.ambient_nodes(rows.nparts)
+
+
+def _local_call(op: str, rows: Any, a: Any, T_A: Any, pad: bool,
+                g: _shard.Geometry) -> _manual.Call:
+    """The Call of one FFI program of geometry ``g`` inside a shard_map body
+    (``a`` this device's rows of the op's input)."""
+    call = _manual.make_call(op, rows, g.n, a, T_A, pad, geometry=g)
     # A rectangular shard does not tell the group's size (_shard.ffi_call).
     call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
     _native.load()
     return call
+
+
+def _local_svd_call(op: str, a: Any, T_A: Any, positional: tuple[Any, ...], *, pad: Any,
+                    axis_name: Any, mesh: Any, matrix_specs: Any, in_specs: Any,
+                    check_rows: Callable[[int, int, int], None]) -> _manual.Call:
+    """gesvd_shardmap_ctx inside a shard_map body: _local_shard's checks,
+    the geometry (the engine asked) and the call. Everything refused here
+    is refused before tracing."""
+    rows, m, n, dtype, pad, platform, nodes = _local_shard(
+        op, a, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+        matrix_specs=matrix_specs, in_specs=in_specs, check_rows=check_rows)
+    g = gesvd_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+    return _local_call(op, rows, a, T_A, pad, g)

@@ -1,7 +1,7 @@
 """JAXMg 1.x's ``polar`` and ``polar_shardmap_ctx`` (JAXMg's main line; the
 seeds have no polar decomposition). See jaxmg._src.api.v1 for how a ctx
-call is read, and jaxmg._src.core.polar for how it is computed (through
-gesvd's SVD)."""
+call is read, and jaxmg._src.core.polar for how it is computed (QDWH over
+jaxmg's QR by default, or gesvd's SVD)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from jaxmg._src.api.v1._calls import (
     _resolved,
     _specs,
 )
-from jaxmg._src.api.v1.gesvd_forms import _local_svd_call, _prepare_svd
+from jaxmg._src.api.v1.gesvd_forms import _local_call, _local_shard, _prepare_svd
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.core import polar as polar_core
 
@@ -38,15 +38,16 @@ def _tall(op: str, m: int, n: int) -> None:
 
 def _polar_rows(op: str, m: int, n: int, nparts: int) -> None:
     """A's and Up's M rows, and H's N rows, must divide into the devices A's
-    rows are sharded over (Up and H are row-sharded like A; the SVD under
-    them shards its Vh, N x N, the same way)."""
+    rows are sharded over (Up and H are row-sharded like A; QDWH's QRs
+    stack each device's N / devices rows of I under its rows of A, and the
+    SVD shards its Vh, N x N, as H)."""
     if m % nparts != 0:
         raise ValueError(
             f"jaxmg.{op}: a has M={m} rows, not divisible by the {nparts} devices its rows "
             "are sharded over (A and Up are row-sharded)")
     if n % nparts != 0:
         raise ValueError(
-            f"jaxmg.{op}: H (and the SVD's Vh) has N={n} rows for a {m} x {n} a, not "
+            f"jaxmg.{op}: H has N={n} rows for a {m} x {n} a, not "
             f"divisible by the {nparts} devices: H is row-sharded like a (its rows over the "
             "same mesh axes). Shard over fewer devices")
 
@@ -60,20 +61,30 @@ def _polar_checks(op: str) -> Callable[[int, int, int], None]:
     return check
 
 
+def _check_method(op: str, method: Any) -> str:
+    """``method``: "qdwh" or "svd", refused before tracing otherwise."""
+    if not isinstance(method, str) or method not in polar_core.METHODS:
+        raise ValueError(f"jaxmg.{op}: method must be one of "
+                         f"{', '.join(map(repr, polar_core.METHODS))}, got {method!r}")
+    return method
+
+
 def _polar_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any, want_h: bool,
-                  layout: Callable[[str, Any, Any, Any], tuple[Any, Any]]) -> tuple[Any, ...]:
+                  layout: Callable[[str, Any, Any, Any], tuple[Any, Any]],
+                  method: str = "qdwh") -> tuple[Any, ...]:
     """polar over a whole mesh: (Up, [H,] status)."""
-    a, mesh, rows, g = _prepare_svd(op, a, T_A, mesh, specs, layout, _polar_checks(op))
+    a, mesh, rows, g = _prepare_svd(op, a, T_A, mesh, specs, layout, _polar_checks(op),
+                                    functools.partial(polar_core.geometry, method=method))
     out = polar_core.over_mesh(mesh, rows, g, want_h)(a)
     _shard.settle_on_cpu(out, mesh)
     return tuple(out)
 
 
 def _polar_plain(a: jax.Array, *, T_A: Any, mesh: Any, specs: Any, want_h: bool,
-                 want_status: bool) -> Any:
+                 want_status: bool, method: str = "qdwh") -> Any:
     """polar's plain form on a: Up, (Up, H), status last when asked."""
     out = _polar_global(a, op="polar", T_A=T_A, mesh=mesh, specs=specs, want_h=want_h,
-                        layout=_checks.resolve_layout)
+                        layout=_checks.resolve_layout, method=method)
     out = out if want_status else out[:-1]
     return out[0] if len(out) == 1 else tuple(out)
 
@@ -89,18 +100,29 @@ def polar(
     return_status: bool = False,
     pad: bool = True,
     donate: bool = False,
+    method: str = "qdwh",
 ) -> Any:
     """The polar decomposition ``a = Up @ H`` on all devices (JAXMg 1.x's
     form, from JAXMg's main line; the seeds have none).
 
-    Computed through jaxmg's distributed SVD (``gesvd``'s engines: LAPACK on
-    CPU devices, cuSOLVERDn on one GPU, the gather engine on several):
-    A = U Σ Vᴴ, Up = U Vᴴ, H = V Σ Vᴴ. Backward stable for every condition
-    number, a singular A included (Up then has orthonormal columns and is
-    one of A's polar factors; H is unique for every A). Where no engine has
-    an SVD (cuSOLVERMp and ``lapack-local``, the local model, chosen with
-    ``JAXMG_ENGINE``) the call is refused with a ValueError before anything
-    is traced, naming each engine's reason.
+    ``method="qdwh"`` (the default): the QR-based dynamically weighted
+    Halley iteration (QDWH, as ``jax.scipy.linalg.polar``) over jaxmg's own
+    distributed QR (qr's engines: LAPACK on CPU devices, cuSOLVERDn on one
+    GPU, the gather engine on several, cuSOLVERMp and ``lapack-local`` in
+    the local model) and Cholesky solves of an N x N matrix on every
+    device: 2 QR-based and 4 Cholesky-based steps in float64 and
+    complex128, 2 and 2 in float32 and complex64, for every A whose
+    ‖A‖_F / σ_min(A) is at most 10/eps (more steps, up to 8, where it is
+    larger). An A QDWH cannot orthonormalize (numerically rank deficient,
+    σ_min(A) below about eps ‖A‖, exactly singular included; detected
+    inside the program from ‖UpᴴUp - I‖) is decomposed by the SVD method
+    instead where an engine has an SVD (then Up has orthonormal columns,
+    one of A's polar factors, and status 0); where none has (the local
+    model), the status is 1 and Up and H are NaN.
+    ``method="svd"``: through jaxmg's distributed SVD (gesvd's engines:
+    not in the local model, where the call is refused before tracing):
+    A = U Σ Vᴴ, Up = U Vᴴ, H = V Σ Vᴴ. Both are backward stable for every
+    condition number.
 
     Args:
       a: the M x N matrix, M >= N (a wide ``a`` is a ValueError), rows
@@ -109,28 +131,34 @@ def polar(
         the number of devices the rows are sharded over (Up and H are
         row-sharded like ``a``).
       T_A: tile size, a positive int; accepted for 1.x's signature (the
-        SVD's engines take no tiles).
+        QR's and the SVD's engines take no tiles).
       mesh: the device mesh; inferred from ``a``'s sharding when left out.
       matrix_specs: A's spec (``P(axis, None)``; 1.x's name of ``in_specs``).
       in_specs: the same, by its seeds' name (give one of them).
       compute_h: also return H.
-      return_status: also return the SVD's status.
-      pad: accepted for 1.x's signature; polar never pads (as gesvd).
+      return_status: also return the status.
+      pad: accepted for 1.x's signature; polar never pads (as gesvd and qr).
       donate: donate ``a`` when called eagerly (it is then deleted, and Up
         takes its buffer); by default it is kept (1.x's default was True).
         Under ``jax.jit``, donate through the jit's ``donate_argnums``.
+      method: ``"qdwh"`` or ``"svd"`` (keyword only; anything else is a
+        ValueError before tracing).
 
     Returns:
       ``(Up, H)``, ``Up`` (compute_h=False), with ``return_status`` the
-      status last: an int32 scalar, 0, or nonzero when the SVD did not
-      converge (> 0) or A has a NaN or an Inf entry (-1); every output is
-      then NaN. Up: M x N with orthonormal columns, A's dtype, sharded like
-      ``a``. H: N x N Hermitian positive semidefinite (exactly Hermitian),
-      A's dtype, row-sharded like ``a``. Differentiable (jit, grad, jvp;
-      polar's own rule, defined wherever A has full column rank, repeated
-      singular values included) and batched under vmap.
+      status last: an int32 scalar, 0, or nonzero with every output NaN:
+      -1 when A has a NaN or an Inf entry, > 0 when the SVD (the SVD
+      method's, or QDWH's fallback's) did not converge, or (QDWH without
+      an engine that has an SVD) 1 when A is
+      numerically rank deficient. Up: M x N with orthonormal columns, A's
+      dtype, sharded like ``a``. H: N x N Hermitian positive semidefinite
+      (exactly Hermitian), A's dtype, row-sharded like ``a``.
+      Differentiable (jit, grad, jvp; polar's own rule, defined wherever A
+      has full column rank, repeated singular values included) and batched
+      under vmap (where QDWH may fall back on the SVD, a batch runs both).
     """
     op = "polar"
+    method = _check_method(op, method)
     specs = _specs(op, in_specs, matrix_specs)
     want_h = _check_flag(op, "compute_h", compute_h)
     want_status = _check_flag(op, "return_status", return_status)
@@ -142,7 +170,8 @@ def polar(
     # Up has A's shape: a donating jit hands it A's buffer, no work buffer
     # needs returning (_donate.run without ``worked``).
     fn = _donate.Hashable(functools.partial(_polar_plain, T_A=T_A, mesh=mesh, specs=specs,
-                                            want_h=want_h, want_status=want_status))
+                                            want_h=want_h, want_status=want_status,
+                                            method=method))
     return _donate.run(fn, (a,), donate)
 
 
@@ -156,6 +185,7 @@ def polar_shardmap_ctx(
     compute_h: bool = True,
     pad: bool = _UNSET,
     axis_name: str | tuple[str, ...] | None = _UNSET,
+    method: str = "qdwh",
 ) -> tuple[jax.Array, ...]:
     """``polar`` for a caller's own program (see jaxmg._src.api.v1 for the
     rule that tells its two forms apart).
@@ -168,25 +198,32 @@ def polar_shardmap_ctx(
     caller's ``jax.jit(..., donate_argnums=0)`` it takes A's buffer.
 
     Inside a ``jax.shard_map`` body, ``polar_shardmap_ctx(a, T_A=None,
-    pad=True, axis_name=None, *, compute_h=...)``: ``a`` this device's
-    (M/devices, N) rows of A, and Up and H come back as this device's rows.
+    pad=True, axis_name=None, *, compute_h=..., method=...)``: ``a`` this
+    device's (M/devices, N) rows of A, and Up and H come back as this
+    device's rows.
+
+    ``method``: ``"qdwh"`` (the default) or ``"svd"``, as in ``polar``.
 
     Returns:
       ``(Up, H, status)`` or ``(Up, status)`` (compute_h=False): Up and H as
-      in ``polar`` (NaN when the SVD failed), status an int32 scalar (of
+      in ``polar`` (NaN where the status is nonzero), status an int32 scalar (of
       shape (1,) inside a shard_map body, as the seeds' ctx forms return
       it), 0 on success.
     """
     op = "polar_shardmap_ctx"
+    method = _check_method(op, method)
     want_h = _check_flag(op, "compute_h", compute_h)
     if current_manual_axes():
-        call = _local_svd_call(op, a, T_A, positional, pad=pad, axis_name=axis_name,
-                               mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs,
-                               check_rows=_polar_checks(op))
-        out = polar_core.local(call, want_h, a)
+        rows, m, n, dtype, pad, platform, nodes = _local_shard(
+            op, a, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs, check_rows=_polar_checks(op))
+        g = polar_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes, method)
+        calls = polar_core.Calls(*(None if gi is None else _local_call(op, rows, a, T_A, pad, gi)
+                                   for gi in (g.qr, g.svd)))
+        out = polar_core.local(calls, want_h, a)
         return tuple(out[:-1]) + (out[-1].reshape(1),)
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
                                         mesh=mesh, matrix_specs=matrix_specs,
                                         in_specs=in_specs)
     return _polar_global(a, op=op, T_A=T_A, mesh=mesh, specs=specs, want_h=want_h,
-                         layout=_global_layout)
+                         layout=_global_layout, method=method)
