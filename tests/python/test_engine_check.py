@@ -65,19 +65,23 @@ def test_the_check_takes_a_s_rows_for_an_m_x_n_a():
 PAST_INT = 2 ** 31 + 4
 
 
-@pytest.mark.parametrize("op", ["qr", "least_squares", "gesvd", "polar"])
-def test_an_a_past_lapack_s_int_is_refused_before_tracing(mesh, op):
+@pytest.mark.parametrize("op,method", [("qr", None), ("least_squares", None), ("gesvd", None),
+                                       ("polar", "svd"), ("polar", "qdwh")])
+def test_an_a_past_lapack_s_int_is_refused_before_tracing(mesh, op, method):
     """An M x N A whose M passes LAPACK's 32-bit int: the LAPACK engines
     refuse it in the check asked before tracing (a ValueError from lowering
     the op on abstract arrays, nothing allocated or run), naming the op, M,
-    N and the limit; N alone would pass, and so would M = 2^31 - 4."""
+    N and the limit; N alone would pass, and so would M = 2^31 - 4. polar's
+    QDWH (its default) is refused for the QRs of its (M + N) x N stacked
+    matrix, its SVD method for gesvd's."""
     import functools
 
     import jax
     import jaxmg
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    fn = functools.partial(getattr(jaxmg, op), mesh=mesh)
+    kwargs = {} if method is None else {"method": method}
+    fn = functools.partial(getattr(jaxmg, op), mesh=mesh, **kwargs)
 
     def lower(m):
         a = jax.ShapeDtypeStruct((m, 4), np.float32, sharding=NamedSharding(mesh, P("x", None)))
@@ -86,15 +90,17 @@ def test_an_a_past_lapack_s_int_is_refused_before_tracing(mesh, op):
             args += (jax.ShapeDtypeStruct((m, 1), np.float32, sharding=NamedSharding(mesh, P())),)
         return jax.jit(fn).lower(*args)
 
-    solver = "qr" if op in ("qr", "least_squares") else "gesvd"
+    solver = "gesvd" if op == "gesvd" or method == "svd" else "qr"
+    rows = PAST_INT + 4 if method == "qdwh" else PAST_INT  # QDWH's [√c X; I]
     what = "the QR of a" if solver == "qr" else "a"
     with pytest.raises(ValueError, match=(
-            rf"jaxmg\.{op}: no engine runs {what} {PAST_INT} x 4 float32 .*"
-            rf"{solver} float32 M={PAST_INT} N=4 .*lapack: {solver} of a {PAST_INT} x 4 A: "
+            rf"jaxmg\.{op}: no engine runs {what} {rows} x 4 float32 .*"
+            rf"{solver} float32 M={rows} N=4 .*lapack: {solver} of a {rows} x 4 A: "
             r"M and N must fit LAPACK's 32-bit int \(at most 2147483647\)")):
         lower(PAST_INT)
-    with pytest.raises(ValueError, match=rf"{solver} of a {PAST_INT} x 4 A: M and N must fit"):
-        jaxmg.memory_estimate(op, (PAST_INT, 4), np.float32, mesh)
+    if method != "svd":  # memory_estimate answers for the default method
+        with pytest.raises(ValueError, match=rf"{solver} of a {rows} x 4 A: M and N must fit"):
+            jaxmg.memory_estimate(op, (PAST_INT, 4), np.float32, mesh)
     assert _native.engine_check("cpu", solver, 4, "float32", 4, 4, m=PAST_INT - 8) == (
         True, "lapack")
 
