@@ -7,6 +7,7 @@ them knows an op."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -14,8 +15,9 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _shard
+from jaxmg._src import _checks, _compat, _manual, _mode, _native, _shard
 from jaxmg._src.api import _donate
+from jaxmg._src._compat import current_manual_axes
 
 # "Not given": tells a keyword left out from one given its default value.
 _UNSET: Any = object()
@@ -254,3 +256,36 @@ def _prepare_global(op: str, a: Any, T_A: Any, mesh: Any, specs: Any, n_specs: i
 
 
 # The solves' cores by op: each has local_work, (work rows, x, status).
+
+
+# --- a ctx form on an M x N A inside a shard_map body ---------------------------------------
+
+
+def _local_shard(op: str, a: Any, positional: tuple[Any, ...], *, pad: Any, axis_name: Any,
+                 mesh: Any, matrix_specs: Any, in_specs: Any,
+                 check_rows: Callable[[int, int, int], None]) -> tuple[Any, ...]:
+    """A ctx form on an M x N A (gesvd's, polar's, qr's, least_squares')
+    inside a shard_map body:
+    the seeds' reading of its arguments, this device's rows a of A, every
+    output's rows against the group (``check_rows(M, N, nparts)``). Returns
+    (rows, M, N, dtype, pad, platform, nodes)."""
+    pad, axis_name, _ = _inside_shard_map(
+        op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+        matrix_specs=matrix_specs, in_specs=in_specs, extra={})
+    rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name,
+                                               square=False)
+    m = int(a.shape[0]) * rows.nparts
+    check_rows(m, n, rows.nparts)
+    platform = _native.platform_of(jax.default_backend())
+    return rows, m, n, dtype, pad, platform, _mode.ambient_nodes(rows.nparts)
+
+
+def _local_call(op: str, rows: Any, a: Any, T_A: Any, pad: bool,
+                g: _shard.Geometry) -> _manual.Call:
+    """The Call of one FFI program of geometry ``g`` inside a shard_map body
+    (``a`` this device's rows of the op's input)."""
+    call = _manual.make_call(op, rows, g.n, a, T_A, pad, geometry=g)
+    # A rectangular shard does not tell the group's size (_shard.ffi_call).
+    call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
+    _native.load()
+    return call

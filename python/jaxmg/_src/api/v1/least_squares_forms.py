@@ -4,7 +4,6 @@ jaxmg._src.api.v1 for how a ctx call is read."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -12,7 +11,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _manual, _mode, _native, _shard
+from jaxmg._src import _checks, _shard
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1 import qr_forms
 from jaxmg._src.api.v1._calls import (
@@ -21,7 +20,8 @@ from jaxmg._src.api.v1._calls import (
     _check_tall,
     _check_flag,
     _global_layout,
-    _inside_shard_map,
+    _local_call,
+    _local_shard,
     _resolved,
     _specs,
 )
@@ -171,21 +171,14 @@ def least_squares_shardmap_ctx(
     """
     op = "least_squares_shardmap_ctx"
     if current_manual_axes():
-        pad, axis_name, _ = _inside_shard_map(
-            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
-            matrix_specs=matrix_specs, in_specs=in_specs, extra={})
-        rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name,
-                                                   square=False)
-        m = int(a.shape[0]) * rows.nparts
-        qr_forms.check_rows(op, m, n, rows.nparts, r_sharded=False)
+        rows, m, n, dtype, pad, platform, nodes = _local_shard(
+            op, a, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs,
+            check_rows=lambda m, n, nparts: qr_forms.check_rows(op, m, n, nparts,
+                                                                r_sharded=False))
         _check_b(op, b, m, dtype)
-        platform = _native.platform_of(jax.default_backend())
-        g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform,
-                             _mode.ambient_nodes(rows.nparts))
-        call = _manual.make_call(op, rows, m, a, T_A, pad, geometry=g)
-        call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
-        _native.load()
-        x, status = ls_core.local(call, a, _columns(b))
+        g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+        x, status = ls_core.local(_local_call(op, rows, a, T_A, pad, g), a, _columns(b))
         return _like_b(x, b), status.reshape(1)
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
                                         mesh=mesh, matrix_specs=matrix_specs,

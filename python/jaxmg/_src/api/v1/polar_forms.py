@@ -19,10 +19,12 @@ from jaxmg._src.api.v1._calls import (
     _check_tall,
     _check_flag,
     _global_layout,
+    _local_call,
+    _local_shard,
     _resolved,
     _specs,
 )
-from jaxmg._src.api.v1.gesvd_forms import _local_call, _local_shard, _prepare_svd
+from jaxmg._src.api.v1.gesvd_forms import _prepare_svd
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.core import polar as polar_core
 

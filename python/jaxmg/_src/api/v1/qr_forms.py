@@ -3,7 +3,6 @@ jaxmg._src.api.v1 for how a ctx call is read."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -11,7 +10,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _manual, _mode, _native, _shard
+from jaxmg._src import _checks, _mode, _native, _shard
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
@@ -19,7 +18,8 @@ from jaxmg._src.api.v1._calls import (
     _check_tall,
     _check_flag,
     _global_layout,
-    _inside_shard_map,
+    _local_call,
+    _local_shard,
     _resolved,
     _specs,
 )
@@ -170,21 +170,12 @@ def qr_shardmap_ctx(
     """
     op = "qr_shardmap_ctx"
     if current_manual_axes():
-        pad, axis_name, _ = _inside_shard_map(
-            op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
-            matrix_specs=matrix_specs, in_specs=in_specs, extra={})
-        rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name,
-                                                   square=False)
-        m = int(a.shape[0]) * rows.nparts
-        check_rows(op, m, n, rows.nparts)
-        platform = _native.platform_of(jax.default_backend())
-        g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform,
-                             _mode.ambient_nodes(rows.nparts))
-        call = _manual.make_call(op, rows, m, a, T_A, pad, geometry=g)
-        # A rectangular shard does not tell the group's size (_shard.ffi_call).
-        call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
-        _native.load()
-        q, r, status = qr_core.local(call, a)
+        rows, m, n, dtype, pad, platform, nodes = _local_shard(
+            op, a, positional, pad=pad, axis_name=axis_name, mesh=mesh,
+            matrix_specs=matrix_specs, in_specs=in_specs,
+            check_rows=lambda m, n, nparts: check_rows(op, m, n, nparts))
+        g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
+        q, r, status = qr_core.local(_local_call(op, rows, a, T_A, pad, g), a)
         return q, r, status.reshape(1)
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
                                         mesh=mesh, matrix_specs=matrix_specs,
