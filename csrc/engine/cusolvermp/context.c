@@ -282,6 +282,21 @@ int mp_handles(mp_call *c, jmg_error *err) {
   return rc;
 }
 
+int mp_one_gpu_view(const jmg_local_matrix *a, mp_one_gpu *o) {
+  if (a->ranks != 1 || a->rows != a->n || a->cols != a->n || a->ld != a->n)
+    return 0;
+  o->data = a->data;
+  o->device_ctx = a->device_ctx;
+  o->view = (jmg_dist_matrix){.ndev = 1,
+                              .n = a->n,
+                              .tile = a->mb,
+                              .local_cols = a->n,
+                              .dtype = a->dtype,
+                              .data = &o->data,
+                              .device_ctx = &o->device_ctx};
+  return 1;
+}
+
 int mp_take(mp_call *c, size_t bytes, void **out, jmg_error *err) {
   *out = NULL;
   if (c->ntaken == MP_MAX_TAKEN)

@@ -18,23 +18,14 @@
  * usual case: the engines hold Aᵀ of the user's matrix. A is overwritten
  * or left as it is (engine.h: not returned).
  *
- * One rank (a 1 x 1 grid, the whole matrix column-major on this GPU):
- * cusolverMpGetrf took 110 to 140 ms at N = 8192 float64 on an H100 where
- * JAX's whole solve (cusolverDnXgetrf + getrs) took 42 ms, at every block
- * size from 256 to 2048 (docs/gpu-runs/2026-11-25-s11-h100x2-new-ops,
- * 2026-11-25-s12-h100: JAXMG_TRACE's getrf step). There the rank solves
- * with cuSOLVERDn, as the cuSOLVERDn engine does (lu_one_rank): A factored
- * where it lies by cusolverDnXgetrf, whose info is the first zero pivot,
- * and cusolverDnXgetrs, which solves with Aᵀ itself: no transpose and no
- * A-sized scratch, and the status of a singular A is the other engines'.
- * Several ranks call cuSOLVERMp as above. */
+ * One rank holding the whole matrix runs the cuSOLVERDn engine's lu_solve
+ * instead (mp.h, mp_one_gpu_view, says why). */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
 #include "common/trace.h"
 #include "cuda/check.h"
-#include "cuda/handles.h"
 #include "engine/cusolvermp/mp.h"
 
 /* What cusolverMpGetrs needs beside the column (mp_rhs_solve's ctx). */
@@ -73,59 +64,14 @@ static cusolverStatus_t solve_chunk(mp_call *c, void *col, int64_t ncols,
                        c->d_bytes, c->h_work, c->h_bytes, d_info);
 }
 
-/* The whole solve on one rank (the header's comment): b is n x nrhs, ld
- * n, on this GPU; ipiv and d_info taken. *info: getrf's (0, or the first
- * zero pivot, 1-based); X is left to the ops layer (NaN) when it is not 0. */
-static int lu_one_rank(mp_call *c, void *b, int64_t nrhs, int transpose,
-                       int64_t *ipiv, int *d_info, int *info, jmg_error *err) {
-  const jmg_local_matrix *a = c->a;
-  size_t dev = 0, host = 0;
-  int rc = mp_handles(c, err);
-  cusolverDnHandle_t dn = rc == 0 ? c->blas->dn[0] : NULL;
-  cusolverDnParams_t params = rc == 0 ? c->blas->dn_params : NULL;
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgetrf_bufferSize(dn, params, a->n, a->n, c->type, a->data,
-                                    a->ld, c->type, &dev, &host),
-        c->op, err);
-  if (rc == 0) rc = mp_take_work(c, dev, host, err);
-  jmg_trace_mark("engine start");
-  int f = 0;
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, 2 * sizeof(int), c->stream),
-                      c->op, err);
-  cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
-  if (rc == 0)
-    st = cusolverDnXgetrf(dn, params, a->n, a->n, c->type, a->data, a->ld,
-                          ipiv, c->type, c->d_work, c->d_bytes, c->h_work,
-                          c->h_bytes, d_info);
-  rc = mp_agree_factor(c, rc, st, d_info, "cusolverDnXgetrf", &f, err);
-  jmg_trace_mark("getrf");
-  if (rc == 0 && f == 0) {
-    int h = 0;
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgetrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
-                         a->n, nrhs, c->type, a->data, a->ld, ipiv, c->type, b,
-                         a->n, d_info + 1),
-        c->op, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaMemcpyAsync(&h, d_info + 1, sizeof h,
-                                        cudaMemcpyDeviceToHost, c->stream),
-                        c->op, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, err);
-    if (rc == 0 && h != 0)
-      rc = jmg_error_set(err, JMG_ECUSOLVER, c->op, "cusolverDnXgetrs",
-                         "info %d (an invalid argument)", h);
-    jmg_trace_mark("getrs");
-  }
-  if (rc == 0) *info = f;
-  return rc;
-}
-
 int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                     int64_t nrhs, int transpose, int *info, jmg_error *err) {
   (void)e;
+  mp_one_gpu one;
+  if (mp_one_gpu_view(a, &one))
+    return jmg_cusolverdn_engine.leader.lu_solve(&jmg_cusolverdn_engine,
+                                                 &one.view, b, nrhs, transpose,
+                                                 info, err);
   mp_call c;
   mp_rhs r;
   mp_stage st;
@@ -136,16 +82,10 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   void *d_diag = NULL, *h_diag = NULL;
   void *m = a->data; /* the matrix factored: A, or Aᵀ in a scratch part */
   int rc = mp_begin(&c, "lu_solve", a, err);
-  if (rc == 0) rc = mp_take(&c, 2 * sizeof(int), (void **)&d_info, err);
+  if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
   if (rc == 0) /* LOCr(M_A) + MB_A (functions.html, cusolverMpGetrf) */
     rc = mp_take(&c, (size_t)(a->rows + a->mb) * sizeof(int64_t),
                  (void **)&ipiv, err);
-  if (a->ranks == 1) { /* not collective: the one rank alone */
-    if (rc == 0)
-      rc = lu_one_rank(&c, b, nrhs, transpose, ipiv, d_info, info, err);
-    mp_end(&c);
-    return rc;
-  }
   if (rc == 0) rc = mp_rhs_take(&c, b, nrhs, &r, err);
   if (rc == 0) rc = mp_diag_take(&c, &d_diag, &h_diag, err);
   if (rc == 0 && transpose) {

@@ -67,9 +67,25 @@ int mp_agree(mp_call *c, int rc, jmg_error *err);
 int mp_take(mp_call *c, size_t bytes, void **out, jmg_error *err);
 /* This GPU's cuBLAS and cuSOLVERDn handles (c->blas, released by mp_end),
  * the cuSOLVERDn one on c's stream: for what cuSOLVERMp does not do
- * itself (transposes, qr's Rᵀ) or does slower on one rank (lu_solve's and
- * potrs' factorizations). Not collective. */
+ * itself (transposes, qr's Rᵀ). Not collective. */
 int mp_handles(mp_call *c, jmg_error *err);
+
+/* One rank holding the whole matrix (a 1 x 1 grid, ld n): a one-GPU view
+ * of its part for jmg_cusolverdn_engine's routines, as the gather engine
+ * makes of its gathered copy. cuSOLVERMp's own factorizations are slower
+ * there than cuSOLVERDn's, which JAX calls: at N = 8192 float64 on an
+ * H100, cusolverMpGetrf took 109-114 ms of a 116 ms lu_solve where JAX's
+ * whole solve took 42 ms (at every block size from 256 to 2048), and
+ * cusolverMpPotrf held potrs at 0.75 of JAX's speed
+ * (docs/gpu-runs/2026-11-25-s12-h100). lu_solve and potrs run
+ * cuSOLVERDn's routine there (no transpose, no scratch, the other engines'
+ * statuses); several ranks run cuSOLVERMp's. Returns 1 with *o filled for
+ * such a part, else 0. */
+typedef struct mp_one_gpu {
+  jmg_dist_matrix view;
+  void *data, *device_ctx; /* what view.data and view.device_ctx point at */
+} mp_one_gpu;
+int mp_one_gpu_view(const jmg_local_matrix *a, mp_one_gpu *o);
 /* The library's workspaces: device (mp_take) and host (malloc). */
 int mp_take_work(mp_call *c, size_t d_bytes, size_t h_bytes, jmg_error *err);
 

@@ -5,19 +5,13 @@
  * factor's diagonal is gathered before the solve (mp_diag), and its real
  * parts kept.
  *
- * One rank (a 1 x 1 grid) factors with cusolverDnXpotrf, the routine JAX
- * calls, as lu_solve.c does with getrf, and for the same reason:
- * cuSOLVERMp's own factorization is slower there (potrs at 0.75 of JAX's
- * speed at N = 8192 on an H100, bench/results/2026-11-25-s11-h100-one-gpu-
- * cusolvermp). The factor is the same lower triangle cusolverMpPotrs reads;
- * info's meaning is the same (the order of the leading minor that is not
- * positive definite). */
+ * One rank holding the whole matrix runs the cuSOLVERDn engine's potrs
+ * instead (mp.h, mp_one_gpu_view, says why). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/trace.h"
 #include "cuda/check.h"
-#include "cuda/handles.h"
 #include "engine/cusolvermp/mp.h"
 
 /* The real parts of the factor's diagonal, from all of it (mp_diag, into
@@ -51,6 +45,11 @@ static cusolverStatus_t solve_chunk(mp_call *c, void *col, int64_t ncols,
 int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                  int64_t nrhs, void *diag, int *info, jmg_error *err) {
   (void)e;
+  mp_one_gpu one;
+  if (mp_one_gpu_view(a, &one))
+    return jmg_cusolverdn_engine.leader.potrs(&jmg_cusolverdn_engine,
+                                              &one.view, b, nrhs, diag, info,
+                                              err);
   mp_call c;
   mp_rhs r;
   memset(&r, 0, sizeof r);
@@ -60,8 +59,6 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
   if (rc == 0) rc = mp_rhs_take(&c, b, nrhs, &r, err);
   if (rc == 0 && diag != NULL) rc = mp_diag_take(&c, &d_diag, &h_diag, err);
-  const int single = a->ranks == 1; /* the header's comment */
-  if (rc == 0 && single) rc = mp_handles(&c, err);
   rc = mp_agree(&c, rc, err);
 
   const jmg_mp_api *api = c.api;
@@ -82,12 +79,6 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                                            mp_rhs_col(&c, &r, b, 0), 1, 1,
                                            r.desc, c.type, &d2, &h2),
                     &c, "cusolverMpPotrs_bufferSize", err);
-    if (rc == 0 && single) /* cusolverDnXpotrf's instead of d1, h1 */
-      rc = JMG_CUSOLVER_TRY(
-          cusolverDnXpotrf_bufferSize(c.blas->dn[0], c.blas->dn_params,
-                                      CUBLAS_FILL_MODE_LOWER, a->n, c.type,
-                                      a->data, a->ld, c.type, &d1, &h1),
-          c.op, err);
     if (rc == 0)
       rc = mp_take_work(&c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
     rc = mp_agree(&c, rc, err);
@@ -99,17 +90,10 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
                       c.op, err);
     cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
-    if (rc == 0 && single)
-      st = cusolverDnXpotrf(c.blas->dn[0], c.blas->dn_params,
-                            CUBLAS_FILL_MODE_LOWER, a->n, c.type, a->data,
-                            a->ld, c.type, c.d_work, c.d_bytes, c.h_work,
-                            c.h_bytes, d_info);
-    else if (rc == 0)
+    if (rc == 0)
       st = api->potrf(c.handle, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1, 1, da,
                       c.type, c.d_work, c.d_bytes, c.h_work, c.h_bytes, d_info);
-    rc = mp_agree_factor(&c, rc, st, d_info,
-                         single ? "cusolverDnXpotrf" : "cusolverMpPotrf", &f,
-                         err);
+    rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpPotrf", &f, err);
     jmg_trace_mark("potrf");
   }
   /* f > 0: not positive definite; X is left to the ops layer (NaN). */
