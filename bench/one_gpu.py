@@ -68,9 +68,10 @@ CASES = (("potrs", "float64"), ("syevd", "float64"), ("eigvals", "float64"),
          ("eigh_gen", "float64"))
 # The ops whose b has right-hand sides (--nrhs).
 RHS_OPS = ("potrs", "lu_solve", "lstsq")
-# Engines without a routine for an op: not measured.
+# Engines without a routine for an op: not measured (cuSOLVERMp's sygvd and
+# polar's QDWH run on one GPU: csrc/engine/cusolvermp/mp.h, mp_one_gpu_view).
 NO_ROUTINE = ({("cusolvermg", op) for op in ("gesvd", "polar", "qr", "lstsq", "eigh_gen")}
-              | {("cusolvermp", op) for op in ("gesvd", "polar", "eigh_gen")})
+              | {("cusolvermp", "gesvd")})
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),

@@ -617,6 +617,12 @@ int mp_eig_outputs(mp_call *c, void *w, const void *vectors, jmg_error *err) {
  *   there (mp_block, below).
  * What remains to refuse per problem is the library itself (not installed:
  * the message names the extra). */
+/* Whether problem p's part is one rank's whole square A, which
+ * mp_one_gpu_view hands to cuSOLVERDn's routines. */
+static int mp_one_gpu_problem(const jmg_problem *p) {
+  return p->nparts == 1 && !jmg_op_is_rectangular(p->op);
+}
+
 static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t why_len) {
   (void)e;
@@ -631,19 +637,25 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              (long long)p->n, (long long)p->tile, p->nparts);
     return 0;
   }
+  /* One rank holding a square A runs cuSOLVERDn's routines (mp.h,
+   * mp_one_gpu_view), with their limits. */
+  if (mp_one_gpu_problem(p))
+    return jmg_cusolverdn_engine.supports(&jmg_cusolverdn_engine, p, why,
+                                          why_len);
   if (strcmp(p->op, "sygvd") == 0) {
-    /* jmg_mp_sygvd is written against 0.8.0's header, but every case of
-     * tests/gpu/test_gpu_sygvd.py's cusolvermp test failed on 1 and 2
-     * H100s (2026-11-25, docs/gpu-runs/2026-11-25-s11-h100x2-new-ops), and
-     * with the refusal lifted on one H100 cusolverMpSygvd itself returned
+    /* Several ranks. jmg_mp_sygvd is written against 0.8.0's header, but
+     * every case of tests/gpu/test_gpu_sygvd.py's cusolvermp test failed
+     * on 1 and 2 H100s (2026-11-25, docs/gpu-runs/2026-11-25-s11-h100x2-
+     * new-ops), and on one H100 cusolverMpSygvd itself returned
      * CUSOLVER_STATUS_INTERNAL_ERROR (one rank, N = 512, blocks of 64,
-     * float32: docs/gpu-runs/2026-11-25-s12-h100): refused until that test
-     * passes. */
+     * float32: docs/gpu-runs/2026-11-25-s12-h100): refused on several
+     * ranks until that test passes there. */
     snprintf(why, why_len,
-             "jaxmg's cusolverMpSygvd path failed its GPU test "
+             "%d GPUs: cusolverMpSygvd failed jaxmg's GPU test "
              "(tests/gpu/test_gpu_sygvd.py, 2026-11-25: "
-             "CUSOLVER_STATUS_INTERNAL_ERROR from cusolverMpSygvd on one "
-             "rank) and is not used until it passes");
+             "CUSOLVER_STATUS_INTERNAL_ERROR), so sygvd on cuSOLVERMp runs "
+             "on one GPU only (through cuSOLVERDn) until it passes",
+             p->nparts);
     return 0;
   }
   /* qr moves each rank's rows of A between Aᵀ and A with cuBLAS geam,
@@ -683,10 +695,27 @@ static int64_t mp_block(const jmg_engine *e, const jmg_problem *p) {
   return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
+/* One rank's workspace is cuSOLVERDn's (mp_one_gpu_view); several ranks'
+ * is asked of cuSOLVERMp inside the call, on the grid, and not told ahead
+ * of it. */
+static int mp_workspace(const jmg_engine *e, const jmg_problem *p,
+                        const jmg_workspace_query *q, size_t *bytes,
+                        jmg_error *err) {
+  (void)e;
+  if (mp_one_gpu_problem(p))
+    return jmg_cusolverdn_engine.workspace(&jmg_cusolverdn_engine, p, q,
+                                           bytes, err);
+  return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "cuSOLVERMp",
+                       "%d ranks: the library's workspace is asked on the "
+                       "ranks' grid, inside the call",
+                       p->nparts);
+}
+
 const jmg_engine jmg_cusolvermp_engine = {
     .name = "cusolvermp",
     .model = JMG_MODEL_LOCAL,
     .supports = mp_supports,
+    .workspace = mp_workspace,
     .block = mp_block,
     .local =
         {

@@ -14,7 +14,10 @@
  * per call: 0.20-0.31 of jnp.linalg.inv's speed on one H200 (complex128,
  * bench/results/2026-11-24-h200x1-one-gpu). potrf + potrs is about 7/3 n³
  * flops against QR's 4/3 n³ + applying Qᴴ (2 n³) + a triangular solve
- * (n³). */
+ * (n³).
+ *
+ * One rank holding the whole matrix runs the cuSOLVERDn engine's potri
+ * instead (mp.h, mp_one_gpu_view, says why). */
 #include <string.h>
 
 #include "common/trace.h"
@@ -25,6 +28,10 @@
 int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
                  jmg_error *err) {
   (void)e;
+  mp_one_gpu one;
+  if (mp_one_gpu_view(a, &one))
+    return jmg_cusolverdn_engine.leader.potri(&jmg_cusolverdn_engine,
+                                              &one.view, info, err);
   mp_call c;
   mp_stage st;
   memset(&st, 0, sizeof st);

@@ -12,7 +12,11 @@
  *
  * The eigenvalues (ascending, "an array of global size N", replicated) go
  * to w, on the device, and are broadcast from rank 0 as well, so that
- * every rank has rank 0's whatever the library leaves on the others. */
+ * every rank has rank 0's whatever the library leaves on the others.
+ *
+ * One rank holding the whole matrix runs the cuSOLVERDn engine's syevd
+ * instead (mp.h, mp_one_gpu_view, says why): no scratch Z there, and
+ * eigenvalues alone cost less than both. */
 #include <string.h>
 
 #include "common/trace.h"
@@ -22,6 +26,11 @@
 int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err) {
   (void)e;
+  mp_one_gpu one;
+  if (mp_one_gpu_view(a, &one))
+    return jmg_cusolverdn_engine.leader.syevd(&jmg_cusolverdn_engine,
+                                              &one.view, w, want_vectors,
+                                              info, err);
   mp_call c;
   int *d_info = NULL;
   void *q = NULL;

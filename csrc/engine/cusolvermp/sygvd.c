@@ -11,8 +11,11 @@
  * The eigenvalues ("an array of global size N", replicated) go to w, on
  * the device, and are broadcast from rank 0 as well. *info is the
  * library's: LAPACK's convention (n + k for B's leading minor of order k
- * not positive definite) is what the ops layer and the GPU test expect;
- * NOT YET RUN on a GPU. */
+ * not positive definite) is what the ops layer and the GPU test expect.
+ *
+ * On several ranks this path is refused (context.c, mp_supports): it
+ * failed on one and two H100s. One rank holding the whole matrix runs the
+ * cuSOLVERDn engine's sygvd instead (mp.h, mp_one_gpu_view). */
 #include <string.h>
 
 #include "common/trace.h"
