@@ -620,7 +620,8 @@ int mp_eig_outputs(mp_call *c, void *w, const void *vectors, jmg_error *err) {
 /* Whether problem p's part is one rank's whole square A, which
  * mp_one_gpu_view hands to cuSOLVERDn's routines. */
 static int mp_one_gpu_problem(const jmg_problem *p) {
-  return p->nparts == 1 && !jmg_op_is_rectangular(p->op);
+  return p->nparts == 1 && !jmg_op_is_rectangular(p->op) &&
+         strcmp(p->op, "sygvd") != 0;
 }
 
 static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
@@ -642,22 +643,6 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   if (mp_one_gpu_problem(p))
     return jmg_cusolverdn_engine.supports(&jmg_cusolverdn_engine, p, why,
                                           why_len);
-  if (strcmp(p->op, "sygvd") == 0) {
-    /* Several ranks. jmg_mp_sygvd is written against 0.8.0's header, but
-     * every case of tests/gpu/test_gpu_sygvd.py's cusolvermp test failed
-     * on 1 and 2 H100s (2026-11-25, docs/gpu-runs/2026-11-25-s11-h100x2-
-     * new-ops), and on one H100 cusolverMpSygvd itself returned
-     * CUSOLVER_STATUS_INTERNAL_ERROR (one rank, N = 512, blocks of 64,
-     * float32: docs/gpu-runs/2026-11-25-s12-h100): refused on several
-     * ranks until that test passes there. */
-    snprintf(why, why_len,
-             "%d GPUs: cusolverMpSygvd failed jaxmg's GPU test "
-             "(tests/gpu/test_gpu_sygvd.py, 2026-11-25: "
-             "CUSOLVER_STATUS_INTERNAL_ERROR), so sygvd on cuSOLVERMp runs "
-             "on one GPU only (through cuSOLVERDn) until it passes",
-             p->nparts);
-    return 0;
-  }
   /* qr moves each rank's rows of A between Aᵀ and A with cuBLAS geam,
    * whose sizes are ints (qr.c). */
   const int64_t part = jmg_problem_rows(p) / p->nparts;

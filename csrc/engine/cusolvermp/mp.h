@@ -79,12 +79,11 @@ int mp_handles(mp_call *c, jmg_error *err);
  * cusolverMpPotrf held potrs at 0.75 of JAX's speed
  * (docs/gpu-runs/2026-11-25-s12-h100); its syevd needs a scratch Z
  * beside A and computes eigenvectors even for eigenvalues alone, its potri
- * a scratch W, and its sygvd failed. Every op of a square A (potrs,
- * potri, syevd, lu_solve, sygvd) runs cuSOLVERDn's routine there (no
- * transpose, no scratch, the other engines' statuses and limits:
+ * a scratch W. potrs, potri, syevd and lu_solve run cuSOLVERDn's routine
+ * there (no transpose, no scratch, the other engines' statuses and limits:
  * context.c's mp_supports asks jmg_cusolverdn_engine); several ranks run
- * cuSOLVERMp's. qr's rectangular part keeps cuSOLVERMp's geqrf. Returns 1
- * with *o filled for such a part, else 0. */
+ * cuSOLVERMp's. sygvd (sygvd.c says why) and qr's rectangular part keep
+ * cuSOLVERMp's. Returns 1 with *o filled for such a part, else 0. */
 typedef struct mp_one_gpu {
   jmg_dist_matrix view;
   void *data, *device_ctx; /* what view.data and view.device_ctx point at */
