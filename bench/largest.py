@@ -406,7 +406,10 @@ def try_one(args: argparse.Namespace) -> dict[str, Any]:
         res["nvidia_smi_peak_mib"] = [smi.peak.get(i) for i in ids] if smi.peak else None
         res["nvidia_smi_total_mib"] = [smi.total.get(i) for i in ids] if smi.total else None
         res["solver_status"] = None if status is None else int(status)
-        finite = all(bool(jnp.all(jnp.isfinite(x))) for x in out)
+        # One fused reduction: jnp.all(jnp.isfinite(x)) eagerly makes an N x N
+        # boolean first (16.8 GiB at N = 134,144, which a full GPU refuses).
+        all_finite = jax.jit(lambda x: jnp.all(jnp.isfinite(x)))
+        finite = all(bool(all_finite(x)) for x in out)
         t0 = time.perf_counter()
         checks = _check(jax, op, n, dtype, mesh, seed, out, b_keep, m)
         res["check_s"] = round(time.perf_counter() - t0, 2)
