@@ -3,6 +3,7 @@
  * streams of their own, XLA's allocator, NaN fills by memset. Participants'
  * device contexts are jmg_cuda_device (cuda/device.h). */
 #include <cuda_runtime_api.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -212,6 +213,84 @@ static int cuda_all_finite(const jmg_mem_group *g, int dev, const void *ptr,
   return rc;
 }
 
+/* The in-place conjugate transpose in tiles of CUDA_CT_TILE (the last ones
+ * short where n is not a multiple): for each tile pair (I, J), I <= J,
+ * cublas<t>geam writes op(A[J, I]) and op(A[I, J]) (op C for the complex
+ * dtypes, T for the real) into two tiles of scratch, which are copied back
+ * swapped, on dev's stream; a diagonal tile goes through one. geam takes
+ * int sizes: n must be below 2^31 (its elements may pass it: offsets are
+ * 64-bit). The scratch (2 tiles) comes from the participant's allocator;
+ * this GPU's cuBLAS handle from cuda/handles.h. */
+enum { CUDA_CT_TILE = 1024 };
+
+static int cuda_conj_transpose(const jmg_mem_group *g, int dev, void *ptr,
+                               int64_t n, jmg_dtype dtype, jmg_error *err) {
+  if (n <= 0) return 0;
+  if (n > INT_MAX)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, NULL, "cublas<t>geam",
+                         "the in-place conjugate transpose takes N < 2^31 "
+                         "(cuBLAS's geam has int sizes), got N = %lld",
+                         (long long)n);
+  const int64_t t = n < CUDA_CT_TILE ? n : CUDA_CT_TILE;
+  const size_t elem = jmg_dtype_size(dtype);
+  const size_t tile_bytes = (size_t)t * (size_t)t * elem;
+  const size_t bytes = 2 * tile_bytes;
+  const size_t pitch = (size_t)n * elem, tile_pitch = (size_t)t * elem;
+  const cublasOperation_t op =
+      jmg_dtype_is_complex(dtype) ? CUBLAS_OP_C : CUBLAS_OP_T;
+  char *const a = ptr;
+  void *scratch = NULL;
+  jmg_cuda_handles *h = NULL;
+  int saved = -1;
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, dev)->device), NULL, err);
+  if (rc == 0) rc = cuda_alloc(g, dev, bytes, &scratch, err);
+  if (rc == 0)
+    rc = jmg_cuda_handles_acquire(&g->device_ctx[dev], 1, "cuBLAS", &h, err);
+  cublasHandle_t b = h != NULL ? h->blas[0] : NULL;
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(cublasSetStream(b, stream_of(g, dev)), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST),
+                        NULL, err);
+  char *const s_ij = scratch, *const s_ji = (char *)scratch + tile_bytes;
+  for (int64_t jb = 0; rc == 0 && jb < n; jb += t)
+    for (int64_t ib = 0; rc == 0 && ib <= jb; ib += t) {
+      const int bi = (int)(n - ib < t ? n - ib : t);
+      const int bj = (int)(n - jb < t ? n - jb : t);
+      /* A[I, J]: bi x bj at (ib, jb); A[J, I]: bj x bi at (jb, ib). */
+      char *const x = a + ((size_t)ib + (size_t)jb * (size_t)n) * elem;
+      char *const y = a + ((size_t)jb + (size_t)ib * (size_t)n) * elem;
+      /* The new A[I, J] = op(A[J, I]), bi x bj. */
+      rc = JMG_CUBLAS_TRY(jmg_cublas_geam(b, dtype, op, bi, bj, y, (int)n,
+                                          s_ij, (int)t),
+                          NULL, err);
+      if (rc == 0 && ib != jb) /* the new A[J, I] = op(A[I, J]), bj x bi */
+        rc = JMG_CUBLAS_TRY(jmg_cublas_geam(b, dtype, op, bj, bi, x, (int)n,
+                                            s_ji, (int)t),
+                            NULL, err);
+      if (rc == 0)
+        rc = cuda_copy2d(g, dev, x, pitch, s_ij, tile_pitch,
+                         (size_t)bi * elem, (size_t)bj, err);
+      if (rc == 0 && ib != jb)
+        rc = cuda_copy2d(g, dev, y, pitch, s_ji, tile_pitch,
+                         (size_t)bj * elem, (size_t)bi, err);
+    }
+  if (h != NULL) jmg_cuda_handles_release(h);
+  if (scratch != NULL) {
+    /* Everything issued on the stream is done before the scratch goes
+     * back, and the matrix is whole when this returns. */
+    jmg_error ignored;
+    int s = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, dev)), NULL,
+                         rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    cuda_release(g, dev, scratch, bytes);
+  }
+  if (saved >= 0) cudaSetDevice(saved);
+  return rc;
+}
+
 static int cuda_sync(const jmg_mem_group *g, jmg_error *err) {
   for (int d = 0; d < g->n; ++d) {
     int rc = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, d)), NULL, err);
@@ -231,6 +310,7 @@ static const jmg_mem g_cuda_mem = {
     .release = cuda_release,
     .fill_nan = cuda_fill_nan,
     .all_finite = cuda_all_finite,
+    .conj_transpose = cuda_conj_transpose,
     .sync = cuda_sync,
 };
 

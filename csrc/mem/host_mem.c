@@ -100,6 +100,53 @@ static int host_all_finite(const jmg_mem_group *g, int dev, const void *ptr,
   return 0;
 }
 
+/* The in-place conjugate transpose, in square tiles of HOST_CT_TILE (the
+ * last ones short where n is not a multiple): for each tile pair (I, J),
+ * I <= J, every element of tile (I, J) is swapped with its mirror in tile
+ * (J, I), both conjugated (a diagonal tile swaps within itself, its
+ * diagonal conjugated in place). A tile pair stays in cache while it is
+ * swapped; the strided half of it would not over whole columns. */
+enum { HOST_CT_TILE = 64 };
+
+#define HOST_CONJ_TRANSPOSE(name, real)                                       \
+  static void name(real *a, int64_t n, int complex_) {                        \
+    const int64_t w = complex_ ? 2 : 1; /* reals an element */                \
+    for (int64_t jb = 0; jb < n; jb += HOST_CT_TILE)                          \
+      for (int64_t ib = 0; ib <= jb; ib += HOST_CT_TILE) {                    \
+        const int64_t je = jb + HOST_CT_TILE < n ? jb + HOST_CT_TILE : n;     \
+        const int64_t ie = ib + HOST_CT_TILE < n ? ib + HOST_CT_TILE : n;     \
+        for (int64_t j = jb; j < je; ++j) {                                   \
+          const int64_t iend = ib == jb ? j + 1 : ie; /* i <= j: once each */ \
+          for (int64_t i = ib; i < iend; ++i) {                               \
+            real *x = a + (i + j * n) * w, *y = a + (j + i * n) * w;          \
+            const real re = x[0];                                             \
+            x[0] = y[0];                                                      \
+            y[0] = re;                                                        \
+            if (complex_) { /* x == y on the diagonal: conjugated once */     \
+              const real im = x[1];                                           \
+              x[1] = -y[1];                                                   \
+              y[1] = -im;                                                     \
+            }                                                                 \
+          }                                                                   \
+        }                                                                     \
+      }                                                                       \
+  }
+
+HOST_CONJ_TRANSPOSE(conj_transpose_f, float)
+HOST_CONJ_TRANSPOSE(conj_transpose_d, double)
+#undef HOST_CONJ_TRANSPOSE
+
+static int host_conj_transpose(const jmg_mem_group *g, int dev, void *ptr,
+                               int64_t n, jmg_dtype dtype, jmg_error *err) {
+  (void)g, (void)dev, (void)err;
+  const int complex_ = jmg_dtype_is_complex(dtype);
+  if (jmg_dtype_real_size(dtype) == 4)
+    conj_transpose_f(ptr, n, complex_);
+  else
+    conj_transpose_d(ptr, n, complex_);
+  return 0;
+}
+
 static int host_sync(const jmg_mem_group *g, jmg_error *err) {
   (void)g, (void)err;
   return 0;
@@ -116,6 +163,7 @@ static const jmg_mem g_host_mem = {
     .release = host_release,
     .fill_nan = host_fill_nan,
     .all_finite = host_all_finite,
+    .conj_transpose = host_conj_transpose,
     .sync = host_sync,
 };
 

@@ -75,6 +75,15 @@ typedef struct jmg_mem {
   int (*all_finite)(const jmg_mem_group *g, int dev, const void *ptr,
                     int64_t rows, int64_t cols, int64_t ld, jmg_dtype dtype,
                     int *finite, jmg_error *err);
+  /* Replaces the n x n column-major matrix at ptr on participant dev
+   * (leading dimension n) by its conjugate transpose (its transpose for
+   * the real dtypes), in place: element (i, j) becomes conj of element
+   * (j, i). Tile by tile, through at most a small scratch (on GPUs two
+   * tiles' worth, from the participant's allocator); complete when it
+   * returns (it waits for dev's queue). syevd's eigenvectors on one
+   * device: the solver leaves Vᴴ read row-major, the caller wants V. */
+  int (*conj_transpose)(const jmg_mem_group *g, int dev, void *ptr,
+                        int64_t n, jmg_dtype dtype, jmg_error *err);
   /* Waits until everything issued so far on every participant has finished. */
   int (*sync)(const jmg_mem_group *g, jmg_error *err);
 } jmg_mem;

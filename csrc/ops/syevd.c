@@ -4,9 +4,21 @@
  *
  * Frame: args A (local_cols x n), shard; rets A (aliased; becomes this
  *        shard's eigenvectors), W (n, real), status; attrs T_A, mesh_id,
- *        want_vectors. */
+ *        want_vectors, vectors_in_a (optional, 0 when absent).
+ *
+ * The eigenvectors come back column-major, column j the j-th: read
+ * row-major by the caller (JAX), shard d's buffer holds its rows of Vᴴ
+ * (conj(V)ᵀ; see ops.h for the conjugation). With vectors_in_a the call
+ * returns V itself instead, read row-major (V[i, j], the columns the
+ * eigenvectors): the eigenvectors are conjugate-transposed in place after
+ * the solver (the platform's conj_transpose, mem/mem.h), so that the
+ * caller needs no second N x N buffer for V. Only where the whole matrix
+ * is one buffer: a group of one device, with eigenvectors (the Python
+ * layer sets it only for an unpadded call, the one whose buffer is the
+ * caller's A); anything else is refused. */
 #include <stddef.h>
 
+#include "common/trace.h"
 #include "exec/leader.h"
 #include "exec/local.h"
 #include "ops/ops.h"
@@ -14,12 +26,13 @@
 typedef struct syevd_io {
   jmg_shard_io io;
   int64_t want_vectors; /* 0: eigenvalues only */
+  int64_t vectors_in_a; /* 1: V itself in A's buffer, read row-major */
   void *w;              /* n eigenvalues (real), out: on every shard */
 } syevd_io;
 JMG_OP_IO_FITS(syevd_io);
 
 enum { SYEVD_W };            /* its buffers */
-enum { SYEVD_WANT_VECTORS }; /* its scalars */
+enum { SYEVD_WANT_VECTORS, SYEVD_VECTORS_IN_A }; /* its scalars */
 
 static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err);
@@ -39,17 +52,48 @@ const jmg_op_desc jmg_syevd_op = {
                          .ret = 1,
                          .offset = offsetof(syevd_io, w)},
         },
-    .nscalars = 1,
+    .nscalars = 2,
     .scalars =
         {
             [SYEVD_WANT_VECTORS] = {.name = "want_vectors",
                                     .from = JMG_FROM_ATTR,
                                     .boolean = 1,
                                     .offset = offsetof(syevd_io, want_vectors)},
+            [SYEVD_VECTORS_IN_A] = {.name = "vectors_in_a",
+                                    .from = JMG_FROM_ATTR,
+                                    .boolean = 1,
+                                    .optional = 1,
+                                    .offset = offsetof(syevd_io, vectors_in_a)},
         },
     .leader = syevd_leader,
     .local = syevd_local,
 };
+
+/* vectors_in_a is for the whole matrix in one buffer: a group of one
+ * device (parts: the group's size), with eigenvectors. */
+static int check_vectors_in_a(const syevd_io *io, int parts, jmg_error *err) {
+  if (!io->vectors_in_a) return 0;
+  if (!io->want_vectors)
+    return jmg_error_set(err, JMG_EINVAL, "syevd", "vectors_in_a",
+                         "V in A's buffer was asked for without eigenvectors "
+                         "(want_vectors 0)");
+  if (parts != 1)
+    return jmg_error_set(err, JMG_EINVAL, "syevd", "vectors_in_a",
+                         "V in A's buffer needs the whole matrix in one "
+                         "buffer (a group of one device); this group has %d",
+                         parts);
+  return 0;
+}
+
+/* The n x n eigenvectors in buffer a of participant 0 (the only one),
+ * column-major as the engine left them, replaced by their conjugate
+ * transpose: V read row-major. (The executors name the op in errors.) */
+static int conj_transpose(const jmg_mem *mem, const jmg_mem_group *g, void *a,
+                          int64_t n, jmg_dtype dtype, jmg_error *err) {
+  const int rc = mem->conj_transpose(g, 0, a, n, dtype, err);
+  jmg_trace_mark("vectors in A");
+  return rc;
+}
 
 static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   const jmg_engine *e = v->engine;
@@ -58,7 +102,8 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
       jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
 
-  int rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
+  int rc = check_vectors_in_a(io0, v->ndev, err);
+  if (rc == 0) rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = e->leader.syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
   if (jmg_leader_retry_without_scratch(v, &rc, err))
     rc = e->leader.syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
@@ -67,6 +112,9 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
     if (rc == 0) rc = jmg_leader_nan_a(v, err);
   } else if (rc == 0 && io0->want_vectors) {
     rc = jmg_leader_permute(v, JMG_FROM_CYCLIC, err);
+    if (rc == 0 && io0->vectors_in_a) /* one shard: the whole matrix */
+      rc = conj_transpose(v->mem, &v->group, v->home[0], v->a.n, v->a.dtype,
+                          err);
   }
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_syevd_op.bufs[SYEVD_W], err);
   *info_out = info;
@@ -86,7 +134,8 @@ static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const jmg_dtype real =
       jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
-  int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
+  int rc = check_vectors_in_a(io, v->ranks, err);
+  if (rc == 0) rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
   rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
   if (rc == 0) rc = e->local.syevd(e, &v->a, io->w, io->want_vectors, &info, err);
@@ -97,6 +146,10 @@ static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   } else if (rc == 0 && io->want_vectors) {
     rc = jmg_local_from_grid(v, rc, 0, err);
     rc = jmg_local_redistribute_vectors(v, rc, err);
+    /* One rank (check_vectors_in_a): no agreement needed after it. */
+    if (rc == 0 && io->vectors_in_a)
+      rc = conj_transpose(v->mem, &v->group, v->a.data, v->a.n, v->a.dtype,
+                          err);
   }
   *info_out = info;
   return rc;

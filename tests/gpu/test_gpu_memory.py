@@ -27,11 +27,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 N = 8192
 
 # The most the peak less cuSOLVER's workspace may be, in units of A, with A
-# donated: A in place, plus the op's outputs that A's buffer does not hold
-# (syevd's V), plus b and x. A copy of A would add 1. (cuSOLVER's own
-# workspace is whatever it asks: cusolverDnXsyevd's, eigenvalues only, was
-# 4 A for complex64 at N = 8192 on an H200, 2026-11-25.)
-PEAK_OVER_A = {"potrs": 1.05, "lu_solve": 1.05, "potri": 1.05, "syevd": 2.05,
+# donated: A in place, plus the op's outputs that A's buffer does not hold,
+# plus b and x. A copy of A would add 1. On one GPU syevd's V is A's buffer
+# (the eigenvectors conjugate-transposed in place; 2.05 before, when V was a
+# second matrix; not yet run on a GPU since). (cuSOLVER's own workspace is
+# whatever it asks: cusolverDnXsyevd's, eigenvalues only, was 4 A for
+# complex64 at N = 8192 on an H200, 2026-11-25.)
+PEAK_OVER_A = {"potrs": 1.05, "lu_solve": 1.05, "potri": 1.05, "syevd": 1.05,
                "syevd_values": 1.05}
 
 

@@ -63,6 +63,21 @@ def auto_mesh(cpu_devices):
     return jax.make_mesh((NDEV,), ("x",), devices=cpu_devices, axis_types=(AxisType.Auto,))
 
 
+@pytest.fixture(scope="session")
+def one_device_mesh(cpu_devices):
+    """A 1-D mesh over the first CPU device alone, axis "x" (Explicit, as
+    ``mesh``): a group of one device, where syevd leaves V in A's buffer."""
+    return jax.make_mesh((1,), ("x",), devices=cpu_devices[:1])
+
+
+@pytest.fixture(scope="session")
+def one_device_auto_mesh(cpu_devices):
+    """The same with an Auto axis (where check_grads runs, as ``auto_mesh``)."""
+    from jax.sharding import AxisType
+
+    return jax.make_mesh((1,), ("x",), devices=cpu_devices[:1], axis_types=(AxisType.Auto,))
+
+
 @pytest.fixture
 def rng(request):
     """Fresh random inputs for every test, reproducible from the test's id

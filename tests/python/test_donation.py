@@ -134,6 +134,31 @@ def test_syevd_ctx_with_vectors_aliases_a(mesh, rng):
     _assert_in_place(_compiled(fn, a), np.float64)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=["f64", "c64"])
+def test_one_device_syevd_gives_a_to_v(one_device_mesh, rng, dtype):
+    """On one device the C library leaves V itself in A's buffer: the
+    program a donating call runs returns no work buffer, V is the output
+    aliased to A (all of it), nothing of A's size beside it, and the
+    solver takes the parameter itself;
+    so does a caller's jit donating A that returns V (1.x's ctx form,
+    a_work left out)."""
+    mesh = one_device_mesh
+    a = jt.shard_rows(jt.make_hermitian(rng, N, dtype), mesh)
+    worked = functools.partial(v1_syevd._syevd_worked, T_A=None, mesh=mesh,
+                               in_specs=(SPEC,))
+    ctx = lambda a: jaxmg.syevd_shardmap_ctx(a, mesh=mesh, matrix_specs=SPEC)[1:]  # noqa: E731
+    for fn in (worked, ctx):
+        compiled = _compiled(fn, a)
+        mem = compiled.memory_analysis()
+        a_bytes = N * N * np.dtype(dtype).itemsize
+        assert mem.alias_size_in_bytes == a_bytes, mem
+        # Beside A: the eigenvalues, no second matrix (V^H was one).
+        beside_a = (mem.output_size_in_bytes - mem.alias_size_in_bytes
+                    + mem.temp_size_in_bytes)
+        assert beside_a < a_bytes, mem
+        assert _solver_takes_parameter(compiled), compiled.as_text()
+
+
 @pytest.mark.parametrize("dtype", jt.DTYPES, ids=jt.DTYPE_IDS)
 def test_eager_donated_calls_answer_and_consume(mesh, rng, dtype):
     """Every op called eagerly with donate=True: right answers, and the

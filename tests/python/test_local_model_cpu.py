@@ -365,21 +365,24 @@ def test_syevd_blocks_are_powers_of_two_whatever_t_a(cpu_devices, rng, T_A):
     _eig_check(a, w, v, np.float64)
 
 
-def test_syevd_on_one_device_takes_any_t_a(cpu_devices, rng):
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=["f64", "c64"])
+def test_syevd_on_one_device_takes_any_t_a(cpu_devices, rng, dtype):
     """On one device the engine's blocks need divide nothing: N = 300 with
     T_A left out (300, blocks of 256) and T_A = 150 (blocks of 128), no
-    padding in either."""
+    padding in either. There the local steps leave V itself in A's buffer
+    (syevd's vectors_in_a: conjugate-transposed in place after the
+    solver); T_A = 7 pads (to 301) and makes V from Vᴴ as several ranks do."""
     n = 300
     mesh = Mesh(np.array(cpu_devices[:1]), ("x",))
     spec = P("x", None)
-    g = _shard.choose_geometry("syevd", n, 1, np.dtype(np.float64), None, True, False, "cpu")
+    g = _shard.choose_geometry("syevd", n, 1, np.dtype(dtype), None, True, False, "cpu")
     assert (g.tile, g.rp) == (300, 300)
-    a = jt.make_hermitian(rng, n, np.float64)
-    for T_A in (None, 150):
+    a = jt.make_hermitian(rng, n, dtype)
+    for T_A in (None, 150, 7):
         w, v, status = jaxmg.syevd(put(a, mesh, spec), T_A, mesh=mesh, in_specs=(spec,),
                                    return_status=True)
         jt.assert_status_ok(status)
-        _eig_check(a, w, v, np.float64)
+        _eig_check(a, w, v, dtype)
 
 
 @pytest.mark.parametrize("name", ["line4", "grid2x2", "grid4x1"])

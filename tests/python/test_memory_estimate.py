@@ -99,3 +99,13 @@ def test_misuse_is_refused_before_anything(mesh):
         jaxmg.memory_estimate("potrs", (N,), np.float64, mesh)
     with pytest.raises(ValueError):
         jaxmg.memory_estimate("potrs", (N + 1, N + 1), np.float64, mesh)  # not divisible
+
+
+def test_one_device_syevd_estimate_has_v_in_a(one_device_mesh):
+    """On one device V is A's buffer (the C library transposes it in place):
+    donated, XLA's part is A and the eigenvalues, no second N x N buffer."""
+    e = jaxmg.memory_estimate("syevd", (N, N), np.float64, one_device_mesh)
+    a = N * N * 8
+    assert (e.engine, e.T_A, e.padded, e.donated) == ("lapack", N, False, True)
+    assert e.arguments == a and e.aliased == a
+    assert e.xla_bytes < 2 * a, e

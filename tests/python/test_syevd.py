@@ -5,12 +5,18 @@ element by element (they are unique only up to phase, and not at all within a
 degenerate eigenspace).
 """
 
+import warnings
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import PartitionSpec as P
+from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.test_util import check_grads
 
 import jaxmg
 import jaxmg_testing as jt
+from jaxmg._src.api.v1 import syevd_forms as v1_syevd
 
 SPECS = (P("x", None),)
 
@@ -184,3 +190,114 @@ def test_syevd_upper_triangle_only_arrow(mesh, T_A):
     w, v = jaxmg.syevd(jt.shard_rows(np.triu(arrow), mesh), T_A, mesh, SPECS)
     _check_eigenvalues(mesh, arrow, w, np.float64)
     _check_eigenvectors(mesh, arrow, w, v, np.float64)
+
+
+# --- one device (issue 25) ------------------------------------------------------------
+# On a group of one device, unpadded, the C library conjugate-transposes the
+# solver's eigenvectors in place, so that A's buffer holds V itself and no
+# second N x N buffer is made for it; padded (T_A not dividing N), V is made
+# from the solver's V^H as on several devices. N = 37: no tile of the C
+# library's (64 on the host) divides it.
+ONE_N = 37
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("donate", [False, True], ids=["kept", "donated"])
+@pytest.mark.parametrize("T_A", [None, 5], ids=["in-a", "padded"])
+@pytest.mark.parametrize("dtype", jt.DTYPES, ids=jt.DTYPE_IDS)
+def test_syevd_on_one_device(one_device_mesh, hermitian, dtype, T_A, donate, jitted):
+    """Every dtype, A donated and kept, eagerly and inside the caller's jit:
+    ||A V - V diag(w)|| and ||V^H V - I|| in float64 against the input."""
+    mesh, n = one_device_mesh, ONE_N
+    a = hermitian(n, dtype)
+    a_dev = jt.shard_rows(a, mesh)
+    if jitted:
+        fn = jax.jit(lambda a: jaxmg.syevd(a, T_A, mesh, SPECS, return_status=True),
+                     donate_argnums=(0,) if donate else ())
+        with warnings.catch_warnings():  # a padded call cannot use the donated A
+            warnings.filterwarnings("ignore", message=".*donated buffers were not usable.*")
+            w, v, status = fn(a_dev)
+    else:
+        w, v, status = jaxmg.syevd(a_dev, T_A, mesh, SPECS, return_status=True,
+                                   donate=donate)
+    assert a_dev.is_deleted() == donate
+    jt.assert_status_ok(status)
+    _check_eigenvalues(mesh, a, w, dtype)
+    _check_eigenvectors(mesh, a, w, v, dtype)
+
+
+@pytest.mark.parametrize("dtype", jt.DTYPES, ids=jt.DTYPE_IDS)
+def test_syevd_ctx_on_one_device(one_device_mesh, hermitian, dtype):
+    """JAXMg 1.x's ctx form at the global level on one device: a_work is A's
+    buffer, which holds V itself there (the same values as the V returned,
+    sharded like A)."""
+    mesh, n = one_device_mesh, ONE_N
+    a = hermitian(n, dtype)
+    with jax.sharding.set_mesh(mesh):
+        work, w, v, status = jax.jit(lambda a: jaxmg.syevd_shardmap_ctx(a))(
+            jt.shard_rows(a, mesh))
+    jt.assert_status_ok(status)
+    jt.assert_sharded_like(v, mesh, P("x", None))
+    _check_eigenvalues(mesh, a, w, dtype)
+    assert jt.eig_residual(a, w, v) < jt.tol(dtype, n)
+    assert jt.orthogonality(v) < jt.tol(dtype, n)
+    np.testing.assert_array_equal(np.asarray(work), np.asarray(v))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+def test_syevd_check_grads_on_one_device(one_device_auto_mesh, hermitian, dtype):
+    """Derivatives where V is A's buffer: eigenvalues to second order,
+    eigenvectors through V sin(w) V^H (phase-free), the seeds' form inside
+    shard_map and the 1.x ctx form at the global level too."""
+    mesh, n, tol = one_device_auto_mesh, 12, 2e-5  # check_grads' differences set tol
+    a = hermitian(n, dtype)
+    values = lambda a: jaxmg.syevd(a, None, mesh, SPECS, return_eigenvectors=False)  # noqa: E731
+    check_grads(values, (a,), order=2, modes=("fwd", "rev"), atol=tol, rtol=tol)
+
+    def plain(a):
+        w, v = jaxmg.syevd(a, None, mesh, SPECS)
+        return (v * jnp.sin(w)) @ jnp.conj(v).T
+
+    def in_shard_map(a):
+        def body(a):  # one device: its columns of V are all of V
+            w, v, _ = jaxmg.syevd_shardmap_ctx(a)
+            return jax.lax.psum((v * jnp.sin(w)) @ jnp.conj(v).T, "x")
+        return jax.shard_map(body, mesh=mesh, in_specs=P("x", None), out_specs=P())(a)
+
+    def ctx(a):
+        _, w, v, _ = jaxmg.syevd_shardmap_ctx(a, None, mesh, matrix_specs=P("x", None))
+        return (v * jnp.sin(w)) @ jnp.conj(v).T
+
+    for f in (plain, in_shard_map, ctx):
+        check_grads(f, (a,), order=1, modes=("fwd", "rev"), atol=tol, rtol=tol)
+
+
+def _a_bytes(dtype) -> int:
+    return ONE_N * ONE_N * np.dtype(dtype).itemsize
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=["f64", "c64"])
+def test_one_device_program_holds_no_second_matrix(one_device_mesh, dtype):
+    """XLA's buffer assignment of the program a call runs on one device
+    (compiled.memory_analysis()): beside A (an argument), the program holds
+    less than one more N x N buffer, donated (the call ``donate=True``
+    runs: V is the output aliased to A) or kept (the solver's copy of A is
+    V's output). Before V was made in A's buffer, V was a second output (or
+    a temporary copy of A): one more A."""
+    mesh = one_device_mesh
+    a = jax.ShapeDtypeStruct((ONE_N, ONE_N), dtype, sharding=NamedSharding(mesh, P("x", None)))
+    kw = dict(T_A=None, mesh=mesh, in_specs=SPECS)
+
+    def worked(a):
+        return v1_syevd._syevd_worked(a, **kw)
+
+    def kept(a):
+        return jaxmg.syevd(a, **kw)
+
+    for fn, donated in ((worked, (0,)), (kept, ())):
+        mem = jax.jit(fn, donate_argnums=donated).lower(a).compile().memory_analysis()
+        beside_a = (mem.output_size_in_bytes - mem.alias_size_in_bytes
+                    + mem.temp_size_in_bytes)
+        assert mem.argument_size_in_bytes == _a_bytes(dtype)
+        assert mem.alias_size_in_bytes == (_a_bytes(dtype) if donated else 0)
+        assert beside_a < (1 if donated else 2) * _a_bytes(dtype), (fn.__name__, mem)

@@ -39,14 +39,28 @@ def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Arr
     return 1 + 2 * jax.lax.pmax(local, axis)
 
 
+def vectors_in_a(g: _shard.Geometry, want_vectors: bool) -> bool:
+    """Whether a call leaves V itself in A's buffer (the C op's attribute
+    ``vectors_in_a``): with eigenvectors, on a group of one device (the
+    whole matrix in one buffer), unpadded (the buffer is A's shape). The C
+    library conjugate-transposes the solver's eigenvectors in place there,
+    so that V needs no second N x N buffer beside A's (issue 25). Elsewhere
+    A's buffer holds this shard's rows of V^H and V is computed from them."""
+    return bool(want_vectors) and g.nparts == 1 and not g.padded
+
+
 def shard(call: _shard.Call, a: jax.Array,
           want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """One shard's part: a is r x N. Returns what the solver left in A's
     buffer (rp x N', padded like A: with eigenvectors, this shard's rows
-    of V^H, see below; without, unspecified), the N' eigenvalues (padded
-    size, ascending, padding's last), this shard's rp columns of the
-    eigenvectors with padding rows removed (N x rp), and the status."""
+    of V^H, see below, or V itself where ``vectors_in_a``; without,
+    unspecified), the N' eigenvalues (padded size, ascending, padding's
+    last), this shard's rp columns of the eigenvectors with padding rows
+    removed (N x rp), and the status. Where ``vectors_in_a`` the first
+    and third are the same array, A's buffer: a program that returns both
+    makes XLA copy one of them."""
     g = call.g
+    in_a = vectors_in_a(g, want_vectors)
     per_shard, same = _shard.result_types(call.axes, a)
     pos = _shard.position(call.axes, call.others, g.nparts)
     index = pos % g.nparts
@@ -64,7 +78,10 @@ def shard(call: _shard.Call, a: jax.Array,
         call=call,
         varying=(per_shard, same, same),
         want_vectors=int(want_vectors),
+        vectors_in_a=int(in_a),
     )
+    if in_a:  # conjugate-transposed in place by the C library: V itself
+        return u, w, u, info
     # The solver diagonalized conj(A) column-major: row i of u is its
     # eigenvector j (this shard's j-th), so A's eigenvector is conj(u[i]).
     v = jnp.conj(u.T)  # N' x rp, columns are eigenvectors
@@ -82,7 +99,10 @@ def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
     only: a padded call's work buffer is not A's shape), the solver's work
     buffer in front, sharded like A (``local_work``, ``local_values_work``):
     a program that returns it lets XLA hand a donated A to the solver in
-    place."""
+    place. Where ``vectors_in_a`` V is that buffer: the program without
+    ``work`` hands a donated A to the solver by itself (V takes its
+    buffer), and one with ``work`` returns the buffer twice (XLA copies
+    one)."""
     if work and g.padded:
         raise ValueError("jaxmg.syevd: a padded call's work buffer is not A's shape")
     call = _shard.mesh_call("syevd", mesh, rows, g)
@@ -124,9 +144,10 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax
 def local_work(call: _shard.Call,
                a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``local`` with what the solver left in A's buffer in front (padded
-    like A: this shard's rows of V^H when unpadded), for programs that hand
-    it back (JAXMg 1.x's ctx forms; a donated A). The work buffer is held
-    constant (its tangent is zero); the rest's rule is ``local``'s."""
+    like A: this shard's rows of V^H when unpadded, or V itself, the same
+    array as the V returned, where ``vectors_in_a``), for programs that
+    hand it back (JAXMg 1.x's ctx forms; a donated A). The work buffer is
+    held constant (its tangent is zero); the rest's rule is ``local``'s."""
     return shard(call, a, want_vectors=True)
 
 

@@ -30,13 +30,17 @@ def _syevd_worked(a: jax.Array, T_A: int | None = None, mesh: Mesh | None = None
                   in_specs: Any = None, return_eigenvectors: bool = True,
                   return_status: bool = False, pad: bool = True) -> tuple[Any, Any]:
     """``seeds.syevd`` with A's work buffer: (work, what it returns), work
-    None for a padded call (whose work buffer is not A's shape), for a
-    donating jit (_donate.run)."""
+    None for a padded call (whose work buffer is not A's shape) and where
+    V is the work buffer itself (``syevd_core.vectors_in_a``: one device;
+    V takes a donated A's buffer, as potri's inverse does, and returning
+    the buffer twice would make XLA copy it), for a donating jit
+    (_donate.run)."""
     n, _ = _checks.check_matrix("syevd", a)
     a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
-    program = syevd_core.over_mesh(mesh, rows, g, return_eigenvectors, work=not g.padded)
+    worked = not g.padded and not syevd_core.vectors_in_a(g, return_eigenvectors)
+    program = syevd_core.over_mesh(mesh, rows, g, return_eigenvectors, work=worked)
     out = tuple(program(a))
-    work, out = (None, out) if g.padded else (out[0], out[1:])
+    work, out = (out[0], out[1:]) if worked else (None, out)
     out = out if return_status else out[:-1]
     return work, (out[0] if len(out) == 1 else out)
 
@@ -76,8 +80,9 @@ def syevd(
 def _syevd_program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
                    want_vectors: bool) -> Any:
     """(a_work, w, V, status), or (a_work, w, status) for an unpadded call:
-    a_work the solver's work buffer (V^H with eigenvectors), so that a
-    donated A is worked on in place; V sharded like A, as 1.x hands it back.
+    a_work the solver's work buffer (V^H with eigenvectors; V itself on one
+    device, ``syevd_core.vectors_in_a``), so that a donated A is worked on
+    in place; V sharded like A, as 1.x hands it back.
     A padded call's work buffer is not A's shape: there a_work is V^H
     computed, and without eigenvectors the program returns (w, status)
     (the caller puts A itself in front)."""
@@ -132,7 +137,9 @@ def syevd_shardmap_ctx(
       ``(a_work, w, V, status)`` or ``(a_work, w, status)``: w the N
       eigenvalues ascending, real, replicated; V the eigenvectors as
       columns, sharded like A (rows); a_work what the solver leaves in A's
-      place (V^H with eigenvectors; else unspecified contents), in A's
+      place (with eigenvectors V^H, or V itself on one device, where V is
+      A's buffer: a program returning both a_work and V then holds a copy;
+      else unspecified contents), in A's
       buffer when A is donated (``jax.jit(..., donate_argnums=0)`` around a
       program that returns it), else in a copy (``a`` itself is never
       modified); status an int32 scalar, 0 on success (outputs NaN else).
