@@ -223,3 +223,24 @@ def test_eager_donated_padded_call_answers(mesh, rng):
                                donate=True)
     jt.assert_status_ok(status)
     assert jt.eig_residual(a_np, w, v) < jt.tol(np.float64, N)
+
+
+def test_eager_donated_calls_follow_jaxmg_engine(mesh, rng, monkeypatch, capfd):
+    """An eager donated call's program is cached, but never across engines:
+    the same call under JAXMG_ENGINE=lapack and then lapack-local runs each
+    engine (JAXMG_TRACE names it) and answers; before the engine was part of
+    the cache's key the second reused lapack's program and failed for want
+    of a communicator."""
+    n, dtype = N, np.float64
+    a = jt.make_hpd(rng, n, dtype)
+    b = jt.make_rhs(rng, n, 1, dtype)
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    for engine in ("lapack", "lapack-local", "lapack"):
+        monkeypatch.setenv("JAXMG_ENGINE", engine)
+        arrays = (jt.shard_rows(a, mesh), jt.replicate(b, mesh))
+        x = jaxmg.potrs(*arrays, 8, mesh, (SPEC, P()), donate=True)
+        assert all(arr.is_deleted() for arr in arrays)
+        assert jt.solve_backward_error(a, x, b) < jt.tol(dtype, n)
+        err = capfd.readouterr().err
+        lines = [l for l in err.splitlines() if "jaxmg trace" in l and "potrs" in l]
+        assert lines and all(f"engine {engine}," in l for l in lines), (engine, lines)

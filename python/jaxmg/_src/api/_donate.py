@@ -19,6 +19,7 @@ buffer (the 1.x ctx forms' ``a_work``) for XLA to alias.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from typing import Any, Callable
 
@@ -50,6 +51,27 @@ def _key(v: Any) -> Any:
     return tuple(map(_key, v)) if isinstance(v, list) else v
 
 
+class _UnderEngine:
+    """``fn`` as the program of one JAXMG_ENGINE setting: equal only to the
+    same function under the same setting. The engine is chosen when the
+    program is traced (the C library's engine check), and JAX keeps traces
+    by the function (its hash and equality), so a program traced under one
+    setting must not serve a call made under another: lapack's program has
+    no communicator for lapack-local, which the C library then picks."""
+
+    def __init__(self, fn: Any, engine: str) -> None:
+        self.fn, self.key = fn, (fn, engine)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _UnderEngine) and self.key == other.key
+
+
 @functools.lru_cache(maxsize=64)
 def _donating(fn: Any, nargs: int) -> Any:
     """``fn`` (positional array arguments only) jitted with its arrays donated."""
@@ -70,7 +92,8 @@ def run(fn: Callable[..., Any], arrays: tuple[Any, ...], donate: bool,
         return fn(*arrays)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*donated buffers were not usable.*")
-        out = _donating(worked or fn, len(arrays))(*arrays)
+        program = _UnderEngine(worked or fn, os.environ.get("JAXMG_ENGINE", ""))
+        out = _donating(program, len(arrays))(*arrays)
     jax.block_until_ready(out)
     if worked is not None:
         work, out = out
