@@ -42,6 +42,7 @@
 #define JMG_OPS_OPS_H
 
 #include "exec/op_desc.h"
+#include "mem/mem.h"
 
 extern const jmg_op_desc jmg_potrs_op;
 extern const jmg_op_desc jmg_potri_op;
@@ -50,5 +51,16 @@ extern const jmg_op_desc jmg_lu_solve_op;
 extern const jmg_op_desc jmg_gesvd_op;
 extern const jmg_op_desc jmg_qr_op;
 extern const jmg_op_desc jmg_sygvd_op;
+
+/* syevd's and sygvd's optional vectors_in_a (ops/vectors.c): V itself in
+ * A's buffer on a group of one device. jmg_vectors_in_a_check: 0, or an
+ * error naming op where the attribute is set without eigenvectors or on a
+ * group of parts > 1. jmg_vectors_in_a: participant 0's n x n
+ * eigenvectors a, as the engine left them, replaced by their conjugate
+ * transpose (mem's conj_transpose). */
+int jmg_vectors_in_a_check(const char *op, int64_t vectors_in_a,
+                           int64_t want_vectors, int parts, jmg_error *err);
+int jmg_vectors_in_a(const jmg_mem *mem, const jmg_mem_group *g, void *a,
+                     int64_t n, jmg_dtype dtype, jmg_error *err);
 
 #endif

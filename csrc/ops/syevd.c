@@ -6,19 +6,10 @@
  *        shard's eigenvectors), W (n, real), status; attrs T_A, mesh_id,
  *        want_vectors, vectors_in_a (optional, 0 when absent).
  *
- * The eigenvectors come back column-major, column j the j-th: read
- * row-major by the caller (JAX), shard d's buffer holds its rows of Vᴴ
- * (conj(V)ᵀ; see ops.h for the conjugation). With vectors_in_a the call
- * returns V itself instead, read row-major (V[i, j], the columns the
- * eigenvectors): the eigenvectors are conjugate-transposed in place after
- * the solver (the platform's conj_transpose, mem/mem.h), so that the
- * caller needs no second N x N buffer for V. Only where the whole matrix
- * is one buffer: a group of one device, with eigenvectors (the Python
- * layer sets it only for an unpadded call, the one whose buffer is the
- * caller's A); anything else is refused. */
+ * With vectors_in_a the call returns V itself in A's buffer on a group of
+ * one device (ops/vectors.c). */
 #include <stddef.h>
 
-#include "common/trace.h"
 #include "exec/leader.h"
 #include "exec/local.h"
 #include "ops/ops.h"
@@ -69,32 +60,6 @@ const jmg_op_desc jmg_syevd_op = {
     .local = syevd_local,
 };
 
-/* vectors_in_a is for the whole matrix in one buffer: a group of one
- * device (parts: the group's size), with eigenvectors. */
-static int check_vectors_in_a(const syevd_io *io, int parts, jmg_error *err) {
-  if (!io->vectors_in_a) return 0;
-  if (!io->want_vectors)
-    return jmg_error_set(err, JMG_EINVAL, "syevd", "vectors_in_a",
-                         "V in A's buffer was asked for without eigenvectors "
-                         "(want_vectors 0)");
-  if (parts != 1)
-    return jmg_error_set(err, JMG_EINVAL, "syevd", "vectors_in_a",
-                         "V in A's buffer needs the whole matrix in one "
-                         "buffer (a group of one device); this group has %d",
-                         parts);
-  return 0;
-}
-
-/* The n x n eigenvectors in buffer a of participant 0 (the only one),
- * column-major as the engine left them, replaced by their conjugate
- * transpose: V read row-major. (The executors name the op in errors.) */
-static int conj_transpose(const jmg_mem *mem, const jmg_mem_group *g, void *a,
-                          int64_t n, jmg_dtype dtype, jmg_error *err) {
-  const int rc = mem->conj_transpose(g, 0, a, n, dtype, err);
-  jmg_trace_mark("vectors in A");
-  return rc;
-}
-
 static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   const jmg_engine *e = v->engine;
   const syevd_io *io0 = (const syevd_io *)v->io[0];
@@ -102,7 +67,8 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
       jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
 
-  int rc = check_vectors_in_a(io0, v->ndev, err);
+  int rc = jmg_vectors_in_a_check("syevd", io0->vectors_in_a, io0->want_vectors,
+                                  v->ndev, err);
   if (rc == 0) rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = e->leader.syevd(e, &v->a, io0->w, io0->want_vectors, &info, err);
   if (jmg_leader_retry_without_scratch(v, &rc, err))
@@ -113,8 +79,8 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   } else if (rc == 0 && io0->want_vectors) {
     rc = jmg_leader_permute(v, JMG_FROM_CYCLIC, err);
     if (rc == 0 && io0->vectors_in_a) /* one shard: the whole matrix */
-      rc = conj_transpose(v->mem, &v->group, v->home[0], v->a.n, v->a.dtype,
-                          err);
+      rc = jmg_vectors_in_a(v->mem, &v->group, v->home[0], v->a.n,
+                            v->a.dtype, err);
   }
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_syevd_op.bufs[SYEVD_W], err);
   *info_out = info;
@@ -134,7 +100,8 @@ static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const jmg_dtype real =
       jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
-  int rc = check_vectors_in_a(io, v->ranks, err);
+  int rc = jmg_vectors_in_a_check("syevd", io->vectors_in_a, io->want_vectors,
+                                  v->ranks, err);
   if (rc == 0) rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
   rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
@@ -146,10 +113,10 @@ static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   } else if (rc == 0 && io->want_vectors) {
     rc = jmg_local_from_grid(v, rc, 0, err);
     rc = jmg_local_redistribute_vectors(v, rc, err);
-    /* One rank (check_vectors_in_a): no agreement needed after it. */
+    /* One rank (jmg_vectors_in_a_check): no agreement needed after it. */
     if (rc == 0 && io->vectors_in_a)
-      rc = conj_transpose(v->mem, &v->group, v->a.data, v->a.n, v->a.dtype,
-                          err);
+      rc = jmg_vectors_in_a(v->mem, &v->group, v->a.data, v->a.n,
+                            v->a.dtype, err);
   }
   *info_out = info;
   return rc;

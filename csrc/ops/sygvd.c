@@ -15,7 +15,8 @@
  * Frame: args A (local_cols x n), B (local_cols x n), shard; rets A
  *        (aliased; becomes this shard's eigenvectors), W (n, real), B
  *        (aliased; its content afterwards unspecified), status; attrs T_A,
- *        mesh_id, want_vectors. */
+ *        mesh_id, want_vectors, vectors_in_a (optional, 0 when absent: V
+ *        itself in A's buffer on a group of one device, ops/vectors.c). */
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -26,6 +27,7 @@
 typedef struct sygvd_io {
   jmg_shard_io io;
   int64_t want_vectors; /* 0: eigenvalues only */
+  int64_t vectors_in_a; /* 1: V itself in A's buffer, read row-major */
   void *w;              /* n eigenvalues (real), out: on every shard */
   void *b;              /* n x local_cols: this shard's columns of B, in;
                          * overwritten (workspace) */
@@ -33,7 +35,7 @@ typedef struct sygvd_io {
 JMG_OP_IO_FITS(sygvd_io);
 
 enum { SYGVD_W, SYGVD_B };   /* its buffers */
-enum { SYGVD_WANT_VECTORS }; /* its scalars */
+enum { SYGVD_WANT_VECTORS, SYGVD_VECTORS_IN_A }; /* its scalars */
 
 static int sygvd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int sygvd_local(jmg_local_view *v, int *info_out, jmg_error *err);
@@ -62,13 +64,18 @@ const jmg_op_desc jmg_sygvd_op = {
                          .offset = offsetof(sygvd_io, b),
                          .check_finite = 1},
         },
-    .nscalars = 1,
+    .nscalars = 2,
     .scalars =
         {
             [SYGVD_WANT_VECTORS] = {.name = "want_vectors",
                                     .from = JMG_FROM_ATTR,
                                     .boolean = 1,
                                     .offset = offsetof(sygvd_io, want_vectors)},
+            [SYGVD_VECTORS_IN_A] = {.name = "vectors_in_a",
+                                    .from = JMG_FROM_ATTR,
+                                    .boolean = 1,
+                                    .optional = 1,
+                                    .offset = offsetof(sygvd_io, vectors_in_a)},
         },
     .leader = sygvd_leader,
     .local = sygvd_local,
@@ -101,7 +108,9 @@ static int sygvd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   int info = 0;
   void **b_data = NULL;
   jmg_dist_matrix b;
-  int rc = b_view(v, &b_data, &b, err);
+  int rc = jmg_vectors_in_a_check("sygvd", io0->vectors_in_a,
+                                  io0->want_vectors, v->ndev, err);
+  if (rc == 0) rc = b_view(v, &b_data, &b, err);
   if (rc == 0) rc = jmg_leader_permute_matrix(v, b_data, JMG_TO_CYCLIC, err);
   if (rc == 0) rc = jmg_leader_permute(v, JMG_TO_CYCLIC, err);
   if (rc == 0)
@@ -117,6 +126,9 @@ static int sygvd_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
                             v->a.dtype, err);
   } else if (rc == 0 && io0->want_vectors) {
     rc = jmg_leader_permute(v, JMG_FROM_CYCLIC, err);
+    if (rc == 0 && io0->vectors_in_a) /* one shard: the whole matrix */
+      rc = jmg_vectors_in_a(v->mem, &v->group, v->home[0], v->a.n,
+                            v->a.dtype, err);
   }
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_sygvd_op.bufs[SYGVD_W], err);
   free(b_data);
@@ -134,8 +146,11 @@ static int sygvd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const jmg_dtype real =
       jmg_dtype_real_size(v->a.dtype) == 4 ? JMG_F32 : JMG_F64;
   int info = 0;
-  int rc = jmg_local_permute_rows(v, io->b, io->b, v->a.cols, JMG_LOCAL_APPLY,
-                                  err);
+  int rc = jmg_vectors_in_a_check("sygvd", io->vectors_in_a,
+                                  io->want_vectors, v->ranks, err);
+  if (rc == 0)
+    rc = jmg_local_permute_rows(v, io->b, io->b, v->a.cols, JMG_LOCAL_APPLY,
+                                err);
   if (rc == 0) rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
   rc = jmg_local_matrix_to_grid(v, io->b, rc, err);
   rc = jmg_local_to_grid(v, rc, err);
@@ -154,6 +169,10 @@ static int sygvd_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   } else if (rc == 0 && io->want_vectors) {
     rc = jmg_local_from_grid(v, rc, 0, err);
     rc = jmg_local_redistribute_vectors(v, rc, err);
+    /* One rank (jmg_vectors_in_a_check): no agreement needed after it. */
+    if (rc == 0 && io->vectors_in_a)
+      rc = jmg_vectors_in_a(v->mem, &v->group, v->a.data, v->a.n, v->a.dtype,
+                            err);
   }
   /* n + k (B's leading minor of order k of H) is renumbered as M's, as
    * potrs's minor is (jmg_local_perm_info); 1..n (no convergence) names no

@@ -103,6 +103,8 @@ def eigh_generalized(
         return _donate.Hashable(functools.partial(fn, T_A=T_A, mesh=mesh, in_specs=specs,
                                                   **options))
 
+    if _b_first(mesh, specs, options["return_eigenvectors"]):
+        return _donate.run(bound(_run_b_first), (b, a), True, bound(_run_worked_b_first))
     return _donate.run(bound(_run), (a, b), True, bound(_run_worked))
 
 
@@ -175,8 +177,30 @@ def _run(a: Any, b: Any, T_A: int | None, mesh: Mesh, in_specs: Any,
 def _run_worked(a: Any, b: Any, T_A: int | None, mesh: Mesh, in_specs: Any,
                 return_eigenvectors: bool, return_status: bool, pad: bool) -> tuple[Any, Any]:
     """``_run`` with the solver's work buffers (A's and B's places):
-    ``((a_work, b_work), outputs)``, for a donating jit (_donate.run)."""
+    ``((a_work, b_work), outputs)``, for a donating jit (_donate.run); on
+    one device with eigenvectors ``((b_work,), outputs)``: V is A's work
+    buffer there and takes a donated A's (see ``_b_first``)."""
     return _program(a, b, T_A, mesh, in_specs, return_eigenvectors, return_status, pad, True)
+
+
+def _b_first(mesh: Mesh, in_specs: Any, return_eigenvectors: bool) -> bool:
+    """Whether a donating call hands its arrays over as (B, A): on one
+    device with eigenvectors V is A's work buffer (``sygvd_core.vectors_in_a``)
+    and the donating program returns (b_work, w, V): JAX pairs donated
+    arguments with the program's outputs of their shape in order, so B
+    must come first for its buffer to go to b_work and A's to V."""
+    spec_a = in_specs[0] if isinstance(in_specs, (tuple, list)) else in_specs
+    return bool(return_eigenvectors) and _checks.check_specs(_OP, mesh, (spec_a,), 1).nparts == 1
+
+
+def _run_b_first(b: Any, a: Any, **kw: Any) -> Any:
+    """``_run`` with B handed first (``_b_first``)."""
+    return _run(a, b, **kw)
+
+
+def _run_worked_b_first(b: Any, a: Any, **kw: Any) -> tuple[Any, Any]:
+    """``_run_worked`` with B handed first (``_b_first``)."""
+    return _run_worked(a, b, **kw)
 
 
 def _program(a: Any, b: Any, T_A: int | None, mesh: Mesh, in_specs: Any,
@@ -191,7 +215,8 @@ def _program(a: Any, b: Any, T_A: int | None, mesh: Mesh, in_specs: Any,
     a, mesh, rows, g = _shard.prepare(_OP, a, n, tile, mesh, (spec_a,), 1, False)
     b = _shard.onto(b, mesh, rows.spec)
     out = tuple(sygvd_core.over_mesh(mesh, rows, g, return_eigenvectors, work)(a, b))
-    buffers, out = (out[:2], out[2:]) if work else (None, out)
+    front = 1 if sygvd_core.vectors_in_a(g, return_eigenvectors) else 2
+    buffers, out = (out[:front], out[front:]) if work else (None, out)
     if not return_status:
         out = out[:-1]
     _shard.settle_on_cpu(out, mesh)

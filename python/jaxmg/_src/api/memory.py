@@ -200,10 +200,12 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
     if op == "least_squares":
         return functools.partial(v1_ls._ls_plain, T_A=T_A, mesh=mesh, specs=specs,
                                  want_status=False, work=donate), (a, b)
-    if op == "sygvd":
-        fn = generalized._run_worked if donate else generalized._run
-        return functools.partial(fn, return_eigenvectors=vectors, return_status=False,
-                                 **kw), (a, b)
+    if op == "sygvd":  # the order a donating call hands A and B over in
+        b_first = donate and generalized._b_first(mesh, specs, vectors)
+        fn = (generalized._run_worked_b_first if b_first else
+              generalized._run_worked if donate else generalized._run)
+        return (functools.partial(fn, return_eigenvectors=vectors, return_status=False, **kw),
+                (b, a) if b_first else (a, b))
     if op == "polar":  # Up takes a donated A's buffer: no work buffer returned
         return functools.partial(v1_polar._polar_plain, T_A=T_A, mesh=mesh, specs=specs,
                                  want_h=want_h, want_status=False), (a,)

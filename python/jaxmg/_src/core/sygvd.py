@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src.core.syevd import vectors_in_a
 
 
 def tile_for(n: int, nparts: int, T_A: int | None) -> int | None:
@@ -49,10 +50,13 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
           want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """One shard's part: a and b are r x N. Returns what the solver left in
     A's buffer (r x N: with eigenvectors, this shard's rows of Vᴴ, see
-    below; without, unspecified), what it left in B's (unspecified), the N
-    eigenvalues (ascending), this shard's r columns of the eigenvectors
-    (N x r) and the status."""
+    below, or V itself where ``vectors_in_a``, as syevd's; without,
+    unspecified), what it left in B's (unspecified), the N eigenvalues
+    (ascending), this shard's r columns of the eigenvectors (N x r) and the
+    status. Where ``vectors_in_a`` the first and fourth are the same
+    array, A's buffer."""
     g = call.g
+    in_a = vectors_in_a(g, want_vectors)
     if g.padded:
         raise ValueError("jaxmg.sygvd: the shard must be a multiple of T_A (sygvd never pads)")
     per_shard, same = _shard.result_types(call.axes, a, b)
@@ -71,7 +75,10 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
         varying=(per_shard, same, per_shard, same),
         aliases={0: 0, 1: 2},
         want_vectors=int(want_vectors),
+        vectors_in_a=int(in_a),
     )
+    if in_a:  # conjugate-transposed in place by the C library: V itself
+        return u, bw, w, u, info
     # The solver solved conj(A) y = λ conj(B) y column-major: row i of u is
     # its eigenvector j (this shard's j-th), and A's is conj(u[i]).
     v = jnp.conj(u.T)  # N x r, columns are eigenvectors
@@ -86,8 +93,20 @@ def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
     ``(w, V, status)`` or ``(w, status)``. With ``work``, the solver's work
     buffers in front, sharded like A and B (``local_work``,
     ``local_values_work``): a program that returns them lets XLA hand a
-    donated A and B to the solver in place."""
+    donated A and B to the solver in place. Where ``vectors_in_a`` (one
+    device, eigenvectors) V is A's work buffer: ``work`` puts B's alone in
+    front, ``(b_work, w, V, status)``, and V takes a donated A's buffer
+    (JAX pairs donated arguments with outputs of their shape in order: the
+    donating program takes B first, api/generalized.py)."""
     call = _shard.mesh_call("sygvd", mesh, rows, g)
+    if work and vectors_in_a(g, want_vectors):
+        def b_work_first(call: _shard.Call, a: jax.Array,
+                         b: jax.Array) -> tuple[jax.Array, ...]:
+            return local_work(call, a, b)[1:]
+        return jax.jit(_shard.mapped(functools.partial(b_work_first, call), mesh,
+                                     in_specs=(rows.spec, rows.spec),
+                                     out_specs=(rows.spec, P(None), P(None, rows.spec[0]),
+                                                P())))
     front = (rows.spec, rows.spec) if work else ()
     specs = (rows.spec, rows.spec)
     if not want_vectors:
