@@ -158,57 +158,84 @@ static int cuda_fill_nan(const jmg_mem_group *g, int dev, void *ptr,
   return rc;
 }
 
+/* What a cuBLAS step on participant dev's GPU holds: the caller's current
+ * device (restored at the end), bytes of scratch from the participant's
+ * allocator, and this GPU's cuBLAS handle (cuda/handles.h) on dev's
+ * stream, pointer mode host. blas_begin takes them (whatever fails, what
+ * was taken is in w for blas_end); blas_end gives them back after dev's
+ * stream is done (so that the scratch is free and the results are there
+ * when it returns) and returns rc, or the wait's failure where rc is 0. */
+typedef struct cuda_blas_work {
+  int saved;         /* the caller's device, -1 if not read */
+  void *scratch;     /* bytes of scratch, or NULL */
+  size_t bytes;
+  jmg_cuda_handles *h;
+  cublasHandle_t b;  /* h's cuBLAS handle */
+} cuda_blas_work;
+
+static int blas_begin(const jmg_mem_group *g, int dev, size_t bytes,
+                      cuda_blas_work *w, jmg_error *err) {
+  *w = (cuda_blas_work){.saved = -1, .bytes = bytes};
+  int rc = JMG_CUDA_TRY(cudaGetDevice(&w->saved), NULL, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, dev)->device), NULL, err);
+  if (rc == 0) rc = cuda_alloc(g, dev, bytes, &w->scratch, err);
+  if (rc == 0)
+    rc = jmg_cuda_handles_acquire(&g->device_ctx[dev], 1, "cuBLAS", &w->h,
+                                  err);
+  if (rc == 0) {
+    w->b = w->h->blas[0];
+    rc = JMG_CUBLAS_TRY(cublasSetStream(w->b, stream_of(g, dev)), NULL, err);
+  }
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(cublasSetPointerMode(w->b, CUBLAS_POINTER_MODE_HOST),
+                        NULL, err);
+  return rc;
+}
+
+static int blas_end(const jmg_mem_group *g, int dev, cuda_blas_work *w, int rc,
+                    jmg_error *err) {
+  if (w->h != NULL) jmg_cuda_handles_release(w->h);
+  if (w->scratch != NULL) {
+    jmg_error ignored;
+    int s = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, dev)), NULL,
+                         rc == 0 ? err : &ignored);
+    if (rc == 0) rc = s;
+    cuda_release(g, dev, w->scratch, w->bytes);
+  }
+  if (w->saved >= 0) cudaSetDevice(w->saved);
+  return rc;
+}
+
 /* No kernel of our own: cuBLAS reads the block once. y = Aᵀ z with z = 0
  * gives y_j = sum_i A_ij * 0, which is 0 where column j is finite and NaN
  * where it holds a NaN or an Inf (0 * Inf is NaN); the sum of |y_j| is then
  * 0 or NaN. Nothing can overflow, as a sum of the entries could. op T,
  * whose reference loop multiplies every entry (op N's may skip a zero x_j).
- * z and y come from the participant's allocator; this GPU's cuBLAS handle
- * from cuda/handles.h. */
+ * z and y, and the cuBLAS handle: blas_begin. */
 static int cuda_all_finite(const jmg_mem_group *g, int dev, const void *ptr,
                            int64_t rows, int64_t cols, int64_t ld,
                            jmg_dtype dtype, int *finite, jmg_error *err) {
   *finite = 1;
   if (rows == 0 || cols == 0) return 0;
   const size_t elem = jmg_dtype_size(dtype);
-  const size_t bytes = (size_t)(rows + cols) * elem;
-  void *z = NULL;
-  jmg_cuda_handles *h = NULL;
-  int saved = -1;
-  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, dev)->device), NULL, err);
-  if (rc == 0) rc = cuda_alloc(g, dev, bytes, &z, err);
+  cuda_blas_work w;
+  int rc = blas_begin(g, dev, (size_t)(rows + cols) * elem, &w, err);
+  char *const z = w.scratch;
+  char *const y = rc == 0 ? z + (size_t)rows * elem : NULL;
   if (rc == 0)
     rc = JMG_CUDA_TRY(
         cudaMemsetAsync(z, 0, (size_t)rows * elem, stream_of(g, dev)), NULL,
         err);
   if (rc == 0)
-    rc = jmg_cuda_handles_acquire(&g->device_ctx[dev], 1, "cuBLAS", &h, err);
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_gemv(w.b, dtype, CUBLAS_OP_T, rows, cols, ptr, ld, z, y),
+        NULL, err);
+  /* A host result: cuBLAS waits for it. */
   double sum = 0.0;
-  if (rc == 0) {
-    cublasHandle_t b = h->blas[0];
-    void *y = (char *)z + (size_t)rows * elem;
-    rc = JMG_CUBLAS_TRY(cublasSetStream(b, stream_of(g, dev)), NULL, err);
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST),
-                          NULL, err);
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(jmg_cublas_gemv(b, dtype, CUBLAS_OP_T, rows, cols,
-                                          ptr, ld, z, y),
-                          NULL, err);
-    /* A host result: cuBLAS waits for it. */
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(jmg_cublas_asum(b, dtype, cols, y, &sum), NULL, err);
-  }
-  if (h != NULL) jmg_cuda_handles_release(h);
-  if (z != NULL) {
-    jmg_error ignored;
-    JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, dev)), NULL,
-                 rc == 0 ? err : &ignored);
-    cuda_release(g, dev, z, bytes);
-  }
-  if (saved >= 0) cudaSetDevice(saved);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(jmg_cublas_asum(w.b, dtype, cols, y, &sum), NULL, err);
+  rc = blas_end(g, dev, &w, rc, err);
   if (rc == 0) *finite = isfinite(sum) ? 1 : 0;
   return rc;
 }
@@ -219,8 +246,7 @@ static int cuda_all_finite(const jmg_mem_group *g, int dev, const void *ptr,
  * dtypes, T for the real) into two tiles of scratch, which are copied back
  * swapped, on dev's stream; a diagonal tile goes through one. geam takes
  * int sizes: n must be below 2^31 (its elements may pass it: offsets are
- * 64-bit). The scratch (2 tiles) comes from the participant's allocator;
- * this GPU's cuBLAS handle from cuda/handles.h. */
+ * 64-bit). The scratch (2 tiles) and the cuBLAS handle: blas_begin. */
 enum { CUDA_CT_TILE = 1024 };
 
 static int cuda_conj_transpose(const jmg_mem_group *g, int dev, void *ptr,
@@ -234,27 +260,15 @@ static int cuda_conj_transpose(const jmg_mem_group *g, int dev, void *ptr,
   const int64_t t = n < CUDA_CT_TILE ? n : CUDA_CT_TILE;
   const size_t elem = jmg_dtype_size(dtype);
   const size_t tile_bytes = (size_t)t * (size_t)t * elem;
-  const size_t bytes = 2 * tile_bytes;
   const size_t pitch = (size_t)n * elem, tile_pitch = (size_t)t * elem;
   const cublasOperation_t op =
       jmg_dtype_is_complex(dtype) ? CUBLAS_OP_C : CUBLAS_OP_T;
   char *const a = ptr;
-  void *scratch = NULL;
-  jmg_cuda_handles *h = NULL;
-  int saved = -1;
-  int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), NULL, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaSetDevice(dev_of(g, dev)->device), NULL, err);
-  if (rc == 0) rc = cuda_alloc(g, dev, bytes, &scratch, err);
-  if (rc == 0)
-    rc = jmg_cuda_handles_acquire(&g->device_ctx[dev], 1, "cuBLAS", &h, err);
-  cublasHandle_t b = h != NULL ? h->blas[0] : NULL;
-  if (rc == 0)
-    rc = JMG_CUBLAS_TRY(cublasSetStream(b, stream_of(g, dev)), NULL, err);
-  if (rc == 0)
-    rc = JMG_CUBLAS_TRY(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST),
-                        NULL, err);
-  char *const s_ij = scratch, *const s_ji = (char *)scratch + tile_bytes;
+  cuda_blas_work w;
+  int rc = blas_begin(g, dev, 2 * tile_bytes, &w, err);
+  const cublasHandle_t b = w.b;
+  char *const s_ij = w.scratch;
+  char *const s_ji = rc == 0 ? s_ij + tile_bytes : NULL;
   for (int64_t jb = 0; rc == 0 && jb < n; jb += t)
     for (int64_t ib = 0; rc == 0 && ib <= jb; ib += t) {
       const int bi = (int)(n - ib < t ? n - ib : t);
@@ -277,18 +291,8 @@ static int cuda_conj_transpose(const jmg_mem_group *g, int dev, void *ptr,
         rc = cuda_copy2d(g, dev, y, pitch, s_ji, tile_pitch,
                          (size_t)bj * elem, (size_t)bi, err);
     }
-  if (h != NULL) jmg_cuda_handles_release(h);
-  if (scratch != NULL) {
-    /* Everything issued on the stream is done before the scratch goes
-     * back, and the matrix is whole when this returns. */
-    jmg_error ignored;
-    int s = JMG_CUDA_TRY(cudaStreamSynchronize(stream_of(g, dev)), NULL,
-                         rc == 0 ? err : &ignored);
-    if (rc == 0) rc = s;
-    cuda_release(g, dev, scratch, bytes);
-  }
-  if (saved >= 0) cudaSetDevice(saved);
-  return rc;
+  /* blas_end waits for the stream: the matrix is whole when this returns. */
+  return blas_end(g, dev, &w, rc, err);
 }
 
 static int cuda_sync(const jmg_mem_group *g, jmg_error *err) {

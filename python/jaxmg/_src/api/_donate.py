@@ -28,14 +28,13 @@ import jax
 from jaxmg._src import _compat
 
 
-class Hashable:
-    """A functools.partial compared by its function and arguments, so that
-    the donating jit of equal calls is built once (``_donating``'s cache)."""
+class _Keyed:
+    """A callable compared by a key of its own (equal only to one of its
+    own class with an equal key), so that JAX's traces and ``_donating``'s
+    cache are shared by equal calls and never by different ones."""
 
-    def __init__(self, fn: functools.partial) -> None:
-        self.fn = fn
-        self.key = (fn.func, fn.args,
-                    tuple(sorted((k, _key(v)) for k, v in fn.keywords.items())))
+    def __init__(self, fn: Any, key: Any) -> None:
+        self.fn, self.key = fn, key
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args)
@@ -44,14 +43,23 @@ class Hashable:
         return hash(self.key)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Hashable) and self.key == other.key
+        return type(other) is type(self) and self.key == other.key
+
+
+class Hashable(_Keyed):
+    """A functools.partial compared by its function and arguments, so that
+    the donating jit of equal calls is built once (``_donating``'s cache)."""
+
+    def __init__(self, fn: functools.partial) -> None:
+        super().__init__(fn, (fn.func, fn.args,
+                              tuple(sorted((k, _key(v)) for k, v in fn.keywords.items()))))
 
 
 def _key(v: Any) -> Any:
     return tuple(map(_key, v)) if isinstance(v, list) else v
 
 
-class _UnderEngine:
+class _UnderEngine(_Keyed):
     """``fn`` as the program of one JAXMG_ENGINE setting: equal only to the
     same function under the same setting. The engine is chosen when the
     program is traced (the C library's engine check), and JAX keeps traces
@@ -60,16 +68,7 @@ class _UnderEngine:
     no communicator for lapack-local, which the C library then picks."""
 
     def __init__(self, fn: Any, engine: str) -> None:
-        self.fn, self.key = fn, (fn, engine)
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _UnderEngine) and self.key == other.key
+        super().__init__(fn, (fn, engine))
 
 
 @functools.lru_cache(maxsize=64)
