@@ -21,6 +21,7 @@
 #include "cuda/comm_nccl.h"
 #include "cuda/device.h"
 #include "engine/cusolvermp/api.h"
+#include "engine/lapack/table.h"
 #include "ffi/handler.h"
 #include "ops/ops.h"
 
@@ -255,4 +256,12 @@ JMG_CUDA_EXPORT int jaxmg_cusolvermp_available(char *why, size_t len) {
 JMG_CUDA_EXPORT int jaxmg_comm_new_id(uint8_t *out, size_t len, char *err,
                                       size_t errlen) {
   return jmg_nccl_new_id(out, len, err, errlen);
+}
+
+/* SciPy's LAPACK pointers, as jaxmg_cpu_register_lapack takes them: this
+ * library links its own copy of jaxmg_core, and so of the routine table
+ * (engine/lapack/table.h), which the host tridiagonal eigensolver of the
+ * GPU engines reads. */
+JMG_CUDA_EXPORT int jaxmg_cuda_register_lapack(const char *name, void *fn) {
+  return jmg_lapack_register(name, fn);
 }

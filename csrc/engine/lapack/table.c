@@ -37,6 +37,8 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, family_name((jmg_dtype)t, "orgqr")) == 0)
       slot = (void **)&r->orgqr;
     if (strcmp(rest, family_name((jmg_dtype)t, "sygvd")) == 0) slot = &r->sygvd;
+    if (t == JMG_F64 && strcmp(rest, "sterf") == 0) slot = (void **)&r->sterf;
+    if (t == JMG_F64 && strcmp(rest, "stemr") == 0) slot = (void **)&r->stemr;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;
     atomic_thread_fence(memory_order_release);

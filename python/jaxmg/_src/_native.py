@@ -32,12 +32,14 @@ OPS = ("potrs", "potri", "syevd", "lu_solve", "gesvd", "sygvd", "qr")
 _CPU_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cpu" for op in OPS}
 _CUDA_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cuda" for op in OPS}
 
-# The LAPACK routines the CPU engine uses, by SciPy's names.
+# The LAPACK routines the CPU engine uses, by SciPy's names; dsterf and
+# dstemr serve the host tridiagonal eigensolver (both libraries').
 _LAPACK_ROUTINES = tuple(
     f"{p}{r}" for p in "sdcz" for r in ("potrf", "potrs", "potri", "getrf", "getrs")
 ) + ("ssyevd", "dsyevd", "cheevd", "zheevd") + tuple(f"{p}gesdd" for p in "sdcz") + (
     "ssygvd", "dsygvd", "chegvd", "zhegvd") + tuple(
-    f"{p}geqrf" for p in "sdcz") + ("sorgqr", "dorgqr", "cungqr", "zungqr")
+    f"{p}geqrf" for p in "sdcz") + ("sorgqr", "dorgqr", "cungqr", "zungqr") + (
+    "dsterf", "dstemr")
 
 
 # The loaded libraries by platform ("cpu", "CUDA"), for engine_check.
@@ -167,11 +169,14 @@ def _set_library_paths(lib: ctypes.CDLL) -> None:
             raise NativeLibraryError(f"jaxmg: {symbol}({path!r}) failed")
 
 
-def _register_lapack(lib: ctypes.CDLL) -> None:
+def _register_lapack(lib: ctypes.CDLL, symbol: str) -> None:
+    """Hands SciPy's LAPACK routines to ``lib`` through its exported
+    ``symbol`` (each library links its own routine table). AttributeError
+    when the library lacks it."""
     from scipy.linalg import cython_lapack
 
     capi = cython_lapack.__pyx_capi__
-    register = lib.jaxmg_cpu_register_lapack
+    register = getattr(lib, symbol)
     register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
     register.restype = ctypes.c_int
     for name in _LAPACK_ROUTINES:
@@ -199,7 +204,7 @@ def load() -> dict[str, bool]:
             "`pip install .` so that the C library is built"
         )
     cpu = ctypes.CDLL(str(cpu_path))
-    _register_lapack(cpu)
+    _register_lapack(cpu, "jaxmg_cpu_register_lapack")
     _register_targets(cpu, _CPU_HANDLERS, "cpu")
     _LIBS["cpu"] = cpu
     platforms = {"cpu": True, "CUDA": False}
@@ -220,6 +225,7 @@ def load() -> dict[str, bool]:
         if cuda is not None:
             try:
                 _set_library_paths(cuda)
+                _register_lapack(cuda, "jaxmg_cuda_register_lapack")
             except AttributeError as e:
                 # A libjaxmg_cuda.so older than this package: as above.
                 if _has_gpus():
