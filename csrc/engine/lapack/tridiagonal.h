@@ -50,4 +50,14 @@ int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
                                  int threads, jmg_tridiagonal_sink sink,
                                  void *ctx, int *info, jmg_error *err);
 
+/* For tests: jmg_tridiagonal_eigenvectors with chunks of about `chunk`
+ * vectors (each boundary moved by up to chunk / 4 to a large gap) where
+ * chunk > 0, instead of the size it picks from n, threads and memory. */
+int jmg_tridiagonal_eigenvectors_chunked(const char *op, int64_t n,
+                                         const double *d, const double *e,
+                                         double *w, jmg_dtype dtype,
+                                         int threads, int64_t chunk,
+                                         jmg_tridiagonal_sink sink, void *ctx,
+                                         int *info, jmg_error *err);
+
 #endif

@@ -1,0 +1,377 @@
+/* The host tridiagonal eigensolver (tridiagonal.h): dsterf for the
+ * eigenvalues, dstemr (RANGE='I') on threads of this process for chunks of
+ * eigenvectors, each chunk handed to the caller's sink on the calling
+ * thread. */
+#include "engine/lapack/tridiagonal.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/lapack/lapack.h"
+#include "engine/lapack/table.h"
+
+/* Chunk buffers (a chunk's n x k Z on every thread) stay near this. */
+#define CHUNK_BUDGET_BYTES ((int64_t)1 << 30)
+/* Chunks per thread where n allows it: dstemr's cost per vector varies with
+ * the clusters it meets, and more, smaller chunks even the threads out... */
+#define CHUNKS_PER_THREAD 4
+/* ...but not below this many vectors, where the O(n) set-up of each dstemr
+ * call would begin to count. */
+#define MIN_AUTO_CHUNK 256
+#define MAX_THREADS 64
+
+static int check_args(const char *op, int64_t n, const double *d,
+                      const double *e, const double *w, int *info,
+                      jmg_error *err) {
+  if (n < 0 || info == NULL || (n > 0 && (d == NULL || w == NULL)) ||
+      (n > 1 && e == NULL))
+    return jmg_error_set(err, JMG_EINVAL, op, "tridiagonal",
+                         "bad arguments (n=%lld, d, e, w or info NULL)",
+                         (long long)n);
+  return 0;
+}
+
+/* dsterf on w (a copy of d) and a copy of e. */
+static int sterf(const char *op, int n, const double *d, const double *e,
+                 double *w, int *info, jmg_error *err) {
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(JMG_F64);
+  int rc = jmg_lapack_require((const void *)r->sterf, JMG_F64, "sterf", op,
+                              err);
+  if (rc != 0) return rc;
+  *info = 0;
+  if (n == 0) return 0;
+  double *ec = malloc((size_t)n * sizeof *ec);
+  if (ec == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate %d doubles for dsterf's E", n);
+  memcpy(w, d, (size_t)n * sizeof *w);
+  if (n > 1) memcpy(ec, e, (size_t)(n - 1) * sizeof *ec);
+  r->sterf(&n, w, ec, info);
+  free(ec);
+  if (*info < 0)
+    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dsterf",
+                         "argument %d was rejected", -*info);
+  return 0;
+}
+
+int jmg_tridiagonal_eigenvalues(const char *op, int64_t n, const double *d,
+                                const double *e, double *w, int *info,
+                                jmg_error *err) {
+  int n_int;
+  int rc = check_args(op, n, d, e, w, info, err);
+  if (rc == 0) rc = jmg_lapack_int(n, "N", op, &n_int, err);
+  if (rc != 0) return rc;
+  return sterf(op, n_int, d, e, w, info, err);
+}
+
+/* What every chunk's dstemr shares. */
+typedef struct {
+  const char *op;
+  jmg_stemr_fn stemr;
+  int n, lwork, liwork;
+  const double *d, *e;
+  jmg_dtype dtype;
+} stemr_common;
+
+/* One thread's buffers and its chunk of the current round. */
+typedef struct {
+  const stemr_common *c;
+  double *d, *e, *w, *work; /* n each, but work: lwork */
+  int *iwork, *isuppz;      /* liwork, 2n */
+  void *z;                  /* n x max_count elements of max(8, dtype) bytes */
+  int first, count;         /* 0-based first index, number of vectors */
+  int rc, info;
+  jmg_error err;
+  pthread_t thread;
+  int spawned;
+} slot;
+
+/* z's n x count doubles, rewritten in place as dtype's elements. Each
+ * element is read before the bytes it lies on are written: floats (4 bytes)
+ * and complex64 (8) front to back, complex128 (16) back to front. */
+static void convert(void *z, size_t len, jmg_dtype dtype) {
+  char *b = z;
+  if (dtype == JMG_F64) return;
+  if (dtype == JMG_F32 || dtype == JMG_C64) {
+    const size_t step = jmg_dtype_size(dtype);
+    const float zero = 0.0f;
+    for (size_t i = 0; i < len; ++i) {
+      double v;
+      memcpy(&v, b + 8 * i, 8);
+      const float f = (float)v;
+      memcpy(b + step * i, &f, 4);
+      if (dtype == JMG_C64) memcpy(b + step * i + 4, &zero, 4);
+    }
+    return;
+  }
+  const double zero = 0.0;
+  for (size_t i = len; i-- > 0;) {
+    double v;
+    memcpy(&v, b + 8 * i, 8);
+    memcpy(b + 16 * i, &v, 8);
+    memcpy(b + 16 * i + 8, &zero, 8);
+  }
+}
+
+/* dstemr for eigenvectors first+1 .. first+count (LAPACK's 1-based IL..IU)
+ * on the slot's copies of d and e (dstemr overwrites both). */
+static void run_chunk(slot *s) {
+  const stemr_common *c = s->c;
+  int n = c->n, il = s->first + 1, iu = s->first + s->count, m = 0;
+  int nzc = s->count, lwork = c->lwork, liwork = c->liwork;
+  char jobz = 'V', range = 'I';
+  double vl = 0.0, vu = 0.0;
+  /* TRYRAC false: T comes from a Householder reduction, whose backward
+   * error (eps ||A||) already rules out eigenvalues to high relative
+   * accuracy; LAPACK advises .FALSE. where they are not needed, and the
+   * faster, absolute-accuracy bisection then serves. */
+  int tryrac = 0;
+  memcpy(s->d, c->d, (size_t)n * sizeof *s->d);
+  if (n > 1) memcpy(s->e, c->e, (size_t)(n - 1) * sizeof *s->e);
+  s->e[n - 1] = 0.0; /* dstemr's workspace, set for determinism */
+  s->info = 0;
+  c->stemr(&jobz, &range, &n, s->d, s->e, &vl, &vu, &il, &iu, &m, s->w,
+           (double *)s->z, &n, &nzc, s->isuppz, &tryrac, s->work, &lwork,
+           s->iwork, &liwork, &s->info);
+  if (s->info < 0) {
+    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstemr",
+                          "argument %d was rejected", -s->info);
+    return;
+  }
+  if (s->info > 0) return;
+  if (m != s->count) {
+    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstemr",
+                          "returned %d eigenpairs for IL=%d..IU=%d (%d asked)",
+                          m, il, iu, s->count);
+    return;
+  }
+  convert(s->z, (size_t)n * (size_t)s->count, c->dtype);
+}
+
+static void *worker(void *arg) {
+  run_chunk(arg);
+  return NULL;
+}
+
+static void slot_free(slot *s) {
+  free(s->d);
+  free(s->e);
+  free(s->w);
+  free(s->work);
+  free(s->iwork);
+  free(s->isuppz);
+  free(s->z);
+}
+
+static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
+  const size_t n = (size_t)c->n;
+  const size_t zsize = jmg_dtype_size(c->dtype) > 8 ? 16 : 8;
+  memset(s, 0, sizeof *s);
+  s->c = c;
+  s->d = malloc(n * sizeof *s->d);
+  s->e = malloc(n * sizeof *s->e);
+  s->w = malloc(n * sizeof *s->w);
+  s->work = malloc((size_t)c->lwork * sizeof *s->work);
+  s->iwork = malloc((size_t)c->liwork * sizeof *s->iwork);
+  s->isuppz = malloc(2 * n * sizeof *s->isuppz);
+  s->z = malloc(n * (size_t)max_count * zsize);
+  if (s->d && s->e && s->w && s->work && s->iwork && s->isuppz && s->z)
+    return 0;
+  slot_free(s);
+  return -1;
+}
+
+/* Chunk boundaries b[0] = 0 < b[1] < ... < b[nchunks] = n: targets every k
+ * indices, each moved within k/4 of its target to where the gap between
+ * consecutive eigenvalues w (ascending) is largest, so that a cluster of
+ * close eigenvalues falls in one chunk. Chunks hold at most k + 2 (k/4)
+ * vectors. */
+static void boundaries(int64_t n, int64_t k, const double *w, int64_t *b,
+                       int64_t nchunks) {
+  const int64_t h = k / 4;
+  b[0] = 0;
+  b[nchunks] = n;
+  for (int64_t j = 1; j < nchunks; ++j) {
+    const int64_t t = j * k;
+    const int64_t lo = t - h, hi = t + h < n - 1 ? t + h : n - 1;
+    int64_t best = t;
+    double gap = w[t] - w[t - 1];
+    for (int64_t i = lo; i <= hi; ++i)
+      if (w[i] - w[i - 1] > gap) {
+        gap = w[i] - w[i - 1];
+        best = i;
+      }
+    b[j] = best;
+  }
+}
+
+/* The vectors per chunk: chunk > 0 as asked (tests), else so that the
+ * threads' chunk buffers stay near CHUNK_BUDGET_BYTES and each thread gets
+ * CHUNKS_PER_THREAD chunks where n is large. Within n, and small enough
+ * that a chunk (at most 1.5 k vectors) of n-long vectors is indexed by
+ * LAPACK's int. */
+static int64_t chunk_size(int64_t n, int threads, jmg_dtype dtype,
+                          int64_t chunk) {
+  int64_t k = chunk;
+  if (k <= 0) {
+    const int64_t zsize = jmg_dtype_size(dtype) > 8 ? 16 : 8;
+    k = CHUNK_BUDGET_BYTES / ((int64_t)threads * n * zsize);
+    const int64_t spread = (n + CHUNKS_PER_THREAD * threads - 1) /
+                           (CHUNKS_PER_THREAD * threads);
+    const int64_t want = spread > MIN_AUTO_CHUNK ? spread : MIN_AUTO_CHUNK;
+    if (k > want) k = want;
+  }
+  const int64_t int_cap = (int64_t)INT_MAX / n * 2 / 3;
+  if (k > int_cap) k = int_cap;
+  if (k > n) k = n;
+  return k < 1 ? 1 : k;
+}
+
+static int resolve_threads(int threads) {
+  if (threads <= 0) {
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = online > 0 && online < MAX_THREADS ? (int)online
+              : online > 0                       ? MAX_THREADS
+                                                 : 1;
+  }
+  return threads < MAX_THREADS ? threads : MAX_THREADS;
+}
+
+/* Hands chunk s over: its eigenvalues into w, then its vectors to the sink.
+ * Eigenvalues of two chunks come from two dstemr calls; where they are
+ * equal to rounding, the later chunk's first may fall an ulp below the
+ * earlier's last, so each is raised to its predecessor (a change within
+ * dstemr's own error) to keep w ascending. */
+static int hand_over(slot *s, double *w, jmg_tridiagonal_sink sink, void *ctx,
+                     const char *op, jmg_error *err) {
+  for (int i = 0; i < s->count; ++i) {
+    const int64_t g = (int64_t)s->first + i;
+    w[g] = s->w[i];
+    if (g > 0 && w[g] < w[g - 1]) w[g] = w[g - 1];
+  }
+  jmg_error_clear(err);
+  int rc = sink(ctx, s->first, s->count, s->z, err);
+  if (rc != 0 && err->code == JMG_OK)
+    jmg_error_set(err, JMG_EINTERNAL, op, "tridiagonal sink",
+                  "the sink failed (%d) without saying why", rc);
+  return rc;
+}
+
+int jmg_tridiagonal_eigenvectors_chunked(
+    const char *op, int64_t n64, const double *d, const double *e, double *w,
+    jmg_dtype dtype, int threads, int64_t chunk, jmg_tridiagonal_sink sink,
+    void *ctx, int *info, jmg_error *err) {
+  int n;
+  int rc = check_args(op, n64, d, e, w, info, err);
+  if (rc == 0 && (sink == NULL || (unsigned)dtype >= JMG_NUM_DTYPES))
+    rc = jmg_error_set(err, JMG_EINVAL, op, "tridiagonal",
+                       "bad arguments (no sink, or dtype %d)", (int)dtype);
+  if (rc == 0) rc = jmg_lapack_int(n64, "N", op, &n, err);
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(JMG_F64);
+  if (rc == 0)
+    rc = jmg_lapack_require((const void *)r->stemr, JMG_F64, "stemr", op, err);
+  /* All eigenvalues first: they place the chunk boundaries. */
+  if (rc == 0) rc = sterf(op, n, d, e, w, info, err);
+  if (rc != 0 || *info != 0 || n == 0) return rc;
+
+  threads = resolve_threads(threads);
+  const int64_t k = chunk_size(n64, threads, dtype, chunk);
+  const int64_t nchunks = (n64 + k - 1) / k;
+  if (threads > nchunks) threads = (int)nchunks;
+  int64_t *b = malloc((size_t)(nchunks + 1) * sizeof *b);
+  if (b == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate %lld chunk boundaries",
+                         (long long)nchunks + 1);
+  boundaries(n64, k, w, b, nchunks);
+  int64_t max_count = 1;
+  for (int64_t j = 0; j < nchunks; ++j)
+    if (b[j + 1] - b[j] > max_count) max_count = b[j + 1] - b[j];
+
+  /* The workspace: LAPACK's minimum for JOBZ='V' (18 N and 10 N), or the
+   * query's answer where larger. */
+  stemr_common c = {.op = op, .stemr = r->stemr, .n = n, .d = d, .e = e,
+                    .dtype = dtype};
+  rc = jmg_lapack_int(18 * n64, "LWORK", op, &c.lwork, err);
+  if (rc == 0) rc = jmg_lapack_int(10 * n64, "LIWORK", op, &c.liwork, err);
+  if (rc == 0) {
+    char jobz = 'V', range = 'I';
+    double vl = 0.0, vu = 0.0, qwork = 0.0, dummy = 0.0;
+    int il = 1, iu = (int)max_count, m = 0, nzc = iu, tryrac = 0;
+    int qiwork = 0, minus1 = -1, isuppz[2] = {0, 0}, qinfo = 0;
+    r->stemr(&jobz, &range, &n, &dummy, &dummy, &vl, &vu, &il, &iu, &m,
+             &dummy, &dummy, &n, &nzc, isuppz, &tryrac, &qwork, &minus1,
+             &qiwork, &minus1, &qinfo);
+    if (qinfo != 0)
+      rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstemr",
+                         "workspace query failed with info=%d", qinfo);
+    else {
+      if (qwork > c.lwork && qwork < INT_MAX) c.lwork = (int)qwork + 1;
+      if (qiwork > c.liwork) c.liwork = qiwork;
+    }
+  }
+  slot *slots = rc == 0 ? calloc((size_t)threads, sizeof *slots) : NULL;
+  if (rc == 0 && slots == NULL)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate %d thread slots", threads);
+  /* Each thread's buffers; where memory runs short past the first, fewer
+   * threads. */
+  int nslots = 0;
+  while (rc == 0 && nslots < threads &&
+         slot_alloc(&slots[nslots], &c, (int)max_count) == 0)
+    ++nslots;
+  if (rc == 0 && nslots == 0)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate the buffers of one %d x %lld chunk "
+                       "and dstemr's workspace",
+                       n, (long long)max_count);
+
+  /* Rounds of nslots chunks computed at once (the calling thread takes the
+   * first), then handed over in order on the calling thread: the sink may
+   * make CUDA calls, which belong to it. A thread that cannot be started
+   * leaves its chunk to the calling thread. */
+  for (int64_t j0 = 0; rc == 0 && *info == 0 && j0 < nchunks; j0 += nslots) {
+    const int round = (int)(nchunks - j0 < nslots ? nchunks - j0 : nslots);
+    for (int s = 0; s < round; ++s) {
+      slots[s].first = (int)b[j0 + s];
+      slots[s].count = (int)(b[j0 + s + 1] - b[j0 + s]);
+      slots[s].rc = 0;
+      jmg_error_clear(&slots[s].err);
+      slots[s].spawned =
+          s > 0 &&
+          pthread_create(&slots[s].thread, NULL, worker, &slots[s]) == 0;
+    }
+    run_chunk(&slots[0]);
+    for (int s = 1; s < round; ++s) {
+      if (slots[s].spawned)
+        pthread_join(slots[s].thread, NULL);
+      else
+        run_chunk(&slots[s]);
+    }
+    for (int s = 0; s < round && rc == 0 && *info == 0; ++s) {
+      if (slots[s].rc != 0) {
+        jmg_error_copy(err, &slots[s].err);
+        rc = slots[s].rc;
+      } else if (slots[s].info != 0) {
+        *info = slots[s].info;
+      } else {
+        rc = hand_over(&slots[s], w, sink, ctx, op, err);
+      }
+    }
+  }
+  for (int s = 0; s < nslots; ++s) slot_free(&slots[s]);
+  free(slots);
+  free(b);
+  return rc;
+}
+
+int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
+                                 const double *e, double *w, jmg_dtype dtype,
+                                 int threads, jmg_tridiagonal_sink sink,
+                                 void *ctx, int *info, jmg_error *err) {
+  return jmg_tridiagonal_eigenvectors_chunked(op, n, d, e, w, dtype, threads,
+                                              0, sink, ctx, info, err);
+}
