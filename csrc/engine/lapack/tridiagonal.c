@@ -126,8 +126,10 @@ static void run_chunk(slot *s) {
   double vl = 0.0, vu = 0.0;
   /* TRYRAC false: T comes from a Householder reduction, whose backward
    * error (eps ||A||) already rules out eigenvalues to high relative
-   * accuracy; LAPACK advises .FALSE. where they are not needed, and the
-   * faster, absolute-accuracy bisection then serves. */
+   * accuracy; with .FALSE. dstemr (its documentation says) need not
+   * guarantee them and may use its fastest techniques, while the vectors
+   * keep their accuracy (residual and orthogonality O(n eps ||T||)). It is
+   * in/out: each call has its own. */
   int tryrac = 0;
   memcpy(s->d, c->d, (size_t)n * sizeof *s->d);
   if (n > 1) memcpy(s->e, c->e, (size_t)(n - 1) * sizeof *s->e);
