@@ -5,7 +5,7 @@ result checked (bench/measure.py).
     python bench/one_gpu.py OUTDIR [--budget-s 400] [--sizes 1024,4096,...]
                                    [--repeats 5] [--max-case-s 30]
                                    [--ops potrs,syevd,eigvals,potri,gesvd,lu_solve,polar,qr,lstsq,eigh_gen]
-                                   [--impls jax,jaxmg,jaxmg-cusolvermg,jaxmg-cusolvermp]
+                                   [--impls jax,jaxmg,jaxmg-cusolvermg,jaxmg-cusolvermp,jaxmg-tridiagonal]
                                    [--nrhs 1,16,256] [--tile T] [--no-trace]
 
 Cases: potrs float64 (jax.scipy.linalg.cho_factor + cho_solve), syevd
@@ -20,7 +20,8 @@ solves and eigh composed by hand: JAX has no generalized eigh); N =
 1024, 4096, 8192, 16384, 32768; for each, JAX, jaxmg
 with its default engine (cuSOLVERDn on one GPU) and jaxmg with
 JAXMG_ENGINE=cusolvermg (and, asked for with --impls, cusolvermp: it needs
-the cuda13 extra), side by side, T_A left out. potrs and lu_solve run once
+the cuda13 extra; jaxmg-tridiagonal: the default engine with
+JAXMG_SYEVD=tridiagonal, syevd and eigvals only), side by side, T_A left out. potrs and lu_solve run once
 per number of right-hand sides in --nrhs (default 1). An engine that does
 not run an op (cuSOLVERMg's gesvd, polar, qr, lstsq and eigh_gen;
 cuSOLVERMp's gesvd, polar and eigh_gen) is not measured:
@@ -75,7 +76,12 @@ NO_ROUTINE = ({("cusolvermg", op) for op in ("gesvd", "polar", "qr", "lstsq", "e
 SIZES = (1024, 4096, 8192, 16384, 32768)
 # What runs: JAX's routine, and jaxmg with JAXMG_ENGINE as given ("" unset).
 IMPLS = (("jax", None), ("jaxmg", ""), ("jaxmg-cusolvermg", "cusolvermg"),
-         ("jaxmg-cusolvermp", "cusolvermp"))
+         ("jaxmg-cusolvermp", "cusolvermp"), ("jaxmg-tridiagonal", ""))
+# Settings an implementation adds, and the ops it alone measures: syevd's
+# tridiagonal path (the default engine's own eigensolver, which otherwise
+# runs only where cusolverDnXsyevd's workspace does not fit).
+IMPL_ENV = {"jaxmg-tridiagonal": {"JAXMG_SYEVD": "tridiagonal"}}
+IMPL_OPS = {"jaxmg-tridiagonal": ("syevd", "eigvals")}
 # What runs unless --impls says otherwise (cuSOLVERMp needs the cuda13 extra;
 # --impls jax,jaxmg,jaxmg-cusolvermp puts it beside JAX and the default).
 DEFAULT_IMPLS = ("jax", "jaxmg", "jaxmg-cusolvermg")
@@ -155,7 +161,7 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
                 left = budget_s - (time.perf_counter() - start)
                 guess = predict(times, (op, dtype, k, impl), n, repeats, max_case_s)
                 skip = skip_reason(need, limit, left, guess)
-                if (engine, op) in NO_ROUTINE:
+                if (engine, op) in NO_ROUTINE or op not in IMPL_OPS.get(impl, (op,)):
                     row["status"] = "skipped: no routine"
                 elif skip:
                     row["status"] = skip
@@ -165,7 +171,8 @@ def run(out: pathlib.Path, budget_s: float, sizes: tuple[int, ...], repeats: int
                     else:
                         fn = measure.jaxmg_fn(op, tile, mesh)
                     try:
-                        with measure.environ({"JAXMG_ENGINE": engine or None}):
+                        with measure.environ({"JAXMG_ENGINE": engine or None,
+                                              **IMPL_ENV.get(impl, {})}):
                             m = measure.measure(op, dtype, n, mesh, fn, seed, repeats,
                                                 max_case_s, _log, nrhs=k)
                     except Exception as e:  # noqa: BLE001  (a row, not a crash)

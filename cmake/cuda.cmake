@@ -22,6 +22,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/potrs.c
   csrc/engine/cusolverdn/potri.c
   csrc/engine/cusolverdn/syevd.c
+  csrc/engine/cusolverdn/syevd_tridiagonal.c
   csrc/engine/cusolverdn/sygvd.c
   csrc/cuda/blas.c
   csrc/engine/cusolvermg/context.c

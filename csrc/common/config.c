@@ -39,4 +39,6 @@ void jmg_config_read(jmg_config *out) {
   copy_name(out->potrf, strlen(potrf) < JMG_CONFIG_NAME_LEN ? potrf : "?");
   const char *engine = env("JAXMG_ENGINE");
   copy_name(out->engine, strlen(engine) < JMG_CONFIG_NAME_LEN ? engine : "?");
+  const char *syevd = env("JAXMG_SYEVD");
+  copy_name(out->syevd, strlen(syevd) < JMG_CONFIG_NAME_LEN ? syevd : "?");
 }

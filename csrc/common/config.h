@@ -5,7 +5,7 @@
  * them between calls, as the tests and bench/time_potrs.py do. Nothing else
  * in csrc/ calls getenv. Malformed values fall back to the default, except
  * where a wrong value would silently change what runs (JAXMG_POTRF,
- * JAXMG_ENGINE): those are kept as text and checked by their user, which
+ * JAXMG_ENGINE, JAXMG_SYEVD): those are kept as text and checked by their user, which
  * reports an error naming the variable. The Python layer reads
  * JAXMG_RENDEZVOUS_TIMEOUT too (_mode.py), for MPMD calls.
  *
@@ -19,6 +19,10 @@
  *   JAXMG_PERMUTE             "inplace", "apart", or unset (auto)
  *   JAXMG_POTRF               "tiles" (default) or "cusolvermg"
  *   JAXMG_ENGINE              the engine to use; unset: chosen per call
+ *   JAXMG_SYEVD               one GPU's eigensolver (cuSOLVERDn engine):
+ *                             "cusolver" (cusolverDnXsyevd), "tridiagonal"
+ *                             (jaxmg's own, A and one more A), or unset /
+ *                             "auto": cusolver where its workspace fits
  *   JAXMG_CUSOLVERMP_LIB      path of libcusolverMp.so.0 (read by the Python
  *                             layer when it loads the CUDA library, handed
  *                             over by jaxmg_cusolvermp_set_path; not here) */
@@ -40,6 +44,7 @@ typedef struct jmg_config {
   jmg_permute_mode permute;
   char potrf[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
   char engine[JMG_CONFIG_NAME_LEN]; /* "" when unset; may be malformed */
+  char syevd[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
 } jmg_config;
 
 /* Reads every setting from the environment now. */

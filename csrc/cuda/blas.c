@@ -202,3 +202,129 @@ cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
   *result = (double)r;
   return st;
 }
+
+cublasStatus_t jmg_cublas_hemv_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasFillMode_t uplo, int64_t n,
+                                  const void *A, int64_t lda, const void *x,
+                                  void *y) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0),
+                        zero = jmg_cuda_scalar_of(t, 0.0);
+  switch (t) {
+    case JMG_F32:
+      return cublasSsymv_64(h, uplo, n, &one.s, A, lda, x, 1, &zero.s, y, 1);
+    case JMG_F64:
+      return cublasDsymv_64(h, uplo, n, &one.d, A, lda, x, 1, &zero.d, y, 1);
+    case JMG_C64:
+      return cublasChemv_64(h, uplo, n, &one.c, A, lda, x, 1, &zero.c, y, 1);
+    default:
+      return cublasZhemv_64(h, uplo, n, &one.z, A, lda, x, 1, &zero.z, y, 1);
+  }
+}
+
+cublasStatus_t jmg_cublas_her2k_minus_64(cublasHandle_t h, jmg_dtype t,
+                                         cublasFillMode_t uplo, int64_t n,
+                                         int64_t k, const void *A, int64_t lda,
+                                         const void *B, int64_t ldb, void *C,
+                                         int64_t ldc) {
+  const jmg_cuda_scalar minus = jmg_cuda_scalar_of(t, -1.0);
+  const cublasOperation_t no = CUBLAS_OP_N;
+  switch (t) {
+    case JMG_F32: {
+      const float one = 1.0f;
+      return cublasSsyr2k_v2_64(h, uplo, no, n, k, &minus.s, A, lda, B, ldb,
+                                &one, C, ldc);
+    }
+    case JMG_F64: {
+      const double one = 1.0;
+      return cublasDsyr2k_v2_64(h, uplo, no, n, k, &minus.d, A, lda, B, ldb,
+                                &one, C, ldc);
+    }
+    case JMG_C64: {
+      const float one = 1.0f;
+      return cublasCher2k_v2_64(h, uplo, no, n, k, &minus.c, A, lda, B, ldb,
+                                &one, C, ldc);
+    }
+    default: {
+      const double one = 1.0;
+      return cublasZher2k_v2_64(h, uplo, no, n, k, &minus.z, A, lda, B, ldb,
+                                &one, C, ldc);
+    }
+  }
+}
+
+cublasStatus_t jmg_cublas_nrm2_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  const void *x, double *result) {
+  float r = 0.0f;
+  cublasStatus_t st;
+  switch (t) {
+    case JMG_F32:
+      st = cublasSnrm2_v2_64(h, n, x, 1, &r);
+      break;
+    case JMG_F64:
+      return cublasDnrm2_v2_64(h, n, x, 1, result);
+    case JMG_C64:
+      st = cublasScnrm2_v2_64(h, n, x, 1, &r);
+      break;
+    default:
+      return cublasDznrm2_v2_64(h, n, x, 1, result);
+  }
+  *result = (double)r;
+  return st;
+}
+
+cublasStatus_t jmg_cublas_dotc_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  const void *x, const void *y, double *re,
+                                  double *im) {
+  jmg_cuda_scalar r = jmg_cuda_scalar_of(t, 0.0);
+  cublasStatus_t st;
+  *im = 0.0;
+  switch (t) {
+    case JMG_F32:
+      st = cublasSdot_v2_64(h, n, x, 1, y, 1, &r.s);
+      *re = (double)r.s;
+      return st;
+    case JMG_F64:
+      return cublasDdot_v2_64(h, n, x, 1, y, 1, re);
+    case JMG_C64:
+      st = cublasCdotc_v2_64(h, n, x, 1, y, 1, &r.c);
+      *re = (double)cuCrealf(r.c);
+      *im = (double)cuCimagf(r.c);
+      return st;
+    default:
+      st = cublasZdotc_v2_64(h, n, x, 1, y, 1, &r.z);
+      *re = cuCreal(r.z);
+      *im = cuCimag(r.z);
+      return st;
+  }
+}
+
+cublasStatus_t jmg_cublas_axpy_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  double re, double im, const void *x,
+                                  void *y) {
+  const jmg_cuda_scalar a = jmg_cuda_scalar_of_complex(t, re, im);
+  switch (t) {
+    case JMG_F32:
+      return cublasSaxpy_v2_64(h, n, &a.s, x, 1, y, 1);
+    case JMG_F64:
+      return cublasDaxpy_v2_64(h, n, &a.d, x, 1, y, 1);
+    case JMG_C64:
+      return cublasCaxpy_v2_64(h, n, &a.c, x, 1, y, 1);
+    default:
+      return cublasZaxpy_v2_64(h, n, &a.z, x, 1, y, 1);
+  }
+}
+
+cublasStatus_t jmg_cublas_scal_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  double re, double im, void *x) {
+  const jmg_cuda_scalar a = jmg_cuda_scalar_of_complex(t, re, im);
+  switch (t) {
+    case JMG_F32:
+      return cublasSscal_v2_64(h, n, &a.s, x, 1);
+    case JMG_F64:
+      return cublasDscal_v2_64(h, n, &a.d, x, 1);
+    case JMG_C64:
+      return cublasCscal_v2_64(h, n, &a.c, x, 1);
+    default:
+      return cublasZscal_v2_64(h, n, &a.z, x, 1);
+  }
+}

@@ -70,4 +70,41 @@ cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
 cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
                                const void *x, double *result);
 
+/* The vector steps of jaxmg's Householder tridiagonal reduction and of its
+ * back-transformation (engine/cusolverdn/sytrd.c), 64-bit sizes, unit
+ * strides, scalars on the host (the handle's pointer mode must be host). */
+
+/* y = A x, A n x n Hermitian (symmetric for the real types) of which the
+ * triangle uplo is read (y is not read). */
+cublasStatus_t jmg_cublas_hemv_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasFillMode_t uplo, int64_t n,
+                                  const void *A, int64_t lda, const void *x,
+                                  void *y);
+
+/* C = -(A B^H + B A^H) + C, C n x n of which the triangle uplo is written,
+ * A and B n x k (her2k; syr2k for the real types). */
+cublasStatus_t jmg_cublas_her2k_minus_64(cublasHandle_t h, jmg_dtype t,
+                                         cublasFillMode_t uplo, int64_t n,
+                                         int64_t k, const void *A, int64_t lda,
+                                         const void *B, int64_t ldb, void *C,
+                                         int64_t ldc);
+
+/* ||x||_2, as a double on the host. */
+cublasStatus_t jmg_cublas_nrm2_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  const void *x, double *result);
+
+/* x^H y (x^T y for the real types), its real and imaginary parts on the
+ * host. */
+cublasStatus_t jmg_cublas_dotc_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  const void *x, const void *y, double *re,
+                                  double *im);
+
+/* y = (re + i im) x + y. */
+cublasStatus_t jmg_cublas_axpy_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  double re, double im, const void *x, void *y);
+
+/* x = (re + i im) x. */
+cublasStatus_t jmg_cublas_scal_64(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                  double re, double im, void *x);
+
 #endif

@@ -150,6 +150,11 @@ struct jmg_engine;
 typedef struct jmg_workspace_query {
   int64_t nrhs;     /* potrs, lu_solve: B's columns */
   int want_vectors; /* syevd, sygvd */
+  /* syevd on one GPU (cuSOLVERDn's routines): whose workspace, as
+   * JMG_DN_SYEVD_* of engine/cusolverdn/dn.h: 0 the solver JAXMG_SYEVD
+   * picks (cusolverDnXsyevd's when unset), 1 cusolverDnXsyevd's, 2 jaxmg's
+   * tridiagonal path's. */
+  int syevd_solver;
 } jmg_workspace_query;
 
 /* The routines of JMG_MODEL_LEADER, called on the leader with A in the

@@ -103,6 +103,27 @@ int jmg_dn_potri_workspace(jmg_dn_call *call, size_t *device_bytes,
 int jmg_dn_syevd_workspace(jmg_dn_call *call, int want_vectors, void *w,
                            size_t *device_bytes, size_t *host_bytes,
                            jmg_error *err);
+/* Which eigensolver syevd runs (JAXMG_SYEVD, syevd.c): cusolverDnXsyevd
+ * where its workspace can be had (AUTO, the default), always (CUSOLVER), or
+ * jaxmg's tridiagonal path always (TRIDIAGONAL). A malformed value is
+ * JMG_EINVAL naming the variable. */
+typedef enum {
+  JMG_DN_SYEVD_AUTO,
+  JMG_DN_SYEVD_CUSOLVER,
+  JMG_DN_SYEVD_TRIDIAGONAL
+} jmg_dn_syevd_choice;
+int jmg_dn_syevd_solver(const char *op, jmg_dn_syevd_choice *choice,
+                        jmg_error *err);
+/* The tridiagonal path (syevd_tridiagonal.c): the device workspace it
+ * takes (n x n more for eigenvectors, besides panels of TRD_NB and ORM_NB
+ * columns), and the path itself on a call whose workspace holds that many
+ * bytes; T's eigenproblem runs on the host (engine/lapack/tridiagonal.h),
+ * whose info (did not converge) is *info. Eigenvalues into w (device), the
+ * eigenvectors in place of A, as cusolverDnXsyevd's. */
+size_t jmg_dn_syevd_tridiagonal_bytes(int64_t n, jmg_dtype dtype,
+                                      int want_vectors);
+int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
+                             int *info, jmg_error *err);
 /* sygvd's (sygvd.c), for b and w (may be NULL in a query); *lwork in
  * elements of A's type. An N whose N * N exceeds INT_MAX (the routine's
  * 32-bit API, jmg_dn_sygvd_fits) is JMG_EUNSUPPORTED. */

@@ -1,6 +1,12 @@
 /* syevd with cuSOLVERDn: cusolverDnXsyevd on the lower triangle, the
  * eigenvalues straight into w (device memory), the eigenvectors in place of A
- * (dn.h). */
+ * (dn.h). Its workspace is about 4 A with or without eigenvectors; where XLA's
+ * allocator cannot give it, jaxmg's own tridiagonal path runs instead
+ * (syevd_tridiagonal.c: one more A for eigenvectors, next to nothing for
+ * eigenvalues alone). JAXMG_SYEVD picks one of the two for every call. */
+#include <string.h>
+
+#include "common/config.h"
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
@@ -24,6 +30,39 @@ int jmg_dn_syevd_workspace(jmg_dn_call *call, int want_vectors, void *w,
       call->op, err);
 }
 
+int jmg_dn_syevd_solver(const char *op, jmg_dn_syevd_choice *choice,
+                        jmg_error *err) {
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.syevd[0] == '\0' || strcmp(c.syevd, "auto") == 0)
+    *choice = JMG_DN_SYEVD_AUTO;
+  else if (strcmp(c.syevd, "cusolver") == 0)
+    *choice = JMG_DN_SYEVD_CUSOLVER;
+  else if (strcmp(c.syevd, "tridiagonal") == 0)
+    *choice = JMG_DN_SYEVD_TRIDIAGONAL;
+  else
+    return jmg_error_set(err, JMG_EINVAL, op, "JAXMG_SYEVD",
+                         "\"%s\" is not an eigensolver: use \"auto\" (the "
+                         "default), \"cusolver\" or \"tridiagonal\"",
+                         c.syevd);
+  return 0;
+}
+
+/* The tridiagonal path on a call whose workspace is not taken yet. */
+static int run_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
+                           int *info, jmg_error *err) {
+  int rc = jmg_dn_take_workspace(
+      call, jmg_dn_syevd_tridiagonal_bytes(call->a->n, call->a->dtype,
+                                           want_vectors),
+      0, err);
+  jmg_trace_mark("workspace");
+  if (rc == 0) rc = jmg_dn_syevd_tridiagonal(call, w, want_vectors, info, err);
+  /* Its last copies are on the stream: done when this returns. */
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(call->stream), call->op, err);
+  if (rc == 0) call->pending = 0;
+  return rc;
+}
+
 int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err) {
   (void)e;
@@ -32,13 +71,29 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                      rt = jmg_cuda_real_data_type(a->dtype);
   static const char *const names[] = {"cusolverDnXsyevd"};
   jmg_dn_call call;
+  jmg_dn_syevd_choice choice = JMG_DN_SYEVD_AUTO;
   size_t dev_bytes = 0, host_bytes = 0;
   int h_info = 0;
-  int rc = jmg_dn_begin_call(&call, op, a, err);
+  int rc = jmg_dn_syevd_solver(op, &choice, err);
+  const int begun = rc == 0;
+  if (begun) rc = jmg_dn_begin_call(&call, op, a, err);
+  if (rc == 0 && choice == JMG_DN_SYEVD_TRIDIAGONAL) {
+    rc = run_tridiagonal(&call, w, want_vectors, info, err);
+    jmg_dn_end_call(&call);
+    return rc;
+  }
   if (rc == 0)
     rc = jmg_dn_syevd_workspace(&call, want_vectors, w, &dev_bytes, &host_bytes,
                                 err);
   if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
+  /* cuSOLVER's workspace does not fit beside A: the path that needs less
+   * (nothing was written). */
+  if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO) {
+    jmg_trace_mark("no room for cusolverDnXsyevd's workspace");
+    rc = run_tridiagonal(&call, w, want_vectors, info, err);
+    jmg_dn_end_call(&call);
+    return rc;
+  }
   jmg_trace_mark("workspace");
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
@@ -50,6 +105,6 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
   jmg_trace_mark("syevd");
   *info = h_info;
-  jmg_dn_end_call(&call);
+  if (begun) jmg_dn_end_call(&call);
   return rc;
 }

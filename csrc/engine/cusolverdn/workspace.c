@@ -23,7 +23,19 @@ static int sizes(jmg_dn_call *call, const jmg_workspace_query *q, size_t *bytes,
   } else if (strcmp(op, "potri") == 0) {
     rc = jmg_dn_potri_workspace(call, &dev, &host, &lwork, err);
   } else if (strcmp(op, "syevd") == 0) {
-    rc = jmg_dn_syevd_workspace(call, q->want_vectors, NULL, &dev, &host, err);
+    /* cusolverDnXsyevd's, which runs where it fits (JAXMG_SYEVD unset);
+     * the tridiagonal path's where it is asked for. */
+    jmg_dn_syevd_choice choice = (jmg_dn_syevd_choice)q->syevd_solver;
+    if (q->syevd_solver == JMG_DN_SYEVD_AUTO)
+      rc = jmg_dn_syevd_solver(op, &choice, err);
+    if (rc == 0 && choice == JMG_DN_SYEVD_TRIDIAGONAL) {
+      *bytes = jmg_dn_alloc_bytes(jmg_dn_syevd_tridiagonal_bytes(
+          call->a->n, call->a->dtype, q->want_vectors));
+      return 0;
+    }
+    if (rc == 0)
+      rc = jmg_dn_syevd_workspace(call, q->want_vectors, NULL, &dev, &host,
+                                  err);
   } else if (strcmp(op, "sygvd") == 0) {
     rc = jmg_dn_sygvd_workspace(call, NULL, q->want_vectors, NULL, &dev,
                                 &lwork, err);

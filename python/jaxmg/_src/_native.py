@@ -273,8 +273,8 @@ def _check_fn(lib: ctypes.CDLL, platform: str, suffix: str = "") -> Any:
     head = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int64,
             ctypes.c_int64, ctypes.c_int64]
     if suffix:
-        fn.argtypes = head + [ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
-                              ctypes.c_char_p, ctypes.c_size_t]
+        fn.argtypes = head + [ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+                              ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t]
     else:
         fn.argtypes = head + [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]
     fn.restype = ctypes.c_int
@@ -309,14 +309,21 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
 
 def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,
               nrhs: int = 1, want_vectors: bool = True,
-              nodes: int = 1, m: int | None = None) -> tuple[int | None, str]:
+              nodes: int = 1, m: int | None = None,
+              syevd_solver: str = "") -> tuple[int | None, str]:
     """The bytes per device that a call would take from the platform's
     allocator beside its inputs and outputs (the engine's workspace, asked
     of its library now, on this process's current device; engine/engine.h's
     jmg_engine_workspace): ``(bytes, engine)``, or ``(None, why)`` where the
     engine cannot tell ahead of a call (or no library of the platform is
-    loaded). ``n``, ``m`` and ``tile`` as in ``engine_check``. ValueError
+    loaded). ``n``, ``m`` and ``tile`` as in ``engine_check``;
+    ``syevd_solver`` for syevd on one GPU: "" the one JAXMG_SYEVD picks,
+    "cusolver" or "tridiagonal" (engine/cusolverdn/dn.h). ValueError
     when no engine runs the problem or the library's query fails."""
+    solvers = {"": 0, "cusolver": 1, "tridiagonal": 2}
+    if syevd_solver not in solvers:
+        raise ValueError(f"jaxmg: syevd_solver must be one of {sorted(solvers)}, "
+                         f"got {syevd_solver!r}")
     load()
     lib = _LIBS.get(platform)
     if lib is None:
@@ -325,7 +332,8 @@ def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int
     out = ctypes.create_string_buffer(1024)
     got = ctypes.c_size_t(0)
     rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), _rows(m), int(n),
-            int(tile), int(nrhs), int(bool(want_vectors)), ctypes.byref(got), out, len(out))
+            int(tile), int(nrhs), int(bool(want_vectors)), solvers[syevd_solver],
+            ctypes.byref(got), out, len(out))
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.memory_estimate: {text}")

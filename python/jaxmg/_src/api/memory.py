@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import Any
 
 import jax
@@ -62,7 +63,7 @@ class MemoryEstimate:
     aliased: int  # outputs in an argument's buffer (a donated A's)
     temporaries: int
     workspace: int | None  # the engine's, asked of its library; None: unknown
-    workspace_note: str  # the engine's name, or why the workspace is unknown
+    workspace_note: str  # the engine's name (and its path), or why the workspace is unknown
 
     @property
     def xla_bytes(self) -> int:
@@ -171,11 +172,38 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
                                        g.rp * rows.nparts, g.tile, nrhs,
                                        return_eigenvectors, nodes)
+    xla = (int(mem.argument_size_in_bytes) + int(mem.output_size_in_bytes)
+           - int(mem.alias_size_in_bytes) + int(mem.temp_size_in_bytes))
+    if op == "syevd" and work is not None and rows.nparts == 1:
+        work, note = _syevd_fallback(mesh, platform, dtype, g, return_eigenvectors, nodes,
+                                     xla, work, note)
     return MemoryEstimate(
         op=op, engine=g.engine, T_A=g.tile, padded=g.padded, donated=bool(donate),
         arguments=int(mem.argument_size_in_bytes), outputs=int(mem.output_size_in_bytes),
         aliased=int(mem.alias_size_in_bytes), temporaries=int(mem.temp_size_in_bytes),
         workspace=work, workspace_note=note)
+
+
+def _syevd_fallback(mesh: Mesh, platform: str, dtype: np.dtype, g: Any, vectors: bool,
+                    nodes: int, xla: int, work: int, note: str) -> tuple[int, str]:
+    """syevd on one GPU where JAXMG_SYEVD leaves the choice to the engine:
+    cusolverDnXsyevd where its workspace fits beside XLA's buffers in the
+    device's limit, else jaxmg's tridiagonal path (engine/cusolverdn/syevd.c),
+    whose workspace is then the estimate's."""
+    if platform != "CUDA" or note not in ("cusolverdn", "cusolvermp"):
+        return work, note
+    if os.environ.get("JAXMG_SYEVD", "") not in ("", "auto"):
+        return work, note  # the C library's query followed the setting
+    stats = np.asarray(mesh.devices).flat[0].memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    if limit is None or xla + work <= int(limit):
+        return work, note
+    tri, _ = _native.workspace(platform, "syevd", 1, dtype.name, g.rp, g.tile, 1, vectors,
+                               nodes, syevd_solver="tridiagonal")
+    if tri is None:
+        return work, note
+    return tri, (f"{note}: jaxmg's tridiagonal path (cusolverDnXsyevd's workspace, {work} "
+                 f"bytes, does not fit beside XLA's {xla} in the device's {int(limit)})")
 
 
 def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: bool,
