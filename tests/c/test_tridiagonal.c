@@ -35,9 +35,12 @@ static int have_lapack(void) {
   void *lib = lapack_lib();
   if (lib == NULL) return state;
   void *sterf = dlsym(lib, "dsterf_"), *stemr = dlsym(lib, "dstemr_");
-  if (sterf == NULL || stemr == NULL ||
+  void *stebz = dlsym(lib, "dstebz_"), *stein = dlsym(lib, "dstein_");
+  if (sterf == NULL || stemr == NULL || stebz == NULL || stein == NULL ||
       jmg_lapack_register("dsterf", sterf) != 0 ||
-      jmg_lapack_register("dstemr", stemr) != 0)
+      jmg_lapack_register("dstemr", stemr) != 0 ||
+      jmg_lapack_register("dstebz", stebz) != 0 ||
+      jmg_lapack_register("dstein", stein) != 0)
     return state;
   state = 1;
   return state;
@@ -150,6 +153,9 @@ static double orth_error(const double *z, int64_t n, const int64_t *cols,
  * residual, orthogonality (every column where n <= 600, else the columns
  * beside each chunk boundary and every 64th), w ascending and equal to
  * dsterf's, each column handed once, imaginary parts 0. */
+/* Every chunk by dstebz and dstein (the fallback where dstemr fails). */
+static int g_fallback_only = 0;
+
 static void solve_and_check(int64_t n, const double *d, const double *e,
                             jmg_dtype dtype, int threads, int64_t chunk) {
   sink_ctx s;
@@ -162,8 +168,8 @@ static void solve_and_check(int64_t n, const double *d, const double *e,
   int info = -7, info_ref = -7, rc = -1, rc_ref = -1;
   if (ok) {
     rc = jmg_tridiagonal_eigenvectors_chunked("syevd", n, d, e, w, dtype,
-                                              threads, chunk, sink, &s, &info,
-                                              &err);
+                                              threads, chunk, g_fallback_only,
+                                              sink, &s, &info, &err);
     rc_ref = jmg_tridiagonal_eigenvalues("syevd", n, d, e, w_ref, &info_ref,
                                          &err);
   }
@@ -243,14 +249,24 @@ TEST(tridiagonal_without_lapack_names_the_missing_routine) {
   CHECK_EQ(jmg_lapack_register("zstemr", (void *)sink), -JMG_EINVAL);
   void *lib = lapack_lib();
   if (lib == NULL) return;
-  void *stemr = dlsym(lib, "dstemr_");
-  CHECK(stemr != NULL);
-  CHECK_EQ(jmg_lapack_register("dstemr", stemr), 0);
-  jmg_error_clear(&err);
-  CHECK_EQ(jmg_tridiagonal_eigenvectors("syevd", 2, d, e, w, JMG_F64, 1, sink,
-                                        NULL, &info, &err),
-           -JMG_EUNSUPPORTED);
-  CHECK_CONTAINS(err.msg, "LAPACK routine dsterf was not registered");
+  /* Each routine the vectors need, named in turn as it is missing. */
+  static const char *const names[] = {"dstemr", "dstebz", "dstein"};
+  static const char *const next[] = {"dstebz", "dstein", "dsterf"};
+  for (int i = 0; i < 3; ++i) {
+    char sym[16];
+    snprintf(sym, sizeof sym, "%s_", names[i]);
+    void *fn = dlsym(lib, sym);
+    CHECK(fn != NULL);
+    CHECK_EQ(jmg_lapack_register(names[i], fn), 0);
+    jmg_error_clear(&err);
+    CHECK_EQ(jmg_tridiagonal_eigenvectors("syevd", 2, d, e, w, JMG_F64, 1,
+                                          sink, NULL, &info, &err),
+             -JMG_EUNSUPPORTED);
+    char want[64];
+    snprintf(want, sizeof want, "LAPACK routine %s was not registered",
+             next[i]);
+    CHECK_CONTAINS(err.msg, want);
+  }
 }
 
 TEST(tridiagonal_random_t_every_size_dtype_and_thread_count) {
@@ -405,7 +421,7 @@ TEST(tridiagonal_failing_sink_stops_the_solver_with_its_error) {
   jmg_error err;
   jmg_error_clear(&err);
   const int rc = jmg_tridiagonal_eigenvectors_chunked(
-      "syevd", N, d, e, w, JMG_F32, 2, 20, sink, &s, &info, &err);
+      "syevd", N, d, e, w, JMG_F32, 2, 20, 0, sink, &s, &info, &err);
   const int handed = s.chunks;
   sink_close(&s);
   CHECK_EQ(rc, -JMG_ECUDA);
@@ -413,4 +429,45 @@ TEST(tridiagonal_failing_sink_stops_the_solver_with_its_error) {
   CHECK_EQ(err.code, JMG_ECUDA);
   CHECK_CONTAINS(err.call, "cudaMemcpy");
   CHECK_CONTAINS(err.msg, "the test's sink failed on chunk 3");
+}
+
+/* The fallback where dstemr fails (dstebz's bisection, dstein's inverse
+ * iteration, sorted ascending), forced for every chunk: random T of every
+ * dtype, Wilkinson's pairs and a split T, against the same checks. */
+TEST(tridiagonal_fallback_stebz_stein_for_every_chunk) {
+  NEED_LAPACK();
+  g_fallback_only = 1;
+  static const int64_t sizes[] = {1, 2, 37, 500};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; ++si) {
+    const int64_t n = sizes[si];
+    double *d = malloc((size_t)n * sizeof *d);
+    double *e = malloc((size_t)n * sizeof *e);
+    CHECK(d != NULL && e != NULL);
+    g_rng = 777 + (uint64_t)n;
+    for (int64_t i = 0; i < n; ++i) d[i] = uniform();
+    for (int64_t i = 0; i + 1 < n; ++i) e[i] = uniform();
+    for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t)
+      solve_and_check(n, d, e, (jmg_dtype)t, 3, n >= 37 ? 11 : 0);
+    free(d);
+    free(e);
+  }
+  enum { W = 201 };
+  double d[W], e[W];
+  for (int64_t i = 0; i < W && !jmg_test_failed; ++i)
+    d[i] = (double)(i > 100 ? i - 100 : 100 - i);
+  for (int64_t i = 0; i + 1 < W; ++i) e[i] = 1.0;
+  if (!jmg_test_failed) solve_and_check(W, d, e, JMG_F64, 4, 8);
+  /* Split in three equal blocks: dstebz orders by block, the sort by value. */
+  g_rng = 5;
+  for (int64_t i = 0; i < 67; ++i) {
+    d[i] = uniform();
+    e[i] = uniform();
+  }
+  for (int64_t i = 67; i < W; ++i) {
+    d[i] = d[i % 67];
+    e[i] = e[i % 67];
+  }
+  e[66] = e[133] = 0.0;
+  if (!jmg_test_failed) solve_and_check(W, d, e, JMG_C64, 2, 30);
+  g_fallback_only = 0;
 }

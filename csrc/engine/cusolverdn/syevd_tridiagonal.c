@@ -470,7 +470,19 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   if (rc == 0)
     rc = blas_ok(&s, cublasSetPointerMode(s.blas, CUBLAS_POINTER_MODE_HOST));
   char *work = call->work;
+  /* hemv is the reduction's time; cuBLAS documents its implementation with
+   * atomics as generally significantly faster (its results may then differ
+   * in the last bits from run to run). The handle's mode is restored. */
+  cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
+  if (rc == 0) rc = blas_ok(&s, cublasGetAtomicsMode(s.blas, &atomics));
+  if (rc == 0)
+    rc = blas_ok(&s, cublasSetAtomicsMode(s.blas, CUBLAS_ATOMICS_ALLOWED));
+  const int set_atomics = rc == 0;
   if (rc == 0 && n > 0) rc = sytrd(&s, work + l.wp);
+  if (set_atomics) {
+    const int r = blas_ok(&s, cublasSetAtomicsMode(s.blas, atomics));
+    if (rc == 0) rc = r;
+  }
   jmg_trace_mark("sytrd");
   if (rc == 0 && n > 0 && !want_vectors)
     rc = jmg_tridiagonal_eigenvalues(call->op, n, s.d, s.e, wd, info, err);

@@ -39,6 +39,8 @@ int jmg_lapack_register(const char *name, void *fn) {
     if (strcmp(rest, family_name((jmg_dtype)t, "sygvd")) == 0) slot = &r->sygvd;
     if (t == JMG_F64 && strcmp(rest, "sterf") == 0) slot = (void **)&r->sterf;
     if (t == JMG_F64 && strcmp(rest, "stemr") == 0) slot = (void **)&r->stemr;
+    if (t == JMG_F64 && strcmp(rest, "stebz") == 0) slot = (void **)&r->stebz;
+    if (t == JMG_F64 && strcmp(rest, "stein") == 0) slot = (void **)&r->stein;
     if (slot == NULL) return -JMG_EINVAL;
     *slot = fn;
     atomic_thread_fence(memory_order_release);

@@ -58,15 +58,24 @@ typedef void (*jmg_geqrf_fn)(int *m, int *n, void *a, int *lda, void *tau,
 typedef void (*jmg_orgqr_fn)(int *m, int *n, int *k, void *a, int *lda,
                              void *tau, void *work, int *lwork, int *info);
 
-/* dsterf and dstemr, double only (the host tridiagonal eigensolver,
- * tridiagonal.h, solves every dtype's T in double): registered in JMG_F64's
- * entry. tryrac is a Fortran LOGICAL (an int). */
+/* dsterf, dstemr, dstebz and dstein, double only (the host tridiagonal
+ * eigensolver, tridiagonal.h, solves every dtype's T in double): registered
+ * in JMG_F64's entry. tryrac is a Fortran LOGICAL (an int). */
 typedef void (*jmg_sterf_fn)(int *n, double *d, double *e, int *info);
 typedef void (*jmg_stemr_fn)(char *jobz, char *range, int *n, double *d,
                              double *e, double *vl, double *vu, int *il,
                              int *iu, int *m, double *w, double *z, int *ldz,
                              int *nzc, int *isuppz, int *tryrac, double *work,
                              int *lwork, int *iwork, int *liwork, int *info);
+typedef void (*jmg_stebz_fn)(char *range, char *order, int *n, double *vl,
+                             double *vu, int *il, int *iu, double *abstol,
+                             const double *d, const double *e, int *m,
+                             int *nsplit, double *w, int *iblock, int *isplit,
+                             double *work, int *iwork, int *info);
+typedef void (*jmg_stein_fn)(int *n, const double *d, const double *e, int *m,
+                             const double *w, const int *iblock,
+                             const int *isplit, double *z, int *ldz,
+                             double *work, int *iwork, int *ifail, int *info);
 
 typedef struct jmg_lapack_routines {
   jmg_potrf_fn potrf;
@@ -81,6 +90,8 @@ typedef struct jmg_lapack_routines {
   void *sygvd; /* jmg_sygvd_fn for real dtypes, jmg_hegvd_fn for complex */
   jmg_sterf_fn sterf; /* JMG_F64's only */
   jmg_stemr_fn stemr; /* JMG_F64's only */
+  jmg_stebz_fn stebz; /* JMG_F64's only */
+  jmg_stein_fn stein; /* JMG_F64's only */
 } jmg_lapack_routines;
 
 /* Registers one routine by its LAPACK name. Returns 0, or -JMG_EINVAL for a

@@ -4,6 +4,7 @@
  * thread. */
 #include "engine/lapack/tridiagonal.h"
 
+#include <float.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -67,20 +68,26 @@ int jmg_tridiagonal_eigenvalues(const char *op, int64_t n, const double *d,
   return sterf(op, n_int, d, e, w, info, err);
 }
 
-/* What every chunk's dstemr shares. */
+/* What every chunk shares. */
 typedef struct {
   const char *op;
   jmg_stemr_fn stemr;
+  jmg_stebz_fn stebz;
+  jmg_stein_fn stein;
   int n, lwork, liwork;
   const double *d, *e;
   jmg_dtype dtype;
+  int fallback_only; /* tests: dstebz and dstein for every chunk */
 } stemr_common;
 
 /* One thread's buffers and its chunk of the current round. */
 typedef struct {
   const stemr_common *c;
   double *d, *e, *w, *work; /* n each, but work: lwork */
+  double *col;              /* n: one column, for the fallback's sort */
   int *iwork, *isuppz;      /* liwork, 2n */
+  int *iblock, *isplit;     /* n each: dstebz's, for dstein */
+  int *ifail, *order;       /* max_count each: dstein's, the sort's */
   void *z;                  /* n x max_count elements of max(8, dtype) bytes */
   int first, count;         /* 0-based first index, number of vectors */
   int rc, info;
@@ -116,8 +123,77 @@ static void convert(void *z, size_t len, jmg_dtype dtype) {
   }
 }
 
+/* LAPACK's own fallback where dstemr fails (dsyevr's): the chunk's
+ * eigenvalues by bisection (dstebz, RANGE='I', to the best accuracy,
+ * ABSTOL 2 * the underflow threshold), its eigenvectors by inverse iteration
+ * (dstein, which reorthogonalizes those of close eigenvalues within the
+ * chunk), sorted ascending (dstebz orders them by T's blocks). */
+static void stebz_stein(slot *s) {
+  const stemr_common *c = s->c;
+  int n = c->n, il = s->first + 1, iu = s->first + s->count, m = 0;
+  int nsplit = 0, info = 0;
+  char range = 'I', order = 'B';
+  double vl = 0.0, vu = 0.0, abstol = 2.0 * DBL_MIN;
+  c->stebz(&range, &order, &n, &vl, &vu, &il, &iu, &abstol, c->d, c->e, &m,
+           &nsplit, s->w, s->iblock, s->isplit, s->work, s->iwork, &info);
+  if (info < 0) {
+    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstebz",
+                          "argument %d was rejected", -info);
+    return;
+  }
+  if (info == 0 && m != s->count)
+    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstebz",
+                          "returned %d eigenvalues for IL=%d..IU=%d (%d asked)",
+                          m, il, iu, s->count);
+  if (info != 0 || s->rc != 0) {
+    s->info = info;
+    return;
+  }
+  double *z = s->z;
+  c->stein(&n, c->d, c->e, &m, s->w, s->iblock, s->isplit, z, &n, s->work,
+           s->iwork, s->ifail, &info);
+  if (info < 0) {
+    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstein",
+                          "argument %d was rejected", -info);
+    return;
+  }
+  s->info = info;
+  if (info != 0) return;
+  /* Ascending: an insertion sort of the indices (a chunk is short), then
+   * the columns moved along the permutation's cycles through col. */
+  for (int i = 0; i < m; ++i) s->order[i] = i;
+  for (int i = 1; i < m; ++i) {
+    const int v = s->order[i];
+    int j = i;
+    for (; j > 0 && s->w[s->order[j - 1]] > s->w[v]; --j)
+      s->order[j] = s->order[j - 1];
+    s->order[j] = v;
+  }
+  const size_t len = (size_t)n * sizeof(double);
+  for (int i = 0; i < m; ++i) {
+    if (s->order[i] < 0 || s->order[i] == i) continue;
+    /* Column i takes column order[i], which takes column order[order[i]],
+     * ... until the cycle comes back to i. */
+    const double wi = s->w[i];
+    memcpy(s->col, z + (size_t)i * (size_t)n, len);
+    int j = i;
+    while (s->order[j] != i) {
+      const int from = s->order[j];
+      memcpy(z + (size_t)j * (size_t)n, z + (size_t)from * (size_t)n, len);
+      s->w[j] = s->w[from];
+      s->order[j] = -1;
+      j = from;
+    }
+    memcpy(z + (size_t)j * (size_t)n, s->col, len);
+    s->w[j] = wi;
+    s->order[j] = -1;
+  }
+}
+
 /* dstemr for eigenvectors first+1 .. first+count (LAPACK's 1-based IL..IU)
- * on the slot's copies of d and e (dstemr overwrites both). */
+ * on the slot's copies of d and e (dstemr overwrites both); where it fails
+ * (info > 0: its representation tree could not be built, which tight
+ * clusters can cause), dstebz and dstein. */
 static void run_chunk(slot *s) {
   const stemr_common *c = s->c;
   int n = c->n, il = s->first + 1, iu = s->first + s->count, m = 0;
@@ -131,24 +207,31 @@ static void run_chunk(slot *s) {
    * keep their accuracy (residual and orthogonality O(n eps ||T||)). It is
    * in/out: each call has its own. */
   int tryrac = 0;
-  memcpy(s->d, c->d, (size_t)n * sizeof *s->d);
-  if (n > 1) memcpy(s->e, c->e, (size_t)(n - 1) * sizeof *s->e);
-  s->e[n - 1] = 0.0; /* dstemr's workspace, set for determinism */
   s->info = 0;
-  c->stemr(&jobz, &range, &n, s->d, s->e, &vl, &vu, &il, &iu, &m, s->w,
-           (double *)s->z, &n, &nzc, s->isuppz, &tryrac, s->work, &lwork,
-           s->iwork, &liwork, &s->info);
-  if (s->info < 0) {
-    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstemr",
-                          "argument %d was rejected", -s->info);
-    return;
+  if (!c->fallback_only) {
+    memcpy(s->d, c->d, (size_t)n * sizeof *s->d);
+    if (n > 1) memcpy(s->e, c->e, (size_t)(n - 1) * sizeof *s->e);
+    s->e[n - 1] = 0.0; /* dstemr's workspace, set for determinism */
+    c->stemr(&jobz, &range, &n, s->d, s->e, &vl, &vu, &il, &iu, &m, s->w,
+             (double *)s->z, &n, &nzc, s->isuppz, &tryrac, s->work, &lwork,
+             s->iwork, &liwork, &s->info);
+    if (s->info < 0) {
+      s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstemr",
+                            "argument %d was rejected", -s->info);
+      return;
+    }
+    if (s->info == 0 && m != s->count) {
+      s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstemr",
+                            "returned %d eigenpairs for IL=%d..IU=%d (%d "
+                            "asked)",
+                            m, il, iu, s->count);
+      return;
+    }
   }
-  if (s->info > 0) return;
-  if (m != s->count) {
-    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstemr",
-                          "returned %d eigenpairs for IL=%d..IU=%d (%d asked)",
-                          m, il, iu, s->count);
-    return;
+  if (c->fallback_only || s->info > 0) {
+    s->info = 0;
+    stebz_stein(s);
+    if (s->rc != 0 || s->info != 0) return;
   }
   convert(s->z, (size_t)n * (size_t)s->count, c->dtype);
 }
@@ -159,6 +242,11 @@ static void *worker(void *arg) {
 }
 
 static void slot_free(slot *s) {
+  free(s->col);
+  free(s->iblock);
+  free(s->isplit);
+  free(s->ifail);
+  free(s->order);
   free(s->d);
   free(s->e);
   free(s->w);
@@ -180,7 +268,13 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
   s->iwork = malloc((size_t)c->liwork * sizeof *s->iwork);
   s->isuppz = malloc(2 * n * sizeof *s->isuppz);
   s->z = malloc(n * (size_t)max_count * zsize);
-  if (s->d && s->e && s->w && s->work && s->iwork && s->isuppz && s->z)
+  s->col = malloc(n * sizeof *s->col);
+  s->iblock = malloc(n * sizeof *s->iblock);
+  s->isplit = malloc(n * sizeof *s->isplit);
+  s->ifail = malloc((size_t)max_count * sizeof *s->ifail);
+  s->order = malloc((size_t)max_count * sizeof *s->order);
+  if (s->d && s->e && s->w && s->work && s->iwork && s->isuppz && s->z &&
+      s->col && s->iblock && s->isplit && s->ifail && s->order)
     return 0;
   slot_free(s);
   return -1;
@@ -264,8 +358,8 @@ static int hand_over(slot *s, double *w, jmg_tridiagonal_sink sink, void *ctx,
 
 int jmg_tridiagonal_eigenvectors_chunked(
     const char *op, int64_t n64, const double *d, const double *e, double *w,
-    jmg_dtype dtype, int threads, int64_t chunk, jmg_tridiagonal_sink sink,
-    void *ctx, int *info, jmg_error *err) {
+    jmg_dtype dtype, int threads, int64_t chunk, int fallback_only,
+    jmg_tridiagonal_sink sink, void *ctx, int *info, jmg_error *err) {
   int n;
   int rc = check_args(op, n64, d, e, w, info, err);
   if (rc == 0 && (sink == NULL || (unsigned)dtype >= JMG_NUM_DTYPES))
@@ -275,6 +369,10 @@ int jmg_tridiagonal_eigenvectors_chunked(
   const jmg_lapack_routines *r = jmg_lapack_routines_for(JMG_F64);
   if (rc == 0)
     rc = jmg_lapack_require((const void *)r->stemr, JMG_F64, "stemr", op, err);
+  if (rc == 0)
+    rc = jmg_lapack_require((const void *)r->stebz, JMG_F64, "stebz", op, err);
+  if (rc == 0)
+    rc = jmg_lapack_require((const void *)r->stein, JMG_F64, "stein", op, err);
   /* All eigenvalues first: they place the chunk boundaries. */
   if (rc == 0) rc = sterf(op, n, d, e, w, info, err);
   if (rc != 0 || *info != 0 || n == 0) return rc;
@@ -295,8 +393,9 @@ int jmg_tridiagonal_eigenvectors_chunked(
 
   /* The workspace: LAPACK's minimum for JOBZ='V' (18 N and 10 N), or the
    * query's answer where larger. */
-  stemr_common c = {.op = op, .stemr = r->stemr, .n = n, .d = d, .e = e,
-                    .dtype = dtype};
+  stemr_common c = {.op = op, .stemr = r->stemr, .stebz = r->stebz,
+                    .stein = r->stein, .n = n, .d = d, .e = e, .dtype = dtype,
+                    .fallback_only = fallback_only};
   rc = jmg_lapack_int(18 * n64, "LWORK", op, &c.lwork, err);
   if (rc == 0) rc = jmg_lapack_int(10 * n64, "LIWORK", op, &c.liwork, err);
   if (rc == 0) {
@@ -375,5 +474,5 @@ int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
                                  int threads, jmg_tridiagonal_sink sink,
                                  void *ctx, int *info, jmg_error *err) {
   return jmg_tridiagonal_eigenvectors_chunked(op, n, d, e, w, dtype, threads,
-                                              0, sink, ctx, info, err);
+                                              0, 0, sink, ctx, info, err);
 }

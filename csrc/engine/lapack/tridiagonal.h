@@ -15,7 +15,9 @@
  * index range ends where T's eigenvalues have a large gap, so that no
  * cluster of close eigenvalues is split between two dstemr calls (their
  * vectors are then orthogonal to working accuracy, as ScaLAPACK's PDSYEVR
- * partitions its eigenvalues). */
+ * partitions its eigenvalues). A chunk where dstemr fails is computed as
+ * LAPACK's dsyevr then does: dstebz's bisection and dstein's inverse
+ * iteration. */
 #ifndef JMG_ENGINE_LAPACK_TRIDIAGONAL_H
 #define JMG_ENGINE_LAPACK_TRIDIAGONAL_H
 
@@ -43,7 +45,8 @@ typedef int (*jmg_tridiagonal_sink)(void *ctx, int64_t first, int64_t count,
 /* T's eigenvalues, ascending, in w[0..n-1] (double), and its eigenvectors,
  * handed to sink chunk by chunk in dtype's elements. threads <= 0: one per
  * online CPU (at most 64). *info is nonzero where LAPACK did not converge
- * (dsterf's or dstemr's info; the vectors handed over so far are then not
+ * (dsterf's, or dstebz's or dstein's where dstemr failed; the vectors
+ * handed over so far are then not
  * valid). */
 int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
                                  const double *e, double *w, jmg_dtype dtype,
@@ -52,11 +55,14 @@ int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
 
 /* For tests: jmg_tridiagonal_eigenvectors with chunks of about `chunk`
  * vectors (each boundary moved by up to chunk / 4 to a large gap) where
- * chunk > 0, instead of the size it picks from n, threads and memory. */
+ * chunk > 0, instead of the size it picks from n, threads and memory; and
+ * with fallback_only, every chunk by the fallback that otherwise serves a
+ * chunk where dstemr fails (dstebz and dstein, as LAPACK's dsyevr). */
 int jmg_tridiagonal_eigenvectors_chunked(const char *op, int64_t n,
                                          const double *d, const double *e,
                                          double *w, jmg_dtype dtype,
                                          int threads, int64_t chunk,
+                                         int fallback_only,
                                          jmg_tridiagonal_sink sink, void *ctx,
                                          int *info, jmg_error *err);
 

@@ -32,14 +32,14 @@ OPS = ("potrs", "potri", "syevd", "lu_solve", "gesvd", "sygvd", "qr")
 _CPU_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cpu" for op in OPS}
 _CUDA_HANDLERS = {f"jaxmg_{op}": f"jaxmg_{op}_cuda" for op in OPS}
 
-# The LAPACK routines the CPU engine uses, by SciPy's names; dsterf and
-# dstemr serve the host tridiagonal eigensolver (both libraries').
+# The LAPACK routines the CPU engine uses, by SciPy's names; dsterf, dstemr,
+# dstebz and dstein serve the host tridiagonal eigensolver (both libraries').
 _LAPACK_ROUTINES = tuple(
     f"{p}{r}" for p in "sdcz" for r in ("potrf", "potrs", "potri", "getrf", "getrs")
 ) + ("ssyevd", "dsyevd", "cheevd", "zheevd") + tuple(f"{p}gesdd" for p in "sdcz") + (
     "ssygvd", "dsygvd", "chegvd", "zhegvd") + tuple(
     f"{p}geqrf" for p in "sdcz") + ("sorgqr", "dorgqr", "cungqr", "zungqr") + (
-    "dsterf", "dstemr")
+    "dsterf", "dstemr", "dstebz", "dstein")
 
 
 # The loaded libraries by platform ("cpu", "CUDA"), for engine_check.
