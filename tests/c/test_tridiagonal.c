@@ -471,3 +471,23 @@ TEST(tridiagonal_fallback_stebz_stein_for_every_chunk) {
   if (!jmg_test_failed) solve_and_check(W, d, e, JMG_C64, 2, 30);
   g_fallback_only = 0;
 }
+
+/* A hundred copies of a 3 x 3 block glued by 1e-12: three clusters of a
+ * hundred eigenvalues each within about 1e-12, far wider than the window
+ * that moves a boundary (chunks of 16, moved by up to 4). Each cluster must
+ * still come whole from one call (the boundary moves on to its end); split,
+ * its vectors would not be orthogonal. By dstemr, and by the fallback. */
+TEST(tridiagonal_clusters_wider_than_the_window_stay_whole) {
+  NEED_LAPACK();
+  enum { COPIES = 100, BLOCK = 3 };
+  const int64_t n = COPIES * BLOCK;
+  double d[COPIES * BLOCK], e[COPIES * BLOCK];
+  for (int64_t i = 0; i < n; ++i) {
+    d[i] = (double)(1 + i % BLOCK);
+    e[i] = (i % BLOCK == BLOCK - 1) ? 1e-12 : 0.5;
+  }
+  solve_and_check(n, d, e, JMG_F64, 4, 16);
+  g_fallback_only = 1;
+  if (!jmg_test_failed) solve_and_check(n, d, e, JMG_C128, 3, 16);
+  g_fallback_only = 0;
+}

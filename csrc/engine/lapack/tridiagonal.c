@@ -80,9 +80,12 @@ typedef struct {
   int fallback_only; /* tests: dstebz and dstein for every chunk */
 } stemr_common;
 
-/* One thread's buffers and its chunk of the current round. */
+struct queue;
+
+/* One worker's buffers and the chunk it holds. */
 typedef struct {
   const stemr_common *c;
+  struct queue *q;
   double *d, *e, *w, *work; /* n each, but work: lwork */
   double *col;              /* n: one column, for the fallback's sort */
   int *iwork, *isuppz;      /* liwork, 2n */
@@ -90,11 +93,27 @@ typedef struct {
   int *ifail, *order;       /* max_count each: dstein's, the sort's */
   void *z;                  /* n x max_count elements of max(8, dtype) bytes */
   int first, count;         /* 0-based first index, number of vectors */
+  int64_t chunk; /* which chunk (the queue's index), while ready */
+  int ready;     /* computed, not yet handed over (under the queue's lock) */
   int rc, info;
   jmg_error err;
   pthread_t thread;
   int spawned;
 } slot;
+
+/* The chunks' queue: workers take chunks in order, compute one into their
+ * slot, mark it ready and wait until the calling thread has handed it to
+ * the sink (in order: the sink makes CUDA calls, which belong to the
+ * calling thread, and w is kept ascending across chunks). The worker that
+ * holds the chunk handed over next never waits before it is ready, so the
+ * queue cannot stall; a worker that finishes early waits with its chunk. */
+typedef struct queue {
+  pthread_mutex_t lock;
+  pthread_cond_t ready, taken;
+  const int64_t *b; /* the chunks' boundaries */
+  int64_t nchunks, next;
+  int stop; /* an error, or the sink's: no more chunks */
+} queue;
 
 /* z's n x count doubles, rewritten in place as dtype's elements. Each
  * element is read before the bytes it lies on are written: floats (4 bytes)
@@ -236,8 +255,28 @@ static void run_chunk(slot *s) {
   convert(s->z, (size_t)n * (size_t)s->count, c->dtype);
 }
 
+static void set_chunk(slot *s, const int64_t *b, int64_t j) {
+  s->chunk = j;
+  s->first = (int)b[j];
+  s->count = (int)(b[j + 1] - b[j]);
+  s->rc = 0;
+  jmg_error_clear(&s->err);
+}
+
 static void *worker(void *arg) {
-  run_chunk(arg);
+  slot *s = arg;
+  queue *q = s->q;
+  pthread_mutex_lock(&q->lock);
+  while (!q->stop && q->next < q->nchunks) {
+    set_chunk(s, q->b, q->next++);
+    pthread_mutex_unlock(&q->lock);
+    run_chunk(s);
+    pthread_mutex_lock(&q->lock);
+    s->ready = 1;
+    pthread_cond_broadcast(&q->ready);
+    while (s->ready && !q->stop) pthread_cond_wait(&q->taken, &q->lock);
+  }
+  pthread_mutex_unlock(&q->lock);
   return NULL;
 }
 
@@ -280,28 +319,40 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
   return -1;
 }
 
-/* Chunk boundaries b[0] = 0 < b[1] < ... < b[nchunks] = n: targets every k
- * indices, each moved within k/4 of its target to where the gap between
- * consecutive eigenvalues w (ascending) is largest, so that a cluster of
- * close eigenvalues falls in one chunk. Chunks hold at most k + 2 (k/4)
- * vectors. */
-static void boundaries(int64_t n, int64_t k, const double *w, int64_t *b,
-                       int64_t nchunks) {
+/* Chunk boundaries b[0] = 0 < b[1] < ... < b[nchunks] = n, returning
+ * nchunks: a boundary every k indices or so, each moved within k/4 of its
+ * target to where the gap between consecutive eigenvalues w (ascending) is
+ * largest, so that a cluster of close eigenvalues falls in one chunk. Where
+ * even that gap is below a quarter of the mean spacing (w[n-1] - w[0]) / n,
+ * the window lies inside a cluster wider than itself (an eigenvalue of
+ * multiplicity 500, say: two dstemr calls would give vectors of it that
+ * are not orthogonal), and the boundary moves on to the cluster's end: the
+ * chunk takes the whole cluster, however long. b has room for
+ * n / (k - k/4) + 2 entries. */
+static int64_t boundaries(int64_t n, int64_t k, const double *w, int64_t *b) {
   const int64_t h = k / 4;
+  const double small = (w[n - 1] - w[0]) / (4.0 * (double)n);
+  int64_t nchunks = 0, prev = 0;
   b[0] = 0;
-  b[nchunks] = n;
-  for (int64_t j = 1; j < nchunks; ++j) {
-    const int64_t t = j * k;
-    const int64_t lo = t - h, hi = t + h < n - 1 ? t + h : n - 1;
+  while (n - prev > k + h) {
+    const int64_t t = prev + k;
     int64_t best = t;
     double gap = w[t] - w[t - 1];
-    for (int64_t i = lo; i <= hi; ++i)
+    for (int64_t i = t - h; i <= t + h; ++i)
       if (w[i] - w[i - 1] > gap) {
         gap = w[i] - w[i - 1];
         best = i;
       }
-    b[j] = best;
+    if (gap < small) {
+      best = t + h + 1;
+      while (best < n && w[best] - w[best - 1] < small) ++best;
+      if (best >= n) break;
+    }
+    b[++nchunks] = best;
+    prev = best;
   }
+  b[++nchunks] = n;
+  return nchunks;
 }
 
 /* The vectors per chunk: chunk > 0 as asked (tests), else so that the
@@ -379,17 +430,26 @@ int jmg_tridiagonal_eigenvectors_chunked(
 
   threads = resolve_threads(threads);
   const int64_t k = chunk_size(n64, threads, dtype, chunk);
-  const int64_t nchunks = (n64 + k - 1) / k;
-  if (threads > nchunks) threads = (int)nchunks;
-  int64_t *b = malloc((size_t)(nchunks + 1) * sizeof *b);
+  int64_t *b = malloc((size_t)(n64 / (k - k / 4) + 3) * sizeof *b);
   if (b == NULL)
     return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                          "cannot allocate %lld chunk boundaries",
-                         (long long)nchunks + 1);
-  boundaries(n64, k, w, b, nchunks);
+                         (long long)(n64 / (k - k / 4) + 3));
+  const int64_t nchunks = boundaries(n64, k, w, b);
+  if (threads > nchunks) threads = (int)nchunks;
   int64_t max_count = 1;
   for (int64_t j = 0; j < nchunks; ++j)
     if (b[j + 1] - b[j] > max_count) max_count = b[j + 1] - b[j];
+  /* A chunk's n x count Z indexed within LAPACK's int (a cluster that long
+   * is extreme: at n = 90,000, over 23,000 eigenvalues). */
+  if (max_count > (int64_t)INT_MAX / n64) {
+    free(b);
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "tridiagonal",
+                         "a cluster of %lld close eigenvalues (N=%lld): its "
+                         "eigenvectors, which one dstemr call must compute, "
+                         "pass LAPACK's 32-bit indices",
+                         (long long)max_count, (long long)n64);
+  }
 
   /* The workspace: LAPACK's minimum for JOBZ='V' (18 N and 10 N), or the
    * query's answer where larger. */
@@ -430,38 +490,70 @@ int jmg_tridiagonal_eigenvectors_chunked(
                        "and dstemr's workspace",
                        n, (long long)max_count);
 
-  /* Rounds of nslots chunks computed at once (the calling thread takes the
-   * first), then handed over in order on the calling thread: the sink may
-   * make CUDA calls, which belong to it. A thread that cannot be started
-   * leaves its chunk to the calling thread. */
-  for (int64_t j0 = 0; rc == 0 && *info == 0 && j0 < nchunks; j0 += nslots) {
-    const int round = (int)(nchunks - j0 < nslots ? nchunks - j0 : nslots);
-    for (int s = 0; s < round; ++s) {
-      slots[s].first = (int)b[j0 + s];
-      slots[s].count = (int)(b[j0 + s + 1] - b[j0 + s]);
-      slots[s].rc = 0;
-      jmg_error_clear(&slots[s].err);
-      slots[s].spawned =
-          s > 0 &&
-          pthread_create(&slots[s].thread, NULL, worker, &slots[s]) == 0;
+  /* The workers take the chunks from the queue; the calling thread hands
+   * each over in order as it is ready. Where no worker can be started, the
+   * calling thread computes the chunks itself, one after the other. */
+  queue q = {.b = b, .nchunks = nchunks};
+  int started = 0;
+  if (rc == 0) {
+    pthread_mutex_init(&q.lock, NULL);
+    pthread_cond_init(&q.ready, NULL);
+    pthread_cond_init(&q.taken, NULL);
+    for (int i = 0; i < nslots; ++i) {
+      slots[i].q = &q;
+      slots[i].spawned =
+          pthread_create(&slots[i].thread, NULL, worker, &slots[i]) == 0;
+      started += slots[i].spawned;
     }
-    run_chunk(&slots[0]);
-    for (int s = 1; s < round; ++s) {
-      if (slots[s].spawned)
-        pthread_join(slots[s].thread, NULL);
-      else
-        run_chunk(&slots[s]);
-    }
-    for (int s = 0; s < round && rc == 0 && *info == 0; ++s) {
-      if (slots[s].rc != 0) {
-        jmg_error_copy(err, &slots[s].err);
-        rc = slots[s].rc;
-      } else if (slots[s].info != 0) {
-        *info = slots[s].info;
-      } else {
-        rc = hand_over(&slots[s], w, sink, ctx, op, err);
+  }
+  for (int64_t j = 0; rc == 0 && *info == 0 && j < nchunks; ++j) {
+    slot *s = NULL;
+    if (started == 0) {
+      s = &slots[0];
+      set_chunk(s, b, j);
+      run_chunk(s);
+    } else {
+      pthread_mutex_lock(&q.lock);
+      for (;;) {
+        for (int i = 0; i < nslots && s == NULL; ++i)
+          if (slots[i].spawned && slots[i].ready && slots[i].chunk == j)
+            s = &slots[i];
+        if (s != NULL) break;
+        pthread_cond_wait(&q.ready, &q.lock);
       }
+      pthread_mutex_unlock(&q.lock);
     }
+    if (s->rc != 0) {
+      jmg_error_copy(err, &s->err);
+      rc = s->rc;
+    } else if (s->info != 0) {
+      *info = s->info;
+    } else {
+      rc = hand_over(s, w, sink, ctx, op, err);
+    }
+    if (started > 0) {
+      pthread_mutex_lock(&q.lock);
+      s->ready = 0;
+      if (rc != 0 || *info != 0) q.stop = 1;
+      pthread_cond_broadcast(&q.taken);
+      pthread_mutex_unlock(&q.lock);
+    }
+  }
+  if (rc == 0 && started > 0) {
+    for (int i = 0; i < nslots; ++i)
+      if (slots[i].spawned) pthread_join(slots[i].thread, NULL);
+  } else if (started > 0) {
+    pthread_mutex_lock(&q.lock);
+    q.stop = 1;
+    pthread_cond_broadcast(&q.taken);
+    pthread_mutex_unlock(&q.lock);
+    for (int i = 0; i < nslots; ++i)
+      if (slots[i].spawned) pthread_join(slots[i].thread, NULL);
+  }
+  if (started > 0 || nslots > 0) {
+    pthread_mutex_destroy(&q.lock);
+    pthread_cond_destroy(&q.ready);
+    pthread_cond_destroy(&q.taken);
   }
   for (int s = 0; s < nslots; ++s) slot_free(&slots[s]);
   free(slots);
