@@ -1,7 +1,8 @@
 /* The host tridiagonal eigensolver (tridiagonal.h): dsterf for the
- * eigenvalues, dstemr (RANGE='I') on threads of this process for chunks of
- * eigenvectors, each chunk handed to the caller's sink on the calling
- * thread. */
+ * eigenvalues alone; for the eigenvectors, chunks planned from the
+ * eigenvalues near their boundaries (dstebz), dstemr (RANGE='I') on threads
+ * of this process for each chunk (dstebz and dstein where it fails), each
+ * chunk handed to the caller's sink on the calling thread. */
 #include "engine/lapack/tridiagonal.h"
 
 #include <float.h>
@@ -319,40 +320,214 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
   return -1;
 }
 
-/* Chunk boundaries b[0] = 0 < b[1] < ... < b[nchunks] = n, returning
- * nchunks: a boundary every k indices or so, each moved within k/4 of its
- * target to where the gap between consecutive eigenvalues w (ascending) is
- * largest, so that a cluster of close eigenvalues falls in one chunk. Where
- * even that gap is below a quarter of the mean spacing (w[n-1] - w[0]) / n,
- * the window lies inside a cluster wider than itself (an eigenvalue of
- * multiplicity 500, say: two dstemr calls would give vectors of it that
- * are not orthogonal), and the boundary moves on to the cluster's end: the
- * chunk takes the whole cluster, however long. b has room for
- * n / (k - k/4) + 2 entries. */
-static int64_t boundaries(int64_t n, int64_t k, const double *w, int64_t *b) {
-  const int64_t h = k / 4;
-  const double small = (w[n - 1] - w[0]) / (4.0 * (double)n);
-  int64_t nchunks = 0, prev = 0;
+/* The chunk boundaries b[0] = 0 < b[1] < ... < b[nchunks] = n: one about
+ * every k indices, each moved within h = min(k/4, WINDOW_HALF) of its
+ * target to where the gap between consecutive eigenvalues is largest, so
+ * that a cluster of close eigenvalues falls in one chunk. Where even that
+ * gap is below a quarter of the mean spacing (the spread of T's spectrum
+ * over 4n), the window lies inside a cluster wider than itself (an
+ * eigenvalue of multiplicity 500, say: two dstemr calls would give vectors
+ * of it that are not orthogonal), and the boundary moves on to the
+ * cluster's end, however far: the chunk takes the whole cluster. The
+ * eigenvalues looked at are only those of the windows (and of a cluster's
+ * extent), by dstebz's bisection, the windows on threads: no O(n^2) serial
+ * step (dsterf for all of them took about a third of the host's time). */
+#define WINDOW_HALF 8
+#define EXTEND_STEP 64
+
+/* dstebz's buffers: one thread's. */
+typedef struct {
+  double *w, *work;
+  int *iblock, *isplit, *iwork;
+} stebz_bufs;
+
+static void stebz_bufs_free(stebz_bufs *s) {
+  free(s->w);
+  free(s->work);
+  free(s->iblock);
+  free(s->isplit);
+  free(s->iwork);
+}
+
+static int stebz_bufs_alloc(stebz_bufs *s, int n) {
+  const size_t nn = (size_t)n;
+  s->w = malloc(nn * sizeof *s->w);
+  s->work = malloc(4 * nn * sizeof *s->work);
+  s->iblock = malloc(nn * sizeof *s->iblock);
+  s->isplit = malloc(nn * sizeof *s->isplit);
+  s->iwork = malloc(3 * nn * sizeof *s->iwork);
+  if (s->w && s->work && s->iblock && s->isplit && s->iwork) return 0;
+  stebz_bufs_free(s);
+  return -1;
+}
+
+/* Eigenvalues il .. iu (1-based) of T, ascending, into out (dstebz, the
+ * best accuracy: ABSTOL 2 * the underflow threshold). 0, or dstebz's info
+ * (> 0) in *info, or an error. */
+static int stebz_range(const char *op, jmg_stebz_fn stebz, int n,
+                       const double *d, const double *e, int il, int iu,
+                       stebz_bufs *buf, double *out, int *info,
+                       jmg_error *err) {
+  char range = 'I', order = 'E';
+  double vl = 0.0, vu = 0.0, abstol = 2.0 * DBL_MIN;
+  int m = 0, nsplit = 0;
+  *info = 0;
+  stebz(&range, &order, &n, &vl, &vu, &il, &iu, &abstol, d, e, &m, &nsplit,
+        buf->w, buf->iblock, buf->isplit, buf->work, buf->iwork, info);
+  if (*info < 0)
+    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstebz",
+                         "argument %d was rejected", -*info);
+  if (*info == 0 && m != iu - il + 1)
+    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstebz",
+                         "returned %d eigenvalues for IL=%d..IU=%d", m, il,
+                         iu);
+  if (*info == 0) memcpy(out, buf->w, (size_t)m * sizeof *out);
+  return 0;
+}
+
+/* The windows' eigenvalues, on threads: window j is eigenvalues
+ * lo[j] .. lo[j] + width - 1 (0-based), into vals + j * width. */
+typedef struct {
+  const char *op;
+  jmg_stebz_fn stebz;
+  int n;
+  const double *d, *e;
+  const int64_t *lo;
+  int64_t nwin, width;
+  double *vals;
+  int tid, nthreads;
+  int rc, info;
+  jmg_error err;
+  stebz_bufs buf;
+  pthread_t thread;
+  int spawned;
+} window_job;
+
+static void *window_worker(void *arg) {
+  window_job *j = arg;
+  for (int64_t i = j->tid; i < j->nwin && j->rc == 0 && j->info == 0;
+       i += j->nthreads)
+    j->rc = stebz_range(j->op, j->stebz, j->n, j->d, j->e, (int)j->lo[i] + 1,
+                        (int)(j->lo[i] + j->width), &j->buf,
+                        j->vals + i * j->width, &j->info, &j->err);
+  return NULL;
+}
+
+/* b has room for n / (k - k/4) + 3 entries; *nchunks gets their number. */
+static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
+                       const double *d, const double *e, int64_t k,
+                       int threads, int64_t *b, int64_t *nchunks, int *info,
+                       jmg_error *err) {
+  const int64_t h = k / 4 < WINDOW_HALF ? k / 4 : WINDOW_HALF;
+  const int64_t width = 2 * h + 2; /* eigenvalues t-h-1 .. t+h */
+  int64_t nwin = 0;
   b[0] = 0;
-  while (n - prev > k + h) {
-    const int64_t t = prev + k;
+  *nchunks = 1;
+  b[1] = n;
+  *info = 0;
+  if (n <= k + h) return 0;
+  for (int64_t t = k; t + h < n; t += k) ++nwin;
+  int64_t *lo = malloc((size_t)nwin * sizeof *lo);
+  double *vals = malloc((size_t)(nwin * width) * sizeof *vals);
+  double *ext = malloc((EXTEND_STEP + 1) * sizeof *ext);
+  if (threads > nwin) threads = (int)nwin;
+  window_job *jobs = calloc((size_t)threads, sizeof *jobs);
+  stebz_bufs seq;
+  memset(&seq, 0, sizeof seq);
+  int rc = 0;
+  if (lo == NULL || vals == NULL || ext == NULL || jobs == NULL ||
+      stebz_bufs_alloc(&seq, n) != 0)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate the eigenvalues of %lld windows",
+                       (long long)nwin);
+  for (int64_t i = 0; i < nwin && rc == 0; ++i) lo[i] = (i + 1) * k - h - 1;
+  /* The spectrum's spread: its extreme eigenvalues. */
+  double first = 0.0, last = 0.0;
+  if (rc == 0) rc = stebz_range(op, stebz, n, d, e, 1, 1, &seq, &first, info, err);
+  if (rc == 0 && *info == 0)
+    rc = stebz_range(op, stebz, n, d, e, n, n, &seq, &last, info, err);
+  const double small = (last - first) / (4.0 * (double)n);
+  int nthreads = 0;
+  while (rc == 0 && *info == 0 && nthreads < threads &&
+         stebz_bufs_alloc(&jobs[nthreads].buf, n) == 0)
+    ++nthreads;
+  for (int i = 0; i < nthreads; ++i) {
+    jobs[i] = (window_job){.op = op, .stebz = stebz, .n = n, .d = d, .e = e,
+                           .lo = lo, .nwin = nwin, .width = width,
+                           .vals = vals, .tid = i, .nthreads = nthreads,
+                           .buf = jobs[i].buf};
+    jmg_error_clear(&jobs[i].err);
+    jobs[i].spawned =
+        i > 0 && pthread_create(&jobs[i].thread, NULL, window_worker,
+                                &jobs[i]) == 0;
+  }
+  if (nthreads > 0) window_worker(&jobs[0]);
+  for (int i = 1; i < nthreads; ++i) {
+    if (jobs[i].spawned)
+      pthread_join(jobs[i].thread, NULL);
+    else
+      window_worker(&jobs[i]);
+  }
+  if (rc == 0 && *info == 0 && nthreads == 0)
+    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                       "cannot allocate dstebz's workspace (N=%d)", n);
+  for (int i = 0; i < nthreads && rc == 0 && *info == 0; ++i) {
+    if (jobs[i].rc != 0) {
+      jmg_error_copy(err, &jobs[i].err);
+      rc = jobs[i].rc;
+    } else if (jobs[i].info != 0) {
+      *info = jobs[i].info;
+    }
+  }
+  /* In order: each boundary from its window, or past its cluster. Targets
+   * that an earlier cluster carried the boundary to within k/2 of are
+   * passed over. */
+  int64_t prev = 0, nb = 0;
+  for (int64_t i = 0; i < nwin && rc == 0 && *info == 0; ++i) {
+    const int64_t t = (i + 1) * k;
+    if (t <= prev + k / 2) continue;
+    if (n - prev <= k + h) break;
+    const double *v = vals + i * width; /* v[q]: eigenvalue lo[i] + q */
     int64_t best = t;
-    double gap = w[t] - w[t - 1];
-    for (int64_t i = t - h; i <= t + h; ++i)
-      if (w[i] - w[i - 1] > gap) {
-        gap = w[i] - w[i - 1];
-        best = i;
+    double gap = -1.0;
+    for (int64_t q = 1; q < width; ++q)
+      if (v[q] - v[q - 1] > gap) {
+        gap = v[q] - v[q - 1];
+        best = lo[i] + q;
       }
     if (gap < small) {
-      best = t + h + 1;
-      while (best < n && w[best] - w[best - 1] < small) ++best;
-      if (best >= n) break;
+      /* Inside a cluster: on to its end, EXTEND_STEP eigenvalues at a
+       * time (each step starting from the last one seen). */
+      int64_t at = t + h; /* 0-based index of the last eigenvalue seen */
+      double seen = v[width - 1];
+      best = n;
+      while (rc == 0 && *info == 0 && at + 1 < n && best == n) {
+        const int64_t upto = at + EXTEND_STEP < n - 1 ? at + EXTEND_STEP : n - 1;
+        rc = stebz_range(op, stebz, n, d, e, (int)at + 2, (int)upto + 1, &seq,
+                         ext, info, err);
+        for (int64_t q = 0; rc == 0 && *info == 0 && q <= upto - at - 1; ++q) {
+          if (ext[q] - seen >= small) {
+            best = at + 1 + q;
+            break;
+          }
+          seen = ext[q];
+        }
+        at = upto;
+      }
+      if (best >= n) break; /* the cluster runs to the end */
     }
-    b[++nchunks] = best;
+    b[++nb] = best;
     prev = best;
   }
-  b[++nchunks] = n;
-  return nchunks;
+  b[++nb] = n;
+  *nchunks = nb;
+  for (int i = 0; i < nthreads; ++i) stebz_bufs_free(&jobs[i].buf);
+  stebz_bufs_free(&seq);
+  free(jobs);
+  free(ext);
+  free(vals);
+  free(lo);
+  return rc;
 }
 
 /* The vectors per chunk: chunk > 0 as asked (tests), else so that the
@@ -424,9 +599,8 @@ int jmg_tridiagonal_eigenvectors_chunked(
     rc = jmg_lapack_require((const void *)r->stebz, JMG_F64, "stebz", op, err);
   if (rc == 0)
     rc = jmg_lapack_require((const void *)r->stein, JMG_F64, "stein", op, err);
-  /* All eigenvalues first: they place the chunk boundaries. */
-  if (rc == 0) rc = sterf(op, n, d, e, w, info, err);
-  if (rc != 0 || *info != 0 || n == 0) return rc;
+  *info = 0;
+  if (rc != 0 || n == 0) return rc;
 
   threads = resolve_threads(threads);
   const int64_t k = chunk_size(n64, threads, dtype, chunk);
@@ -435,7 +609,12 @@ int jmg_tridiagonal_eigenvectors_chunked(
     return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                          "cannot allocate %lld chunk boundaries",
                          (long long)(n64 / (k - k / 4) + 3));
-  const int64_t nchunks = boundaries(n64, k, w, b);
+  int64_t nchunks = 0;
+  rc = plan_chunks(op, r->stebz, n, d, e, k, threads, b, &nchunks, info, err);
+  if (rc != 0 || *info != 0) {
+    free(b);
+    return rc;
+  }
   if (threads > nchunks) threads = (int)nchunks;
   int64_t max_count = 1;
   for (int64_t j = 0; j < nchunks; ++j)

@@ -12,7 +12,8 @@
  * host: host memory is O(n * chunk * threads), so that n may be as large as
  * the GPU holds. Chunks are computed in parallel by LAPACK's dstemr (MRRR,
  * O(n) per vector, RANGE='I'), on threads of this process; each chunk's
- * index range ends where T's eigenvalues have a large gap, so that no
+ * index range ends where T's eigenvalues have a large gap (those near each
+ * boundary found by dstebz's bisection, on threads too), so that no
  * cluster of close eigenvalues is split between two dstemr calls (their
  * vectors are then orthogonal to working accuracy, as ScaLAPACK's PDSYEVR
  * partitions its eigenvalues). A chunk where dstemr fails is computed as
@@ -45,7 +46,7 @@ typedef int (*jmg_tridiagonal_sink)(void *ctx, int64_t first, int64_t count,
 /* T's eigenvalues, ascending, in w[0..n-1] (double), and its eigenvectors,
  * handed to sink chunk by chunk in dtype's elements. threads <= 0: one per
  * online CPU (at most 64). *info is nonzero where LAPACK did not converge
- * (dsterf's, or dstebz's or dstein's where dstemr failed; the vectors
+ * (dstebz's, or dstein's where dstemr failed; the vectors
  * handed over so far are then not
  * valid). */
 int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
