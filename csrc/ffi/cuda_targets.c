@@ -53,7 +53,6 @@ static int get_stream(XLA_FFI_CallFrame *frame, cudaStream_t *out,
 /* Device memory from XLA's allocator; cudaMalloc where the runtime has none. */
 static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
   xla_alloc_ctx *a = p;
-  jmg_trace_alloc(bytes);
   if (JMG_XLA_API_HAS(a->api, XLA_FFI_DeviceMemory_Allocate) &&
       a->api->XLA_FFI_DeviceMemory_Allocate != NULL) {
     XLA_FFI_DeviceMemory_Allocate_Args args;
@@ -85,10 +84,12 @@ static int xla_alloc(void *p, size_t bytes, void **out, jmg_error *err) {
       return rc;
     }
     *out = args.data;
+    jmg_trace_alloc(bytes); /* what was taken, not what was refused */
     return 0;
   }
   int rc = JMG_CUDA_TRY(cudaSetDevice(a->device), NULL, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaMalloc(out, bytes), NULL, err);
+  if (rc == 0) jmg_trace_alloc(bytes);
   return rc;
 }
 

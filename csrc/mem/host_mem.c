@@ -52,11 +52,11 @@ static int host_lanes_close(const jmg_mem_group *g, void *lanes,
 static int host_alloc(const jmg_mem_group *g, int dev, size_t bytes, void **out,
                       jmg_error *err) {
   (void)g;
-  jmg_trace_alloc(bytes);
   *out = malloc(bytes ? bytes : 1);
   if (*out == NULL)
     return jmg_error_set(err, JMG_ENOMEM, NULL, "malloc",
                          "cannot allocate %zu bytes for device %d", bytes, dev);
+  jmg_trace_alloc(bytes); /* what was taken, not what was refused */
   return 0;
 }
 
