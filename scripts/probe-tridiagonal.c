@@ -25,8 +25,8 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int count_chunks(void *ctx, int64_t first, int64_t count,
-                        const void *z, jmg_error *err) {
+static int count_chunks(void *ctx, int64_t first, int64_t count, const void *z,
+                        jmg_error *err) {
   (void)first, (void)count, (void)z, (void)err;
   ++*(int64_t *)ctx;
   return 0;
@@ -34,8 +34,7 @@ static int count_chunks(void *ctx, int64_t first, int64_t count,
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: %s LAPACK_LIB PREFIX N THREADS [CHUNK]\n",
-            argv[0]);
+    fprintf(stderr, "usage: %s LAPACK_LIB PREFIX N THREADS [CHUNK]\n", argv[0]);
     return 2;
   }
   const char *prefix = argv[2];
@@ -64,8 +63,10 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < 2 * n; ++i) {
     s = s * 6364136223846793005ULL + 1442695040888963407ULL;
     const double u = (double)(s >> 11) / 4503599627370496.0 - 1.0;
-    if (i < n) d[i] = u;
-    else e[i - n] = u;
+    if (i < n)
+      d[i] = u;
+    else
+      e[i - n] = u;
   }
   jmg_error err;
   jmg_error_clear(&err);
@@ -75,19 +76,19 @@ int main(int argc, char **argv) {
   int rc = jmg_tridiagonal_eigenvalues("probe", n, d, e, w, &info, &err);
   const double t1 = now();
   if (rc == 0 && info == 0)
-    rc = jmg_tridiagonal_eigenvectors_chunked("probe", n, d, e, w,
-                                              JMG_F64, threads, chunk, 0,
-                                              count_chunks, &chunks, &info,
-                                              &err);
+    rc = jmg_tridiagonal_eigenvectors_chunked("probe", n, d, e, w, JMG_F64,
+                                              threads, chunk, 0, count_chunks,
+                                              &chunks, &info, &err);
   const double t2 = now();
   if (rc != 0 || info != 0) {
     fprintf(stderr, "rc=%d info=%d %s: %s\n", rc, info, err.call, err.msg);
     return 1;
   }
-  printf("n=%lld threads=%d chunk=%lld chunks=%lld dsterf %.3f s, "
-         "eigenvectors (dstebz windows + dstemr chunks) %.3f s\n",
-         (long long)n, threads, (long long)chunk, (long long)chunks, t1 - t0,
-         t2 - t1);
+  printf(
+      "n=%lld threads=%d chunk=%lld chunks=%lld dsterf %.3f s, "
+      "eigenvectors (dstebz windows + dstemr chunks) %.3f s\n",
+      (long long)n, threads, (long long)chunk, (long long)chunks, t1 - t0,
+      t2 - t1);
   free(d);
   free(e);
   free(w);

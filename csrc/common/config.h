@@ -5,8 +5,8 @@
  * them between calls, as the tests and bench/time_potrs.py do. Nothing else
  * in csrc/ calls getenv. Malformed values fall back to the default, except
  * where a wrong value would silently change what runs (JAXMG_POTRF,
- * JAXMG_ENGINE, JAXMG_SYEVD): those are kept as text and checked by their user, which
- * reports an error naming the variable. The Python layer reads
+ * JAXMG_ENGINE, JAXMG_SYEVD): those are kept as text and checked by their user,
+ * which reports an error naming the variable. The Python layer reads
  * JAXMG_RENDEZVOUS_TIMEOUT too (_mode.py), for MPMD calls.
  *
  *   JAXMG_TRACE               "" or "0": off; anything else: one line per call

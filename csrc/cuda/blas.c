@@ -183,24 +183,46 @@ cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
   }
 }
 
-cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
-                               const void *x, double *result) {
+/* A reduction of x to one real number (asum, nrm2), as a double on the
+ * host, by the routine of x's type (the single-precision ones give a
+ * float). */
+typedef cublasStatus_t (*real_red_s)(cublasHandle_t, int64_t, const float *,
+                                     int64_t, float *);
+typedef cublasStatus_t (*real_red_d)(cublasHandle_t, int64_t, const double *,
+                                     int64_t, double *);
+typedef cublasStatus_t (*real_red_c)(cublasHandle_t, int64_t, const cuComplex *,
+                                     int64_t, float *);
+typedef cublasStatus_t (*real_red_z)(cublasHandle_t, int64_t,
+                                     const cuDoubleComplex *, int64_t,
+                                     double *);
+
+static cublasStatus_t real_reduction(cublasHandle_t h, jmg_dtype t, int64_t n,
+                                     const void *x, double *result,
+                                     real_red_s s, real_red_d d, real_red_c c,
+                                     real_red_z z) {
   float r = 0.0f;
   cublasStatus_t st;
   switch (t) {
     case JMG_F32:
-      st = cublasSasum_64(h, n, x, 1, &r);
+      st = s(h, n, x, 1, &r);
       break;
     case JMG_F64:
-      return cublasDasum_64(h, n, x, 1, result);
+      return d(h, n, x, 1, result);
     case JMG_C64:
-      st = cublasScasum_64(h, n, x, 1, &r);
+      st = c(h, n, x, 1, &r);
       break;
     default:
-      return cublasDzasum_64(h, n, x, 1, result);
+      return z(h, n, x, 1, result);
   }
   *result = (double)r;
   return st;
+}
+
+cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,
+                               const void *x, double *result) {
+  return real_reduction(h, t, n, x, result, cublasSasum_v2_64,
+                        cublasDasum_v2_64, cublasScasum_v2_64,
+                        cublasDzasum_v2_64);
 }
 
 cublasStatus_t jmg_cublas_hemv_64(cublasHandle_t h, jmg_dtype t,
@@ -254,22 +276,9 @@ cublasStatus_t jmg_cublas_her2k_minus_64(cublasHandle_t h, jmg_dtype t,
 
 cublasStatus_t jmg_cublas_nrm2_64(cublasHandle_t h, jmg_dtype t, int64_t n,
                                   const void *x, double *result) {
-  float r = 0.0f;
-  cublasStatus_t st;
-  switch (t) {
-    case JMG_F32:
-      st = cublasSnrm2_v2_64(h, n, x, 1, &r);
-      break;
-    case JMG_F64:
-      return cublasDnrm2_v2_64(h, n, x, 1, result);
-    case JMG_C64:
-      st = cublasScnrm2_v2_64(h, n, x, 1, &r);
-      break;
-    default:
-      return cublasDznrm2_v2_64(h, n, x, 1, result);
-  }
-  *result = (double)r;
-  return st;
+  return real_reduction(h, t, n, x, result, cublasSnrm2_v2_64,
+                        cublasDnrm2_v2_64, cublasScnrm2_v2_64,
+                        cublasDznrm2_v2_64);
 }
 
 cublasStatus_t jmg_cublas_dotc_64(cublasHandle_t h, jmg_dtype t, int64_t n,

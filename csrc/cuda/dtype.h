@@ -50,8 +50,8 @@ static inline jmg_cuda_scalar jmg_cuda_scalar_of(jmg_dtype t, double v) {
 }
 
 /* re + i im in type t (im dropped for the real types). */
-static inline jmg_cuda_scalar jmg_cuda_scalar_of_complex(jmg_dtype t,
-                                                         double re, double im) {
+static inline jmg_cuda_scalar jmg_cuda_scalar_of_complex(jmg_dtype t, double re,
+                                                         double im) {
   jmg_cuda_scalar x = jmg_cuda_scalar_of(t, re);
   if (t == JMG_C64) x.c = make_cuComplex((float)re, (float)im);
   if (t == JMG_C128) x.z = make_cuDoubleComplex(re, im);

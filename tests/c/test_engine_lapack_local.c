@@ -5,7 +5,6 @@
  * (liblapack.so.3, opened here and registered like SciPy's in Python); where
  * it is absent the tests say so and check nothing. Runs last (tests.def):
  * the registration is global. */
-#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -18,34 +17,17 @@
 #include "engine/lapack/table.h"
 #include "layout/local.h"
 #include "test.h"
+#include "test_lapack.h"
 
 #define MAX_RANKS 8
 
 static int have_lapack(void) {
   static int state = -1;
-  if (state >= 0) return state;
-  state = 0;
-  void *lib = dlopen("liblapack.so.3", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL) return state;
-  static const char *names[] = {"dpotrf", "dpotrs", "dpotri",
-                                "dsyevd", "dgetrf", "dgetrs"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
-    char sym[16];
-    snprintf(sym, sizeof sym, "%s_", names[i]);
-    void *fn = dlsym(lib, sym);
-    if (fn == NULL || jmg_lapack_register(names[i], fn) != 0) return state;
-  }
-  state = 1; /* the library stays open: its routines are registered */
+  static const char *const names[] = {"dpotrf", "dpotrs", "dpotri",
+                                      "dsyevd", "dgetrf", "dgetrs"};
+  if (state < 0) state = jmg_test_lapack_register(names, 6);
   return state;
 }
-
-#define NEED_LAPACK()                                                    \
-  do {                                                                   \
-    if (!have_lapack()) {                                                \
-      fprintf(stderr, "  (no liblapack.so.3 here: nothing to check)\n"); \
-      return;                                                            \
-    }                                                                    \
-  } while (0)
 
 typedef enum { OP_POTRS, OP_POTRI, OP_SYEVD, OP_LU_T } ll_op;
 
@@ -204,7 +186,7 @@ static void give(buffers *m) {
 }
 
 TEST(lapack_local_potrs_and_transposed_lu_solve_give_x_on_every_rank) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   const int64_t nrhs = 2;
   for (size_t ci = 0; ci < sizeof g_cases / sizeof g_cases[0]; ++ci) {
     const ll_case *k = &g_cases[ci];
@@ -254,7 +236,7 @@ TEST(lapack_local_potrs_and_transposed_lu_solve_give_x_on_every_rank) {
 }
 
 TEST(lapack_local_potri_and_syevd_give_the_parts_in_a_s_layout) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   for (size_t ci = 0; ci < sizeof g_cases / sizeof g_cases[0]; ++ci) {
     const ll_case *k = &g_cases[ci];
     const int64_t n = k->n;
@@ -300,7 +282,7 @@ TEST(lapack_local_potri_and_syevd_give_the_parts_in_a_s_layout) {
 }
 
 TEST(lapack_local_info_is_the_same_on_every_rank) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   const ll_case k = {12, 2, 4, 2};
   buffers m;
   CHECK(take(&m, k.n, 1));

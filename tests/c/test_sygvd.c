@@ -8,7 +8,6 @@
  * without any solver. LAPACK's dsygvd is the system's (liblapack.so.3,
  * registered like SciPy's in Python); where it is absent the tests say so
  * and check nothing but the description. */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,16 +21,12 @@
 #include "mem/mem.h"
 #include "ops/ops.h"
 #include "test.h"
+#include "test_lapack.h"
 
 static int have_dsygvd(void) {
   static int state = -1;
-  if (state >= 0) return state;
-  state = 0;
-  void *lib = dlopen("liblapack.so.3", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL) return state;
-  void *fn = dlsym(lib, "dsygvd_");
-  if (fn == NULL || jmg_lapack_register("dsygvd", fn) != 0) return state;
-  state = 1; /* the library stays open: its routine is registered */
+  static const char *const names[] = {"dsygvd"};
+  if (state < 0) state = jmg_test_lapack_register(names, 1);
   return state;
 }
 
@@ -203,10 +198,7 @@ static void check_solution(int ndev, int n, int tile, int want_vectors) {
 }
 
 TEST(sygvd_op_over_shards_gives_b_orthonormal_eigenvectors) {
-  if (!have_dsygvd()) {
-    fprintf(stderr, "  (no liblapack.so.3 here: nothing to check)\n");
-    return;
-  }
+  NEED_LAPACK(have_dsygvd());
   static const struct {
     int ndev, n, tile;
   } cases[] = {{1, 7, 7}, {2, 12, 2}, {2, 12, 3}, {4, 12, 1}, {4, 16, 2}};
@@ -241,10 +233,7 @@ static void check_failed(post *p, int ndev, int n, int32_t want, const char *wha
 }
 
 TEST(sygvd_op_b_not_positive_definite_gives_n_plus_k_and_nan) {
-  if (!have_dsygvd()) {
-    fprintf(stderr, "  (no liblapack.so.3 here: nothing to check)\n");
-    return;
-  }
+  NEED_LAPACK(have_dsygvd());
   enum { NDEV = 4, N = 12, K = 7 };
   double A[N * N], B[N * N];
   pencil(N, A, B);

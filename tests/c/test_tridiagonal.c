@@ -5,11 +5,11 @@
  * column handed to the sink once; matrices whose close eigenvalues a chunk
  * boundary must not split (Wilkinson's W+, glued W+, a T that splits into
  * equal blocks, clusters wider than a boundary's window) with small chunks
- * forced; a failing sink stops the solver with its error. LAPACK is the system's
- * (liblapack.so.3, registered like SciPy's in Python); where it is absent
- * the tests say so and check nothing. The first test must run before the
- * others register dsterf, dstemr, dstebz and dstein (tests.def order: registration is
- * global). */
+ * forced; a failing sink stops the solver with its error. LAPACK is the
+ * system's (liblapack.so.3, registered like SciPy's in Python); where it is
+ * absent the tests say so and check nothing. The first test must run before the
+ * others register dsterf, dstemr, dstebz and dstein (tests.def order:
+ * registration is global). */
 #include <dlfcn.h>
 #include <float.h>
 #include <limits.h>
@@ -22,38 +22,14 @@
 #include "engine/lapack/table.h"
 #include "engine/lapack/tridiagonal.h"
 #include "test.h"
-
-static void *lapack_lib(void) {
-  static void *lib = NULL;
-  if (lib == NULL) lib = dlopen("liblapack.so.3", RTLD_NOW | RTLD_LOCAL);
-  return lib; /* stays open: its routines are registered */
-}
+#include "test_lapack.h"
 
 static int have_lapack(void) {
   static int state = -1;
-  if (state >= 0) return state;
-  state = 0;
-  void *lib = lapack_lib();
-  if (lib == NULL) return state;
-  void *sterf = dlsym(lib, "dsterf_"), *stemr = dlsym(lib, "dstemr_");
-  void *stebz = dlsym(lib, "dstebz_"), *stein = dlsym(lib, "dstein_");
-  if (sterf == NULL || stemr == NULL || stebz == NULL || stein == NULL ||
-      jmg_lapack_register("dsterf", sterf) != 0 ||
-      jmg_lapack_register("dstemr", stemr) != 0 ||
-      jmg_lapack_register("dstebz", stebz) != 0 ||
-      jmg_lapack_register("dstein", stein) != 0)
-    return state;
-  state = 1;
+  static const char *const names[] = {"dsterf", "dstemr", "dstebz", "dstein"};
+  if (state < 0) state = jmg_test_lapack_register(names, 4);
   return state;
 }
-
-#define NEED_LAPACK()                                                    \
-  do {                                                                   \
-    if (!have_lapack()) {                                                \
-      fprintf(stderr, "  (no liblapack.so.3 here: nothing to check)\n"); \
-      return;                                                            \
-    }                                                                    \
-  } while (0)
 
 /* What the sink saw: the vectors' real parts (n x n), how often each
  * column came, the chunks' first indices in order. */
@@ -171,11 +147,11 @@ static void solve_and_check(int64_t n, const double *d, const double *e,
     rc = jmg_tridiagonal_eigenvectors_chunked("syevd", n, d, e, w, dtype,
                                               threads, chunk, g_fallback_only,
                                               sink, &s, &info, &err);
-    rc_ref = jmg_tridiagonal_eigenvalues("syevd", n, d, e, w_ref, &info_ref,
-                                         &err);
+    rc_ref =
+        jmg_tridiagonal_eigenvalues("syevd", n, d, e, w_ref, &info_ref, &err);
   }
-  const double eps = dtype == JMG_F32 || dtype == JMG_C64 ? FLT_EPSILON
-                                                          : DBL_EPSILON;
+  const double eps =
+      dtype == JMG_F32 || dtype == JMG_C64 ? FLT_EPSILON : DBL_EPSILON;
   const double norm = t_norm(n, d, e);
   const double tol = 50.0 * (double)(n > 0 ? n : 1) * eps;
   double resid = 0.0, werr = 0.0, orth = 0.0;
@@ -230,6 +206,18 @@ static void solve_and_check(int64_t n, const double *d, const double *e,
   CHECK(n == 0 ? chunks == 0 : chunks >= 1);
 }
 
+/* A random T of order n (uniform entries, seeded): its d and e malloc'd
+ * (n entries each), -1 where they cannot be. */
+static int random_t(int64_t n, uint64_t seed, double **d, double **e) {
+  *d = malloc((size_t)n * sizeof **d);
+  *e = malloc((size_t)n * sizeof **e);
+  if (*d == NULL || *e == NULL) return -1;
+  g_rng = seed;
+  for (int64_t i = 0; i < n; ++i) (*d)[i] = uniform();
+  for (int64_t i = 0; i + 1 < n; ++i) (*e)[i] = uniform();
+  return 0;
+}
+
 /* Must run before any test registers dsterf or dstemr (tests.def order). */
 TEST(tridiagonal_without_lapack_names_the_missing_routine) {
   double d[2] = {1.0, 2.0}, e[1] = {0.5}, w[2];
@@ -248,7 +236,7 @@ TEST(tridiagonal_without_lapack_names_the_missing_routine) {
   /* Double only: the other prefixes have no entry. */
   CHECK_EQ(jmg_lapack_register("ssterf", (void *)sink), -JMG_EINVAL);
   CHECK_EQ(jmg_lapack_register("zstemr", (void *)sink), -JMG_EINVAL);
-  void *lib = lapack_lib();
+  void *lib = jmg_test_lapack();
   if (lib == NULL) return;
   /* Each routine the vectors need, named in turn as it is missing. */
   static const char *const names[] = {"dstemr", "dstebz"};
@@ -260,8 +248,8 @@ TEST(tridiagonal_without_lapack_names_the_missing_routine) {
     CHECK(fn != NULL);
     CHECK_EQ(jmg_lapack_register(names[i], fn), 0);
     jmg_error_clear(&err);
-    CHECK_EQ(jmg_tridiagonal_eigenvectors("syevd", 2, d, e, w, JMG_F64, 1,
-                                          sink, NULL, &info, &err),
+    CHECK_EQ(jmg_tridiagonal_eigenvectors("syevd", 2, d, e, w, JMG_F64, 1, sink,
+                                          NULL, &info, &err),
              -JMG_EUNSUPPORTED);
     char want[64];
     snprintf(want, sizeof want, "LAPACK routine %s was not registered",
@@ -271,16 +259,12 @@ TEST(tridiagonal_without_lapack_names_the_missing_routine) {
 }
 
 TEST(tridiagonal_random_t_every_size_dtype_and_thread_count) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   static const int64_t sizes[] = {1, 2, 37, 500, 2000};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; ++si) {
     const int64_t n = sizes[si];
-    double *d = malloc((size_t)n * sizeof *d);
-    double *e = malloc((size_t)n * sizeof *e);
-    CHECK(d != NULL && e != NULL);
-    g_rng = 12345 + (uint64_t)n;
-    for (int64_t i = 0; i < n; ++i) d[i] = uniform();
-    for (int64_t i = 0; i + 1 < n; ++i) e[i] = uniform();
+    double *d = NULL, *e = NULL;
+    CHECK(random_t(n, 12345 + (uint64_t)n, &d, &e) == 0);
     for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t)
       for (int threads = 1; threads <= 4 && !jmg_test_failed; threads += 3)
         solve_and_check(n, d, e, (jmg_dtype)t, threads, 0);
@@ -298,7 +282,7 @@ TEST(tridiagonal_random_t_every_size_dtype_and_thread_count) {
  * two of a pair would give two dstemr calls one cluster, and vectors that
  * are not orthogonal. */
 TEST(tridiagonal_wilkinson_pairs_stay_in_one_chunk) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   static const int64_t sizes[] = {201, 1001};
   static const int64_t chunks[] = {8, 16};
   for (int c = 0; c < 2; ++c) {
@@ -320,7 +304,7 @@ TEST(tridiagonal_wilkinson_pairs_stay_in_one_chunk) {
  * within about 1e-10, which chunks of 64 (boundaries moved by up to 16)
  * keep whole. */
 TEST(tridiagonal_glued_wilkinson_clusters_stay_in_one_chunk) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   enum { COPIES = 10, BLOCK = 21 };
   const int64_t n = COPIES * BLOCK;
   double d[COPIES * BLOCK], e[COPIES * BLOCK];
@@ -338,7 +322,7 @@ TEST(tridiagonal_glued_wilkinson_clusters_stay_in_one_chunk) {
  * equal eigenvalues: the vectors of different blocks are orthogonal by
  * their supports, and w must still come out ascending. */
 TEST(tridiagonal_split_t_with_equal_blocks) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   enum { BLOCK = 50, COPIES = 3 };
   const int64_t n = BLOCK * COPIES;
   double d[BLOCK * COPIES], e[BLOCK * COPIES];
@@ -357,7 +341,7 @@ TEST(tridiagonal_split_t_with_equal_blocks) {
 }
 
 TEST(tridiagonal_edge_sizes_auto_threads_and_bad_arguments) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   double d[3] = {2.0, -1.0, 0.5}, e[3] = {0.0, 0.0, 0.0}, w[3] = {0, 0, 0};
   sink_ctx s;
   CHECK(sink_open(&s, 1, JMG_C64) == 0);
@@ -393,13 +377,13 @@ TEST(tridiagonal_edge_sizes_auto_threads_and_bad_arguments) {
   CHECK_CONTAINS(err.msg, "N=2147483648 exceeds LAPACK's 32-bit int");
   CHECK_CONTAINS(err.op, "syevd");
   jmg_error_clear(&err);
-  rc = jmg_tridiagonal_eigenvalues("eigh", (int64_t)INT_MAX + 1, d, e, w,
-                                   &info, &err);
+  rc = jmg_tridiagonal_eigenvalues("eigh", (int64_t)INT_MAX + 1, d, e, w, &info,
+                                   &err);
   CHECK_EQ(rc, -JMG_EINVAL);
   CHECK_CONTAINS(err.op, "eigh");
   jmg_error_clear(&err);
-  rc = jmg_tridiagonal_eigenvectors("syevd", 3, d, e, w, JMG_F64, 1, NULL,
-                                    NULL, &info, &err);
+  rc = jmg_tridiagonal_eigenvectors("syevd", 3, d, e, w, JMG_F64, 1, NULL, NULL,
+                                    &info, &err);
   CHECK_EQ(rc, -JMG_EINVAL);
   jmg_error_clear(&err);
   rc = jmg_tridiagonal_eigenvalues("syevd", -1, d, e, w, &info, &err);
@@ -407,7 +391,7 @@ TEST(tridiagonal_edge_sizes_auto_threads_and_bad_arguments) {
 }
 
 TEST(tridiagonal_failing_sink_stops_the_solver_with_its_error) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   enum { N = 300 };
   double d[N], e[N], w[N];
   g_rng = 7;
@@ -436,17 +420,13 @@ TEST(tridiagonal_failing_sink_stops_the_solver_with_its_error) {
  * iteration, sorted ascending), forced for every chunk: random T of every
  * dtype, Wilkinson's pairs and a split T, against the same checks. */
 TEST(tridiagonal_fallback_stebz_stein_for_every_chunk) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   g_fallback_only = 1;
   static const int64_t sizes[] = {1, 2, 37, 500};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; ++si) {
     const int64_t n = sizes[si];
-    double *d = malloc((size_t)n * sizeof *d);
-    double *e = malloc((size_t)n * sizeof *e);
-    CHECK(d != NULL && e != NULL);
-    g_rng = 777 + (uint64_t)n;
-    for (int64_t i = 0; i < n; ++i) d[i] = uniform();
-    for (int64_t i = 0; i + 1 < n; ++i) e[i] = uniform();
+    double *d = NULL, *e = NULL;
+    CHECK(random_t(n, 777 + (uint64_t)n, &d, &e) == 0);
     for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t)
       solve_and_check(n, d, e, (jmg_dtype)t, 3, n >= 37 ? 11 : 0);
     free(d);
@@ -479,7 +459,7 @@ TEST(tridiagonal_fallback_stebz_stein_for_every_chunk) {
  * still come whole from one call (the boundary moves on to its end); split,
  * its vectors would not be orthogonal. By dstemr, and by the fallback. */
 TEST(tridiagonal_clusters_wider_than_the_window_stay_whole) {
-  NEED_LAPACK();
+  NEED_LAPACK(have_lapack());
   enum { COPIES = 100, BLOCK = 3 };
   const int64_t n = COPIES * BLOCK;
   double d[COPIES * BLOCK], e[COPIES * BLOCK];

@@ -52,13 +52,14 @@ int jmg_dn_syevd_solver(const char *op, jmg_dn_syevd_choice *choice,
 static int run_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
                            int *info, jmg_error *err) {
   int rc = jmg_dn_take_workspace(
-      call, jmg_dn_syevd_tridiagonal_bytes(call->a->n, call->a->dtype,
-                                           want_vectors),
+      call,
+      jmg_dn_syevd_tridiagonal_bytes(call->a->n, call->a->dtype, want_vectors),
       0, err);
   jmg_trace_mark("workspace");
   if (rc == 0) rc = jmg_dn_syevd_tridiagonal(call, w, want_vectors, info, err);
   /* Its last copies are on the stream: done when this returns. */
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(call->stream), call->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamSynchronize(call->stream), call->op, err);
   if (rc == 0) call->pending = 0;
   return rc;
 }
@@ -71,8 +72,7 @@ static int beside_a_on_the_gpu(const jmg_dist_matrix *a, size_t bytes) {
     (void)cudaGetLastError(); /* not sticky: clear it */
     return 1;
   }
-  const size_t a_bytes =
-      (size_t)a->n * (size_t)a->n * jmg_dtype_size(a->dtype);
+  const size_t a_bytes = (size_t)a->n * (size_t)a->n * jmg_dtype_size(a->dtype);
   return a_bytes <= total_b && bytes <= total_b - a_bytes;
 }
 

@@ -203,7 +203,8 @@ static int larfg(trd *s, void *p, int64_t len, double *beta, cplx *tau) {
   int rc = fetch(s, buf, p, es);
   const cplx alpha = c_load(t, buf);
   if (rc == 0 && len > 0)
-    rc = blas_ok(s, jmg_cublas_nrm2_64(s->blas, t, len, (char *)p + es, &xnorm));
+    rc =
+        blas_ok(s, jmg_cublas_nrm2_64(s->blas, t, len, (char *)p + es, &xnorm));
   if (rc != 0) return rc;
   const double tiny = jmg_dtype_real_size(t) == 4 ? FLT_MIN : DBL_MIN;
   const double norm = hypot(hypot(alpha.re, alpha.im), xnorm);
@@ -261,8 +262,8 @@ static int latrd(trd *s, int64_t i, int64_t m, int64_t b, char *A, char *W) {
     rc = blas_ok(s, jmg_cublas_hemv_64(s->blas, t, CUBLAS_FILL_MODE_LOWER, len,
                                        AT(A, lda, k + 1, k + 1), lda, v, w));
     if (rc == 0 && k > 0) {
-      rc = gemm(s, C, N, k, 1, len, 1.0, AT(W, ldw, k + 1, 0), ldw, v, lda,
-                0.0, wtop, ldw);
+      rc = gemm(s, C, N, k, 1, len, 1.0, AT(W, ldw, k + 1, 0), ldw, v, lda, 0.0,
+                wtop, ldw);
       if (rc == 0)
         rc = gemm(s, N, N, len, 1, k, -1.0, AT(A, lda, k + 1, 0), lda, wtop,
                   ldw, 1.0, w, ldw);
@@ -282,8 +283,8 @@ static int latrd(trd *s, int64_t i, int64_t m, int64_t b, char *A, char *W) {
     if (rc == 0) {
       const cplx dot = {re, im}, half = {-0.5 * tau.re, -0.5 * tau.im};
       const cplx alpha = c_mul(half, dot);
-      rc = blas_ok(s, jmg_cublas_axpy_64(s->blas, t, len, alpha.re, alpha.im,
-                                         v, w));
+      rc = blas_ok(
+          s, jmg_cublas_axpy_64(s->blas, t, len, alpha.re, alpha.im, v, w));
     }
   }
   return rc;
@@ -299,10 +300,10 @@ static int sytrd(trd *s, char *wp) {
     char *A = AT(s->a, n, i, i);
     rc = latrd(s, i, m, b, A, wp);
     if (rc == 0)
-      rc = blas_ok(s, jmg_cublas_her2k_minus_64(
-                          s->blas, s->t, CUBLAS_FILL_MODE_LOWER, m - b, b,
-                          AT(A, n, b, 0), n, AT(wp, n, b, 0), n,
-                          AT(A, n, b, b), n));
+      rc = blas_ok(
+          s, jmg_cublas_her2k_minus_64(s->blas, s->t, CUBLAS_FILL_MODE_LOWER,
+                                       m - b, b, AT(A, n, b, 0), n,
+                                       AT(wp, n, b, 0), n, AT(A, n, b, b), n));
   }
   /* The diagonal (its real parts: her2k and hemv keep them real). */
   void *diag = rc == 0 ? malloc((size_t)n * es) : NULL;
@@ -334,10 +335,9 @@ static int to_z(void *ctx, int64_t first, int64_t count, const void *chunk,
   trd *s = k->s;
   const size_t es = s->es;
   (void)err; /* s->err is the same */
-  int rc = cuda_ok(
-      s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
-                         (size_t)s->n * (size_t)count * es,
-                         cudaMemcpyHostToDevice, s->call->stream));
+  int rc = cuda_ok(s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
+                                      (size_t)s->n * (size_t)count * es,
+                                      cudaMemcpyHostToDevice, s->call->stream));
   /* The chunk's buffer is reused when this returns. */
   if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
   return rc;
@@ -369,13 +369,15 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
     const int64_t kb = nref - j0 < ORM_NB ? nref - j0 : ORM_NB;
     const int64_t mm = n - 1 - j0;
     /* V: A(j0+1:n, j0:j0+kb), its top kb x kb unit lower triangular */
-    rc = cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, AT(s->a, n, j0 + 1, j0),
-                                      (size_t)n * es, (size_t)mm * es,
-                                      (size_t)kb, cudaMemcpyDeviceToDevice, st));
+    rc = cuda_ok(s,
+                 cudaMemcpy2DAsync(vb, (size_t)n * es, AT(s->a, n, j0 + 1, j0),
+                                   (size_t)n * es, (size_t)mm * es, (size_t)kb,
+                                   cudaMemcpyDeviceToDevice, st));
     if (rc == 0)
-      rc = cuda_ok(s, cudaMemcpy2DAsync(htop, (size_t)kb * es, vb,
-                                        (size_t)n * es, (size_t)kb * es,
-                                        (size_t)kb, cudaMemcpyDeviceToHost, st));
+      rc =
+          cuda_ok(s, cudaMemcpy2DAsync(htop, (size_t)kb * es, vb,
+                                       (size_t)n * es, (size_t)kb * es,
+                                       (size_t)kb, cudaMemcpyDeviceToHost, st));
     if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
     if (rc != 0) break;
     const cplx zero = {0.0, 0.0}, one = {1.0, 0.0};
@@ -397,8 +399,8 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
     for (int64_t c = 0; c < kb; ++c) {
       const cplx tc = s->tau[j0 + c], mt = {-tc.re, -tc.im};
       for (int64_t r = 0; r < c; ++r)
-        g[r + c * kb] =
-            c_mul(mt, c_load(t, hg + ((size_t)r + (size_t)c * (size_t)kb) * es));
+        g[r + c * kb] = c_mul(
+            mt, c_load(t, hg + ((size_t)r + (size_t)c * (size_t)kb) * es));
       for (int64_t r = 0; r < c; ++r) {
         cplx sum = {0.0, 0.0};
         for (int64_t q = r; q < c; ++q) {

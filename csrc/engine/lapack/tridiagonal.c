@@ -40,8 +40,8 @@ static int check_args(const char *op, int64_t n, const double *d,
 static int sterf(const char *op, int n, const double *d, const double *e,
                  double *w, int *info, jmg_error *err) {
   const jmg_lapack_routines *r = jmg_lapack_routines_for(JMG_F64);
-  int rc = jmg_lapack_require((const void *)r->sterf, JMG_F64, "sterf", op,
-                              err);
+  int rc =
+      jmg_lapack_require((const void *)r->sterf, JMG_F64, "sterf", op, err);
   if (rc != 0) return rc;
   *info = 0;
   if (n == 0) return 0;
@@ -81,6 +81,57 @@ typedef struct {
   int fallback_only; /* tests: dstebz and dstein for every chunk */
 } stemr_common;
 
+/* dstebz's buffers: one thread's. */
+typedef struct {
+  double *w, *work;
+  int *iblock, *isplit, *iwork;
+} stebz_bufs;
+
+static void stebz_bufs_free(stebz_bufs *s) {
+  free(s->w);
+  free(s->work);
+  free(s->iblock);
+  free(s->isplit);
+  free(s->iwork);
+  memset(s, 0, sizeof *s);
+}
+
+static int stebz_bufs_alloc(stebz_bufs *s, int n) {
+  const size_t nn = (size_t)n;
+  s->w = malloc(nn * sizeof *s->w);
+  s->work = malloc(4 * nn * sizeof *s->work);
+  s->iblock = malloc(nn * sizeof *s->iblock);
+  s->isplit = malloc(nn * sizeof *s->isplit);
+  s->iwork = malloc(3 * nn * sizeof *s->iwork);
+  if (s->w && s->work && s->iblock && s->isplit && s->iwork) return 0;
+  stebz_bufs_free(s);
+  return -1;
+}
+
+/* Eigenvalues il .. iu (1-based) of T into out (dstebz, the best accuracy:
+ * ABSTOL 2 * the underflow threshold), ascending (order 'E'), or by T's
+ * blocks as dstein wants them (order 'B', the blocks in buf). 0, or
+ * dstebz's info (> 0) in *info, or an error. */
+static int stebz_range(const char *op, jmg_stebz_fn stebz, int n,
+                       const double *d, const double *e, int il, int iu,
+                       char order, stebz_bufs *buf, double *out, int *info,
+                       jmg_error *err) {
+  char range = 'I';
+  double vl = 0.0, vu = 0.0, abstol = 2.0 * DBL_MIN;
+  int m = 0, nsplit = 0;
+  *info = 0;
+  stebz(&range, &order, &n, &vl, &vu, &il, &iu, &abstol, d, e, &m, &nsplit,
+        buf->w, buf->iblock, buf->isplit, buf->work, buf->iwork, info);
+  if (*info < 0)
+    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstebz",
+                         "argument %d was rejected", -*info);
+  if (*info == 0 && m != iu - il + 1)
+    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstebz",
+                         "returned %d eigenvalues for IL=%d..IU=%d", m, il, iu);
+  if (*info == 0) memcpy(out, buf->w, (size_t)m * sizeof *out);
+  return 0;
+}
+
 struct queue;
 
 /* One worker's buffers and the chunk it holds. */
@@ -90,12 +141,12 @@ typedef struct {
   double *d, *e, *w, *work; /* n each, but work: lwork */
   double *col;              /* n: one column, for the fallback's sort */
   int *iwork, *isuppz;      /* liwork, 2n */
-  int *iblock, *isplit;     /* n each: dstebz's, for dstein */
+  stebz_bufs sb;            /* the fallback's dstebz */
   int *ifail, *order;       /* max_count each: dstein's, the sort's */
   void *z;                  /* n x max_count elements of max(8, dtype) bytes */
   int first, count;         /* 0-based first index, number of vectors */
-  int64_t chunk; /* which chunk (the queue's index), while ready */
-  int ready;     /* computed, not yet handed over (under the queue's lock) */
+  int64_t chunk;            /* which chunk (the queue's index), while ready */
+  int ready; /* computed, not yet handed over (under the queue's lock) */
   int rc, info;
   jmg_error err;
   pthread_t thread;
@@ -150,27 +201,15 @@ static void convert(void *z, size_t len, jmg_dtype dtype) {
  * chunk), sorted ascending (dstebz orders them by T's blocks). */
 static void stebz_stein(slot *s) {
   const stemr_common *c = s->c;
-  int n = c->n, il = s->first + 1, iu = s->first + s->count, m = 0;
-  int nsplit = 0, info = 0;
-  char range = 'I', order = 'B';
-  double vl = 0.0, vu = 0.0, abstol = 2.0 * DBL_MIN;
-  c->stebz(&range, &order, &n, &vl, &vu, &il, &iu, &abstol, c->d, c->e, &m,
-           &nsplit, s->w, s->iblock, s->isplit, s->work, s->iwork, &info);
-  if (info < 0) {
-    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstebz",
-                          "argument %d was rejected", -info);
-    return;
-  }
-  if (info == 0 && m != s->count)
-    s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstebz",
-                          "returned %d eigenvalues for IL=%d..IU=%d (%d asked)",
-                          m, il, iu, s->count);
-  if (info != 0 || s->rc != 0) {
+  int n = c->n, m = s->count, info = 0;
+  s->rc = stebz_range(c->op, c->stebz, n, c->d, c->e, s->first + 1,
+                      s->first + s->count, 'B', &s->sb, s->w, &info, &s->err);
+  if (s->rc != 0 || info != 0) {
     s->info = info;
     return;
   }
   double *z = s->z;
-  c->stein(&n, c->d, c->e, &m, s->w, s->iblock, s->isplit, z, &n, s->work,
+  c->stein(&n, c->d, c->e, &m, s->w, s->sb.iblock, s->sb.isplit, z, &n, s->work,
            s->iwork, s->ifail, &info);
   if (info < 0) {
     s->rc = jmg_error_set(&s->err, JMG_ELAPACK, c->op, "LAPACK dstein",
@@ -283,8 +322,7 @@ static void *worker(void *arg) {
 
 static void slot_free(slot *s) {
   free(s->col);
-  free(s->iblock);
-  free(s->isplit);
+  stebz_bufs_free(&s->sb);
   free(s->ifail);
   free(s->order);
   free(s->d);
@@ -309,12 +347,10 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
   s->isuppz = malloc(2 * n * sizeof *s->isuppz);
   s->z = malloc(n * (size_t)max_count * zsize);
   s->col = malloc(n * sizeof *s->col);
-  s->iblock = malloc(n * sizeof *s->iblock);
-  s->isplit = malloc(n * sizeof *s->isplit);
   s->ifail = malloc((size_t)max_count * sizeof *s->ifail);
   s->order = malloc((size_t)max_count * sizeof *s->order);
   if (s->d && s->e && s->w && s->work && s->iwork && s->isuppz && s->z &&
-      s->col && s->iblock && s->isplit && s->ifail && s->order)
+      s->col && s->ifail && s->order && stebz_bufs_alloc(&s->sb, c->n) == 0)
     return 0;
   slot_free(s);
   return -1;
@@ -334,56 +370,6 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
  * step (dsterf for all of them took about a third of the host's time). */
 #define WINDOW_HALF 8
 #define EXTEND_STEP 64
-
-/* dstebz's buffers: one thread's. */
-typedef struct {
-  double *w, *work;
-  int *iblock, *isplit, *iwork;
-} stebz_bufs;
-
-static void stebz_bufs_free(stebz_bufs *s) {
-  free(s->w);
-  free(s->work);
-  free(s->iblock);
-  free(s->isplit);
-  free(s->iwork);
-}
-
-static int stebz_bufs_alloc(stebz_bufs *s, int n) {
-  const size_t nn = (size_t)n;
-  s->w = malloc(nn * sizeof *s->w);
-  s->work = malloc(4 * nn * sizeof *s->work);
-  s->iblock = malloc(nn * sizeof *s->iblock);
-  s->isplit = malloc(nn * sizeof *s->isplit);
-  s->iwork = malloc(3 * nn * sizeof *s->iwork);
-  if (s->w && s->work && s->iblock && s->isplit && s->iwork) return 0;
-  stebz_bufs_free(s);
-  return -1;
-}
-
-/* Eigenvalues il .. iu (1-based) of T, ascending, into out (dstebz, the
- * best accuracy: ABSTOL 2 * the underflow threshold). 0, or dstebz's info
- * (> 0) in *info, or an error. */
-static int stebz_range(const char *op, jmg_stebz_fn stebz, int n,
-                       const double *d, const double *e, int il, int iu,
-                       stebz_bufs *buf, double *out, int *info,
-                       jmg_error *err) {
-  char range = 'I', order = 'E';
-  double vl = 0.0, vu = 0.0, abstol = 2.0 * DBL_MIN;
-  int m = 0, nsplit = 0;
-  *info = 0;
-  stebz(&range, &order, &n, &vl, &vu, &il, &iu, &abstol, d, e, &m, &nsplit,
-        buf->w, buf->iblock, buf->isplit, buf->work, buf->iwork, info);
-  if (*info < 0)
-    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstebz",
-                         "argument %d was rejected", -*info);
-  if (*info == 0 && m != iu - il + 1)
-    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstebz",
-                         "returned %d eigenvalues for IL=%d..IU=%d", m, il,
-                         iu);
-  if (*info == 0) memcpy(out, buf->w, (size_t)m * sizeof *out);
-  return 0;
-}
 
 /* The windows' eigenvalues, on threads: window j is eigenvalues
  * lo[j] .. lo[j] + width - 1 (0-based), into vals + j * width. */
@@ -408,15 +394,15 @@ static void *window_worker(void *arg) {
   for (int64_t i = j->tid; i < j->nwin && j->rc == 0 && j->info == 0;
        i += j->nthreads)
     j->rc = stebz_range(j->op, j->stebz, j->n, j->d, j->e, (int)j->lo[i] + 1,
-                        (int)(j->lo[i] + j->width), &j->buf,
+                        (int)(j->lo[i] + j->width), 'E', &j->buf,
                         j->vals + i * j->width, &j->info, &j->err);
   return NULL;
 }
 
 /* b has room for n / (k - k/4) + 3 entries; *nchunks gets their number. */
 static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
-                       const double *d, const double *e, int64_t k,
-                       int threads, int64_t *b, int64_t *nchunks, int *info,
+                       const double *d, const double *e, int64_t k, int threads,
+                       int64_t *b, int64_t *nchunks, int *info,
                        jmg_error *err) {
   const int64_t h = k / 4 < WINDOW_HALF ? k / 4 : WINDOW_HALF;
   const int64_t width = 2 * h + 2; /* eigenvalues t-h-1 .. t+h */
@@ -443,23 +429,31 @@ static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
   for (int64_t i = 0; i < nwin && rc == 0; ++i) lo[i] = (i + 1) * k - h - 1;
   /* The spectrum's spread: its extreme eigenvalues. */
   double first = 0.0, last = 0.0;
-  if (rc == 0) rc = stebz_range(op, stebz, n, d, e, 1, 1, &seq, &first, info, err);
+  if (rc == 0)
+    rc = stebz_range(op, stebz, n, d, e, 1, 1, 'E', &seq, &first, info, err);
   if (rc == 0 && *info == 0)
-    rc = stebz_range(op, stebz, n, d, e, n, n, &seq, &last, info, err);
+    rc = stebz_range(op, stebz, n, d, e, n, n, 'E', &seq, &last, info, err);
   const double small = (last - first) / (4.0 * (double)n);
   int nthreads = 0;
   while (rc == 0 && *info == 0 && nthreads < threads &&
          stebz_bufs_alloc(&jobs[nthreads].buf, n) == 0)
     ++nthreads;
   for (int i = 0; i < nthreads; ++i) {
-    jobs[i] = (window_job){.op = op, .stebz = stebz, .n = n, .d = d, .e = e,
-                           .lo = lo, .nwin = nwin, .width = width,
-                           .vals = vals, .tid = i, .nthreads = nthreads,
+    jobs[i] = (window_job){.op = op,
+                           .stebz = stebz,
+                           .n = n,
+                           .d = d,
+                           .e = e,
+                           .lo = lo,
+                           .nwin = nwin,
+                           .width = width,
+                           .vals = vals,
+                           .tid = i,
+                           .nthreads = nthreads,
                            .buf = jobs[i].buf};
     jmg_error_clear(&jobs[i].err);
-    jobs[i].spawned =
-        i > 0 && pthread_create(&jobs[i].thread, NULL, window_worker,
-                                &jobs[i]) == 0;
+    jobs[i].spawned = i > 0 && pthread_create(&jobs[i].thread, NULL,
+                                              window_worker, &jobs[i]) == 0;
   }
   if (nthreads > 0) window_worker(&jobs[0]);
   for (int i = 1; i < nthreads; ++i) {
@@ -502,9 +496,10 @@ static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
       double seen = v[width - 1];
       best = n;
       while (rc == 0 && *info == 0 && at + 1 < n && best == n) {
-        const int64_t upto = at + EXTEND_STEP < n - 1 ? at + EXTEND_STEP : n - 1;
-        rc = stebz_range(op, stebz, n, d, e, (int)at + 2, (int)upto + 1, &seq,
-                         ext, info, err);
+        const int64_t upto =
+            at + EXTEND_STEP < n - 1 ? at + EXTEND_STEP : n - 1;
+        rc = stebz_range(op, stebz, n, d, e, (int)at + 2, (int)upto + 1, 'E',
+                         &seq, ext, info, err);
         for (int64_t q = 0; rc == 0 && *info == 0 && q <= upto - at - 1; ++q) {
           if (ext[q] - seen >= small) {
             best = at + 1 + q;
@@ -541,8 +536,8 @@ static int64_t chunk_size(int64_t n, int threads, jmg_dtype dtype,
   if (k <= 0) {
     const int64_t zsize = jmg_dtype_size(dtype) > 8 ? 16 : 8;
     k = CHUNK_BUDGET_BYTES / ((int64_t)threads * n * zsize);
-    const int64_t spread = (n + CHUNKS_PER_THREAD * threads - 1) /
-                           (CHUNKS_PER_THREAD * threads);
+    const int64_t spread =
+        (n + CHUNKS_PER_THREAD * threads - 1) / (CHUNKS_PER_THREAD * threads);
     const int64_t want = spread > MIN_AUTO_CHUNK ? spread : MIN_AUTO_CHUNK;
     if (k > want) k = want;
   }
@@ -632,8 +627,14 @@ int jmg_tridiagonal_eigenvectors_chunked(
 
   /* The workspace: LAPACK's minimum for JOBZ='V' (18 N and 10 N), or the
    * query's answer where larger. */
-  stemr_common c = {.op = op, .stemr = r->stemr, .stebz = r->stebz,
-                    .stein = r->stein, .n = n, .d = d, .e = e, .dtype = dtype,
+  stemr_common c = {.op = op,
+                    .stemr = r->stemr,
+                    .stebz = r->stebz,
+                    .stein = r->stein,
+                    .n = n,
+                    .d = d,
+                    .e = e,
+                    .dtype = dtype,
                     .fallback_only = fallback_only};
   rc = jmg_lapack_int(18 * n64, "LWORK", op, &c.lwork, err);
   if (rc == 0) rc = jmg_lapack_int(10 * n64, "LIWORK", op, &c.liwork, err);
@@ -642,9 +643,9 @@ int jmg_tridiagonal_eigenvectors_chunked(
     double vl = 0.0, vu = 0.0, qwork = 0.0, dummy = 0.0;
     int il = 1, iu = (int)max_count, m = 0, nzc = iu, tryrac = 0;
     int qiwork = 0, minus1 = -1, isuppz[2] = {0, 0}, qinfo = 0;
-    r->stemr(&jobz, &range, &n, &dummy, &dummy, &vl, &vu, &il, &iu, &m,
-             &dummy, &dummy, &n, &nzc, isuppz, &tryrac, &qwork, &minus1,
-             &qiwork, &minus1, &qinfo);
+    r->stemr(&jobz, &range, &n, &dummy, &dummy, &vl, &vu, &il, &iu, &m, &dummy,
+             &dummy, &n, &nzc, isuppz, &tryrac, &qwork, &minus1, &qiwork,
+             &minus1, &qinfo);
     if (qinfo != 0)
       rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstemr",
                          "workspace query failed with info=%d", qinfo);
@@ -744,6 +745,6 @@ int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
                                  const double *e, double *w, jmg_dtype dtype,
                                  int threads, jmg_tridiagonal_sink sink,
                                  void *ctx, int *info, jmg_error *err) {
-  return jmg_tridiagonal_eigenvectors_chunked(op, n, d, e, w, dtype, threads,
-                                              0, 0, sink, ctx, info, err);
+  return jmg_tridiagonal_eigenvectors_chunked(op, n, d, e, w, dtype, threads, 0,
+                                              0, sink, ctx, info, err);
 }

@@ -59,12 +59,9 @@ int jmg_tridiagonal_eigenvectors(const char *op, int64_t n, const double *d,
  * chunk > 0, instead of the size it picks from n, threads and memory; and
  * with fallback_only, every chunk by the fallback that otherwise serves a
  * chunk where dstemr fails (dstebz and dstein, as LAPACK's dsyevr). */
-int jmg_tridiagonal_eigenvectors_chunked(const char *op, int64_t n,
-                                         const double *d, const double *e,
-                                         double *w, jmg_dtype dtype,
-                                         int threads, int64_t chunk,
-                                         int fallback_only,
-                                         jmg_tridiagonal_sink sink, void *ctx,
-                                         int *info, jmg_error *err);
+int jmg_tridiagonal_eigenvectors_chunked(
+    const char *op, int64_t n, const double *d, const double *e, double *w,
+    jmg_dtype dtype, int threads, int64_t chunk, int fallback_only,
+    jmg_tridiagonal_sink sink, void *ctx, int *info, jmg_error *err);
 
 #endif
