@@ -126,3 +126,29 @@ def test_malformed_jaxmg_syevd_names_the_variable(monkeypatch):
     a = _hermitian(np.random.default_rng(1), 64, np.float64)
     with pytest.raises(Exception, match="JAXMG_SYEVD"):
         jax.block_until_ready(jaxmg.syevd(_on(mesh, a), mesh=mesh, in_specs=ROWS))
+
+
+@pytest.mark.timeout(600)
+def test_engine_and_estimate_choose_the_path_where_cusolver_does_not_fit(monkeypatch):
+    """JAXMG_SYEVD unset, XLA's pool cut to about 3.6 A at N = 8192: the
+    engine finds cusolverDnXsyevd's 4 A refused and runs the tridiagonal
+    path (A and one more A), and memory_estimate says so beforehand."""
+    monkeypatch.delenv("JAXMG_SYEVD", raising=False)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION",
+                       f"{3.6 * 8192 * 8192 * 8 / _gpu_bytes():.5f}")
+    r = _child("syevd", "float64", 8192)
+    print(json.dumps(r))
+    assert r["status"] == "ok", r
+    peak, a_bytes = r["peak_bytes_in_use"][0], r["matrix_bytes_per_gpu"]
+    assert r["estimate_workspace"] <= 1.06 * a_bytes, r  # the path's, not cuSOLVER's
+    assert peak <= 2.1 * a_bytes, (peak / a_bytes, r)
+    assert abs(r["estimate_peak"] - peak) <= 0.1 * peak, (r["estimate_peak"], peak, r)
+
+
+def _gpu_bytes() -> int:
+    """The first GPU's memory (what XLA's fraction is of)."""
+    import subprocess
+
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits",
+                          "-i", "0"], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0]) * 2**20

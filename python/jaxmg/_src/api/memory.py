@@ -106,7 +106,11 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
       A ``MemoryEstimate``: the engine, T_A, whether A is padded, XLA's
       per-device ``arguments``, ``outputs``, ``aliased`` and
       ``temporaries``, the engine's ``workspace`` (None where the engine
-      cannot tell ahead of a call), and ``peak``, their sum.
+      cannot tell ahead of a call), and ``peak``, their sum. syevd on one
+      GPU: cusolverDnXsyevd's workspace where it fits beside XLA's buffers
+      within the device's ``bytes_limit``, else that of jaxmg's tridiagonal
+      path, which the engine then runs (``workspace_note`` says so; with
+      ``JAXMG_SYEVD`` set, the one it names).
     """
     if op not in OPS:
         raise ValueError(f"jaxmg.memory_estimate: op must be one of {', '.join(OPS)}, "
