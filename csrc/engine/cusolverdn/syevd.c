@@ -109,9 +109,11 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
     return rc;
   }
   if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
-  /* cuSOLVER's workspace does not fit beside A: the path that needs less
-   * (nothing was written). */
-  if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO) {
+  /* cuSOLVER's device workspace does not fit beside A: the path that
+   * needs less (nothing was written; a host workspace that malloc refused
+   * stays the error). */
+  if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO &&
+      call.work == NULL) {
     jmg_trace_mark("no room for cusolverDnXsyevd's workspace");
     rc = run_tridiagonal(&call, w, want_vectors, info, err);
     jmg_dn_end_call(&call);
