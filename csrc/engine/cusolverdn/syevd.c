@@ -87,15 +87,12 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   jmg_dn_syevd_choice choice = JMG_DN_SYEVD_AUTO;
   size_t dev_bytes = 0, host_bytes = 0;
   int h_info = 0;
+  *info = 0;
   int rc = jmg_dn_syevd_solver(op, &choice, err);
-  const int begun = rc == 0;
-  if (begun) rc = jmg_dn_begin_call(&call, op, a, err);
-  if (rc == 0 && choice == JMG_DN_SYEVD_TRIDIAGONAL) {
-    rc = run_tridiagonal(&call, w, want_vectors, info, err);
-    jmg_dn_end_call(&call);
-    return rc;
-  }
-  if (rc == 0)
+  if (rc != 0) return rc;
+  rc = jmg_dn_begin_call(&call, op, a, err);
+  int tridiagonal = choice == JMG_DN_SYEVD_TRIDIAGONAL;
+  if (rc == 0 && !tridiagonal)
     rc = jmg_dn_syevd_workspace(&call, want_vectors, w, &dev_bytes, &host_bytes,
                                 err);
   /* A workspace that the GPU cannot hold beside A is not asked of XLA's
@@ -104,32 +101,34 @@ int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   if (rc == 0 && choice == JMG_DN_SYEVD_AUTO &&
       !beside_a_on_the_gpu(a, dev_bytes)) {
     jmg_trace_mark("cusolverDnXsyevd's workspace exceeds the GPU");
-    rc = run_tridiagonal(&call, w, want_vectors, info, err);
-    jmg_dn_end_call(&call);
-    return rc;
+    tridiagonal = 1;
   }
-  if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
-  /* cuSOLVER's device workspace does not fit beside A: the path that
-   * needs less (nothing was written; a host workspace that malloc refused
-   * stays the error). */
-  if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO &&
-      call.work == NULL) {
-    jmg_trace_mark("no room for cusolverDnXsyevd's workspace");
-    rc = run_tridiagonal(&call, w, want_vectors, info, err);
-    jmg_dn_end_call(&call);
-    return rc;
+  if (rc == 0 && !tridiagonal) {
+    rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
+    /* cuSOLVER's device workspace does not fit beside A: the path that
+     * needs less (nothing was written; a host workspace that malloc
+     * refused stays the error). */
+    if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO &&
+        call.work == NULL) {
+      jmg_trace_mark("no room for cusolverDnXsyevd's workspace");
+      tridiagonal = 1;
+      rc = 0;
+    }
   }
-  jmg_trace_mark("workspace");
-  if (rc == 0)
+  if (rc == 0 && tridiagonal) {
+    rc = run_tridiagonal(&call, w, want_vectors, info, err);
+  } else if (rc == 0) {
+    jmg_trace_mark("workspace");
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXsyevd(call.dn, call.params, jobz(want_vectors),
                          CUBLAS_FILL_MODE_LOWER, a->n, t, call.a_data, a->n, rt,
                          w, t, call.work, call.work_bytes, call.host_work,
                          call.host_bytes, call.d_info),
         op, err);
-  if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
-  jmg_trace_mark("syevd");
-  *info = h_info;
-  if (begun) jmg_dn_end_call(&call);
+    if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
+    jmg_trace_mark("syevd");
+    *info = h_info;
+  }
+  jmg_dn_end_call(&call);
   return rc;
 }

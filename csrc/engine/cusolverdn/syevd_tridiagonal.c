@@ -501,11 +501,10 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
                                        cudaMemcpyDeviceToDevice, call->stream));
     jmg_trace_mark("ormtr");
   }
+  const jmg_dtype real = rs == 4 ? JMG_F32 : JMG_F64;
   for (int64_t j = 0; rc == 0 && *info == 0 && j < n; ++j) {
-    if (rs == 4)
-      ((float *)wr)[j] = (float)wd[j];
-    else
-      ((double *)wr)[j] = wd[j];
+    const cplx v = {wd[j], 0.0};
+    c_store(real, (char *)wr + (size_t)j * rs, v);
   }
   if (rc == 0 && *info == 0 && n > 0)
     rc = cuda_ok(&s, cudaMemcpyAsync(w, wr, (size_t)n * rs,
