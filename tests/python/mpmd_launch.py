@@ -10,6 +10,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -39,10 +40,36 @@ def start_job(scenario: str, nproc: int, devices_per_process: int = 1,
     env.update(extra_env or {})
     env["JAXMG_RENDEZVOUS_TIMEOUT"] = str(timeout_s)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    return [subprocess.Popen([sys.executable, str(WORKER), scenario, str(port), str(nproc),
-                              str(i)], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    return [_start([sys.executable, str(WORKER), scenario, str(port), str(nproc), str(i)], env)
             for i in range(nproc)]
+
+
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """One process of a job, its output (stdout and stderr) going to a file of
+    its own rather than a pipe. With pipes, a launcher that reads its
+    processes one after the other leaves the others' pipes unread: one that
+    writes more than a pipe holds (64 KiB: XLA's warnings, JAXMG_TRACE,
+    NCCL's log) then blocks in write() while the one being read waits for it
+    in a collective, and the job hangs until its bound."""
+    out = tempfile.TemporaryFile(mode="w+")
+    p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+    p.jaxmg_output = out  # type: ignore[attr-defined]
+    return p
+
+
+def _output(p: subprocess.Popen, end: float) -> str:
+    """Waits for p until the monotonic time ``end`` (killing it then), and
+    returns everything it wrote."""
+    try:
+        p.wait(timeout=max(end - time.monotonic(), 1.0))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    out = p.jaxmg_output  # type: ignore[attr-defined]
+    out.seek(0)
+    text = out.read()
+    out.close()
+    return text
 
 
 def finish_job(procs: list[subprocess.Popen], bound_s: float = 100.0) -> dict[int, dict]:
@@ -51,11 +78,7 @@ def finish_job(procs: list[subprocess.Popen], bound_s: float = 100.0) -> dict[in
     end = time.monotonic() + bound_s
     results, outputs = {}, {}
     for i, p in enumerate(procs):
-        try:
-            out, _ = p.communicate(timeout=max(end - time.monotonic(), 1.0))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
+        out = _output(p, end)
         outputs[i] = out
         for line in out.splitlines():
             if line.startswith("RESULT "):
@@ -124,12 +147,11 @@ def run_example(nproc: int, cpu: bool, bound_s: float = 120.0) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     if not cpu:
         env.pop("CUDA_VISIBLE_DEVICES", None)  # every process sees every GPU
-    procs = [subprocess.Popen([sys.executable, str(example), "--process-id", str(i),
-                               "--num-processes", str(nproc), "--coordinator",
-                               f"localhost:{port}"] + (["--cpu"] if cpu else []),
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for i in range(nproc)]
-    outs = [p.communicate(timeout=bound_s)[0] for p in procs]
+    procs = [_start([sys.executable, str(example), "--process-id", str(i), "--num-processes",
+                     str(nproc), "--coordinator", f"localhost:{port}"] + (["--cpu"] if cpu else []),
+                    env) for i in range(nproc)]
+    end = time.monotonic() + bound_s
+    outs = [_output(p, end) for p in procs]
     for i, out in enumerate(outs):
         assert f"process {i} of {nproc}: N={256 * nproc}, relative residual" in out, out[-2000:]
         assert "agrees with numpy.linalg.solve: ok" in out, out[-2000:]
