@@ -171,3 +171,24 @@ def tolerance(dtype: str, n: int) -> float:
     right-hand sides) is many orders above. The same in the ceiling
     (bench/ceiling/main.c)."""
     return 100.0 * eps(dtype) * n ** 0.5
+
+
+def standard_flops(op: str, dtype: str, n: int, nrhs: int = 1) -> float:
+    """A conventional operation count for every op of bench/scaling.py, for
+    TFLOP/s and efficiency columns (it compares times; it is not the work a
+    given algorithm does). potrs and potri: ``flops``. lu_solve: LU
+    2 N^3/3 plus two triangular solves 2 N^2 NRHS (LAWN 41). syevd with
+    vectors 9 N^3, eigenvalues alone (``syevd_values``) 4 N^3/3, gesvd
+    (thin U, S, Vh of a square A: Golub-Reinsch) 14 N^3 + 8 N^3 = 22 N^3:
+    Golub and Van Loan's counts (Matrix Computations, 3rd ed., sections
+    8.3 and 5.4.5). Complex: 4x."""
+    known = flops(op, dtype, n, nrhs)
+    if known is not None:
+        return known
+    scale = 4.0 if dtype.startswith("complex") else 1.0
+    n3 = float(n) ** 3
+    per_op = {"lu_solve": 2.0 * n3 / 3.0 + 2.0 * n * n * nrhs, "syevd": 9.0 * n3,
+              "syevd_values": 4.0 * n3 / 3.0, "eigvals": 4.0 * n3 / 3.0, "gesvd": 22.0 * n3}
+    if op not in per_op:
+        raise ValueError(f"no operation count for {op!r}")
+    return scale * per_op[op]

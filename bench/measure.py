@@ -245,26 +245,39 @@ def _qr_residual(a, q, r, c, anorm):
     return jnp.where(upper, jnp.maximum(r1, r2), jnp.inf)
 
 
+def _host(x: jax.Array) -> np.ndarray:
+    """x on the host: the whole array, or, where it spans other processes'
+    devices (one process per GPU), this process's first shard (a replicated
+    scalar or status is whole there)."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    return np.asarray(x.addressable_shards[0].data)
+
+
+def _scalar(x: jax.Array) -> float:
+    return float(_host(x))
+
+
 def _residual(op: str, a: jax.Array, b: jax.Array | None, out: Any, anorm: jax.Array,
               key: jax.Array, mesh: Mesh) -> float:
     """The relative residual of one result (module docstring)."""
     if op in ("potrs", "lu_solve", "lstsq"):  # lstsq: a square, nonsingular A
-        return float(_potrs_residual(a, b, out, anorm))
+        return _scalar(_potrs_residual(a, b, out, anorm))
     if op == "eigvals":
-        return float(_eigvals_residual(a, out, anorm))
+        return _scalar(_eigvals_residual(a, out, anorm))
     probe = inputs.replicated_normal(key, (a.shape[0], PROBES), a.dtype, mesh)
     if op == "potri":
-        return float(_potri_residual(a, out, probe, anorm))
+        return _scalar(_potri_residual(a, out, probe, anorm))
     if op == "gesvd":
-        return float(_gesvd_residual(a, *out, probe))
+        return _scalar(_gesvd_residual(a, *out, probe))
     if op == "polar":
-        return float(_polar_residual(a, *out, probe, anorm))
+        return _scalar(_polar_residual(a, *out, probe, anorm))
     if op == "qr":
-        return float(_qr_residual(a, *out, probe, anorm))
+        return _scalar(_qr_residual(a, *out, probe, anorm))
     if op == "eigh_gen":
-        return float(_eigh_gen_residual(a, b, *out, probe))
+        return _scalar(_eigh_gen_residual(a, b, *out, probe))
     w, vecs = out
-    return float(_syevd_residual(a, w, vecs, probe))
+    return _scalar(_syevd_residual(a, w, vecs, probe))
 
 
 def jaxmg_fn(op: str, tile: int, mesh: Mesh) -> Callable[..., Any]:
@@ -393,7 +406,7 @@ def measure(op: str, dtype: str, n: int, mesh: Mesh, fn: Callable[..., Any], see
         out, status = jax.block_until_ready(compiled(a, b))
         times.append(time.perf_counter() - t0)
         res = _residual(op, a, b, out, anorm, jax.random.fold_in(key, 100 + i), mesh)
-        bad_status = status is not None and int(np.max(np.asarray(status))) != 0
+        bad_status = status is not None and int(np.max(_host(status))) != 0
         del out, status
         if bad_status:
             m.status = "FAIL"
