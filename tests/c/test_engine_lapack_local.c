@@ -3,8 +3,7 @@
  * of A (jmg_local_matrix) on 1 x P, R x C and R x 1 grids, ragged parts
  * included (N not a multiple of the blocks). LAPACK is the system's
  * (liblapack.so.3, opened here and registered like SciPy's in Python); where
- * it is absent the tests say so and check nothing. Runs last (tests.def):
- * the registration is global. */
+ * it is absent the tests say so and check nothing. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -21,12 +20,11 @@
 
 #define MAX_RANKS 8
 
+/* Registers the routines each time: the runner forgets them between tests. */
 static int have_lapack(void) {
-  static int state = -1;
   static const char *const names[] = {"dpotrf", "dpotrs", "dpotri",
                                       "dsyevd", "dgetrf", "dgetrs"};
-  if (state < 0) state = jmg_test_lapack_register(names, 6);
-  return state;
+  return jmg_test_lapack_register(names, 6);
 }
 
 typedef enum { OP_POTRS, OP_POTRI, OP_SYEVD, OP_LU_T } ll_op;

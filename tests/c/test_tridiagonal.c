@@ -7,9 +7,7 @@
  * equal blocks, clusters wider than a boundary's window) with small chunks
  * forced; a failing sink stops the solver with its error. LAPACK is the
  * system's (liblapack.so.3, registered like SciPy's in Python); where it is
- * absent the tests say so and check nothing. The first test must run before the
- * others register dsterf, dstemr, dstebz and dstein (tests.def order:
- * registration is global). */
+ * absent the tests say so and check nothing. */
 #include <dlfcn.h>
 #include <float.h>
 #include <limits.h>
@@ -24,11 +22,10 @@
 #include "test.h"
 #include "test_lapack.h"
 
+/* Registers the routines each time: the runner forgets them between tests. */
 static int have_lapack(void) {
-  static int state = -1;
   static const char *const names[] = {"dsterf", "dstemr", "dstebz", "dstein"};
-  if (state < 0) state = jmg_test_lapack_register(names, 4);
-  return state;
+  return jmg_test_lapack_register(names, 4);
 }
 
 /* What the sink saw: the vectors' real parts (n x n), how often each
@@ -218,7 +215,7 @@ static int random_t(int64_t n, uint64_t seed, double **d, double **e) {
   return 0;
 }
 
-/* Must run before any test registers dsterf or dstemr (tests.def order). */
+/* The runner forgets every LAPACK routine before each test. */
 TEST(tridiagonal_without_lapack_names_the_missing_routine) {
   double d[2] = {1.0, 2.0}, e[1] = {0.5}, w[2];
   int info = 0;
