@@ -457,13 +457,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def plan_lanes(platform: str, engines: list[str], gpus: list[int], ndev: int) -> list[Lane]:
+def plan_lanes(platform: str, engines: list[str], gpus: list[int], ndev: int,
+               mpmd_gpus: list[int] | None = None) -> list[Lane]:
     """JAX on one device first, then each engine on the most devices, then on
-    fewer (a budget that runs out drops the one-GPU lanes first)."""
+    fewer (a budget that runs out drops the one-GPU lanes first); the
+    one-process-per-device engine on mpmd_gpus (default: gpus)."""
     lanes = [Lane(JAX, 1, weight=1.5)]
-    for k in sorted({g for g in gpus if g <= ndev}, reverse=True):
+    mpmd_gpus = gpus if mpmd_gpus is None else mpmd_gpus
+    for k in sorted({g for g in gpus + mpmd_gpus if g <= ndev}, reverse=True):
         for spec in ENGINES[platform]:
-            if spec.name in engines:
+            if spec.name in engines and k in (mpmd_gpus if spec.mpmd else gpus):
                 lanes.append(Lane(spec, k))
     return lanes
 
@@ -746,8 +749,9 @@ def _commit() -> str:
         return "unknown"
 
 
-def main(args: argparse.Namespace, argv: list[str]) -> int:
-    t0 = time.time()
+def gpu_probe(args: argparse.Namespace) -> dict[str, Any]:
+    """probe's answer from a process of its own (the parent never touches
+    a GPU: a worker after it gets all the memory)."""
     raw_probe = subprocess.run([sys.executable, str(HERE / "scaling.py"), "--probe",
                                 "--platform", args.platform], capture_output=True, text=True,
                                timeout=args.startup_timeout_s, cwd=HERE.parent)
@@ -755,7 +759,29 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     if raw_probe.returncode != 0 or not line:
         print(raw_probe.stdout[-3000:] + raw_probe.stderr[-3000:])
         raise SystemExit("scaling.py: the probe process failed")
-    info = json.loads(line[-1][len(MARK):])
+    return json.loads(line[-1][len(MARK):])
+
+
+def cpu_info() -> dict[str, Any]:
+    """probe's answer for CPU devices, without starting JAX: the workers
+    make their own devices (4, or one per process)."""
+    from importlib import metadata
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "?"
+
+    return {"devices": 4, "kind": "cpu", "platform": "cpu", "bytes_limit": None,
+            "jax": version("jax"), "jaxlib": version("jaxlib"), "jaxmg": version("jaxmg"),
+            "jaxmg_path": "", "cusolvermp": [False, "CPU devices"],
+            "python": sys.version.split()[0]}
+
+
+def main(args: argparse.Namespace, argv: list[str]) -> int:
+    t0 = time.time()
+    info = cpu_info() if args.platform == "cpu" else gpu_probe(args)
     if args.out is None:
         date = datetime.date.today().isoformat()
         args.out = (args.out_root or HERE / "results") / f"{date}-{machine_name(info)}-scaling"
@@ -780,7 +806,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         f"{info['jaxmg']} ({info['jaxmg_path']}), cuSOLVERMp {info['cusolvermp']}, "
         f"budget {args.budget_s:g} s, results in {out}")
     results = Results(out / "results.csv", args.peak_tflops)
-    lanes = plan_lanes(args.platform, args.engines, args.gpus, info["devices"])
+    lanes = plan_lanes(args.platform, args.engines, args.gpus, info["devices"], args.mpmd_gpus)
     todo = plan_cases(args.ops, args.sizes)
     hard_end = t0 + args.budget_s
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -825,6 +851,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--gpus", type=_csv(int), default=[1, 2, 4],
                    help="device counts (sub-meshes of the first k devices; those above "
                    "the machine's are left out)")
+    p.add_argument("--mpmd-gpus", type=_csv(int), default=None,
+                   help="device counts for the one-process-per-device engine (default: "
+                   "--gpus)")
     p.add_argument("--engines", type=_csv(str), default=None,
                    help="engine columns (default: the platform's four)")
     p.add_argument("--budget-s", type=float, default=330.0,
