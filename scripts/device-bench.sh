@@ -8,6 +8,16 @@
 #   scripts/device-bench.sh OUT/bench --ops potrs --n 65536 --tiles 1024 --gpus 4
 #   scripts/device-bench.sh OUT/largest --largest           # the largest float32 potrs
 #   scripts/device-bench.sh OUT/engines --engines --budget-s 400   # bench/engines.py
+#   scripts/device-bench.sh OUT/scaling --scaling --budget-s 330   # bench/scaling.py
+#
+# With --scaling first, bench/scaling.py runs (issue 37's scaling sweep:
+# every op, N doubling from 8192, on 1, 2 and 4 GPUs, every engine, beside
+# one-GPU JAX); its results go to RESULTS_DIR/<date>-<machine>-scaling/,
+# the folder to copy to bench/results/. On 2 GPUs, about 8 minutes in all
+# (build included), with the cuSOLVERMp wheel carried in .whl/:
+#   JAXMG_BENCH_TIMEOUT=380 scripts/device-bench.sh $OUT/scaling --scaling --budget-s 330
+# The wheels in .whl/ (cuSOLVERMp's) are installed for every mode
+# (jaxmg_carried_wheels in scripts/device-lib.sh).
 #
 # With --engines first, bench/engines.py runs instead of bench/run.py (every
 # engine side by side on all GPUs; the rest of the arguments are its own) and
@@ -49,16 +59,20 @@ commit="${JAXMG_COMMIT:-$(git -C "$jaxmg_root" rev-parse HEAD 2>/dev/null || tru
 cat "$results/meta.txt"
 
 engines=0
+scaling=0
 [ "$1" = --engines ] && { engines=1; shift; }
+[ "$1" = --scaling ] && { scaling=1; shift; }
 if [ "${JAXMG_SKIP_BUILD:-0}" = 1 ] && [ -d "$jaxmg_site/jaxmg" ] &&
-   { [ "$engines" = 1 ] || [ -x "$ceiling" ]; }; then
+   { [ "$engines" = 1 ] || [ "$scaling" = 1 ] || [ -x "$ceiling" ]; }; then
   echo "== reusing the build in $jaxmg_site"
   jaxmg_use_site
 else
   jaxmg_build "$raw" || { echo "device-bench: build failed"; exit 1; }
-  [ "$engines" = 1 ] || jaxmg_build_ceiling "$ceiling" "$raw/ceiling-build.log" ||
+  [ "$engines" = 1 ] || [ "$scaling" = 1 ] ||
+    jaxmg_build_ceiling "$ceiling" "$raw/ceiling-build.log" ||
     echo "device-bench: no ceiling binary; the benchmark runs without its column"
 fi
+jaxmg_carried_wheels "$raw"
 
 cd "$jaxmg_root" || exit 1
 if [ "$engines" = 1 ]; then
@@ -66,6 +80,17 @@ if [ "$engines" = 1 ]; then
   # SIGTERM first: engines.py then writes the table and CSV of what it measured.
   timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/engines.py "$results" "$@" \
     2>&1 | tee "$raw/engines.log"
+  status="${PIPESTATUS[0]}"
+  echo "device-bench: exit $status; results in $results"
+  exit "$status"
+fi
+if [ "$scaling" = 1 ]; then
+  echo "== scaling: bench/scaling.py --out-root $results $*"
+  # SIGTERM first: scaling.py then writes the table, plots and README of
+  # what it measured (results.csv is written row by row).
+  JAXMG_SCALING_COMMAND="scripts/device-bench.sh $results --scaling $*" \
+    timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/scaling.py \
+    --out-root "$results" "$@" 2>&1 | tee "$raw/scaling.log"
   status="${PIPESTATUS[0]}"
   echo "device-bench: exit $status; results in $results"
   exit "$status"

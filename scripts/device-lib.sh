@@ -46,6 +46,25 @@ jaxmg_use_site() {
   export PYTHONPATH="$jaxmg_site${PYTHONPATH:+:$PYTHONPATH}"
 }
 
+# jaxmg_carried_wheels LOGDIR: the wheels carried with the call in .whl/
+# (cuSOLVERMp's, nvidia_cusolvermp_cu13-*.whl: the GPU machine has none and
+# no network), installed into $jaxmg_site-extra and put on PYTHONPATH after
+# jaxmg, where jaxmg looks for libcusolverMp. Nothing when .whl/ is absent
+# (the cuSOLVERMp engine then says it is not available).
+jaxmg_carried_wheels() {
+  local logdir="$1" extra="$jaxmg_site-extra"
+  compgen -G "$jaxmg_root/.whl/*.whl" >/dev/null || { echo "== no carried wheels (.whl/)"; return 0; }
+  echo "== carried wheels: $(cd "$jaxmg_root/.whl" && echo *.whl)"
+  rm -rf "$extra"
+  if "$jaxmg_python" -m pip install -q --no-index --no-deps --no-compile --target "$extra" \
+       "$jaxmg_root"/.whl/*.whl >"$logdir/wheels.log" 2>&1; then
+    export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$extra"
+  else
+    tail -n 20 "$logdir/wheels.log"
+    echo "carried wheels not installed (log: $logdir/wheels.log)"
+  fi
+}
+
 # jaxmg_build_ceiling BINARY LOGFILE: the engine's ceiling (bench/ceiling/),
 # plain C11 against the CUDA toolkit, warnings as errors.
 jaxmg_build_ceiling() {
