@@ -5,7 +5,7 @@ in_specs, return_status, pad; the ctx form called on the local shards
 inside the caller's shard_map, its status of shape (1,)) and 1.x's
 ``matrix_specs`` alias and ``donate``. The work is sygvd's core
 (jaxmg._src.core.sygvd), which runs the C library's op ``sygvd`` on every
-engine that has it (README, "Engines").
+engine that has it (docs/guides/engines.md).
 
 ``jax.scipy.linalg.eigh(a, b)`` is JAX's name for this problem (which it
 refuses: "Only the b=None case of eigh is implemented"); SciPy's

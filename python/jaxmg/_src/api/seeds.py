@@ -54,8 +54,8 @@ def potrs(
         even tiles of at most 2048 (padding fewer rows than tiles), as
         measured on 4 H200s (see ``jaxmg._src._checks.default_tile``),
         narrower where the engine that runs the call needs it. A T_A that no
-        engine can take raises ValueError, naming the limit (README,
-        "Engines"). On one GPU the default engine (cuSOLVERDn) holds the whole
+        engine can take raises ValueError, naming the limit
+        (docs/guides/engines.md). On one GPU the default engine (cuSOLVERDn) holds the whole
         matrix and uses T_A only for padding.
       mesh: the device mesh; may be omitted with in_specs when ``a`` carries a
         NamedSharding (they are read from it), or when ``a`` is a host or

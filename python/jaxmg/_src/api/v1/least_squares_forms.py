@@ -120,7 +120,7 @@ def least_squares(
     Memory: A and Q share A's buffer where A is donated (else XLA copies
     A); each device holds R (N x N) whole for the solve, and the engine's
     own (LAPACK on CPU devices, cuSOLVERDn: a transposed copy of A on the
-    GPU that runs it, see README).
+    GPU that runs it: docs/guides/memory.md).
     """
     op = "least_squares"
     specs = _specs(op, in_specs, matrix_specs)
