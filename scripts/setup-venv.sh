@@ -3,7 +3,8 @@
 # examples and tests need on a machine without a GPU: JAX for CPU, SciPy (its
 # LAPACK serves jaxmg's CPU engine), pytest, matplotlib (the benchmark's
 # plots, tested on CPU), NetKet (its distributed solvers are tested on jaxmg:
-# tests/python/test_netket.py) and the build tools; then builds
+# tests/python/test_netket.py), the documentation site's tools (MkDocs) and
+# the build tools; then builds
 # and installs jaxmg itself. Sourced by run-example.sh and test.sh.
 #
 # JAXMG_VENV (default .venv) and JAXMG_JAX_SPEC (default: the newest jax
@@ -34,7 +35,9 @@ if ! command -v cc >/dev/null 2>&1; then
     sudo apt-get update -qq && sudo apt-get install -y -qq gcc; fi
 fi
 "$venv/bin/python" -m pip install -q --upgrade pip
-extra=("netket>=3.23")
+# NetKet, and the documentation site's tools (scripts/docs.sh builds the site
+# with them; docs/requirements.txt), in the main environment only.
+extra=("netket>=3.23" -r "$root/docs/requirements.txt")
 [ -n "${JAXMG_JAX_SPEC:-}" ] && extra=()
 # pytest below 9.2: 9.2.0 keeps a node's id where pytest-xdist 3.8's
 # --dist loadgroup cannot mark it, and the groups are then ignored (checked

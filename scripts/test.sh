@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Sets everything up (see setup-venv.sh), then runs the whole test suite:
 #   1. the C unit tests, built plainly and under AddressSanitizer + UBSan;
-#   2. the Python tests on 4 CPU devices (GPU tests skip without GPUs), with
-#      the newest jax installable here (.venv);
-#   3. a subset of them with the oldest jax jaxmg claims (.venv-jaxmin).
+#   2. the documentation site (scripts/docs.sh, warnings are errors);
+#   3. the Python tests on 4 CPU devices (GPU tests skip without GPUs), with
+#      the newest jax installable here (.venv), the docs' examples among them
+#      (tests/python/test_docs_examples.py);
+#   4. a subset of them with the oldest jax jaxmg claims (.venv-jaxmin).
 # Exits non-zero if anything fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +25,15 @@ for variant in plain sanitize; do
     cat "$build.log"; echo "C build ($variant) failed"; status=1
   fi
 done
+# The documentation site, before the Python tests (whose summary closes the
+# output); its Python examples run with them (tests/python/test_docs_examples.py).
+echo "== Documentation site (scripts/docs.sh, warnings are errors)"
+mkdir -p "$root/build"
+if "$root/scripts/docs.sh" >"$root/build/docs.log" 2>&1; then
+  tail -n 1 "$root/build/docs.log"
+else
+  cat "$root/build/docs.log"; echo "documentation build failed"; status=1
+fi
 # pytest-xdist: one worker per core, at most 4 (each holds a JAX process of
 # about 4 GB); one pytest process keeps one core busy (tracing and XLA's
 # compiles), so two workers take the suite's time near half on CI's two
