@@ -54,10 +54,11 @@ devices, then fewer), run by a worker process (a job of k for the
 one-process-per-GPU engine) that measures its cases from the cheapest to
 the dearest (REF_S, scaled by N^3) and reports each on a line of its
 stdout; only one lane holds the GPUs at a time, so each has all their
-memory. Each lane gets its share of what is left of --budget-s (what a lane
+memory. Each lane gets its share of what is left of --budget-s (JAX's lane
+1.5 parts, an engine on one of several GPUs 0.6, the others 1; what a lane
 leaves goes to the next); inside it a case is skipped ("skipped: budget")
-when its predicted time (the same op's smaller N, scaled by N^3) does not
-fit what is left of the share, and ("skipped: memory") when its matrices
+when its predicted time (the same op's smaller N, scaled by N^3; on GPUs,
+for an op's first N, REF_S) does not fit what is left of the share, and ("skipped: memory") when its matrices
 would not fit (bench/one_gpu.py's rules). A case that runs past
 --case-timeout-s, or whose worker dies, is killed with its worker; its row
 says so, the lane's larger N of that op are skipped, and a fresh worker goes
@@ -275,6 +276,8 @@ def worker(args: argparse.Namespace) -> int:
         per_device = 1 if is_jax else args.gpus
         need = one_gpu.COPIES[mop] * float(n) * n * np.dtype(DTYPE).itemsize / per_device
         guess = predict(times, op, n, args.repeats)
+        if guess is None and args.platform == "gpu":  # the first N of an op
+            guess = (args.repeats + 1) * REF_S[op] * (n / 32768) ** 3
         why = stopped.get(op) or one_gpu.skip_reason(need, limit, args.deadline - time.time(),
                                                      guess)
         if mpmd:  # every process must take process 0's decision
@@ -467,7 +470,8 @@ def plan_lanes(platform: str, engines: list[str], gpus: list[int], ndev: int,
     for k in sorted({g for g in gpus + mpmd_gpus if g <= ndev}, reverse=True):
         for spec in ENGINES[platform]:
             if spec.name in engines and k in (mpmd_gpus if spec.mpmd else gpus):
-                lanes.append(Lane(spec, k))
+                # One GPU matters less (its default is JAX's cuSOLVERDn).
+                lanes.append(Lane(spec, k, weight=0.6 if k == 1 and ndev > 1 else 1.0))
     return lanes
 
 
@@ -812,7 +816,8 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     interrupted = False
     try:
-        for i, lane in enumerate(lanes):
+        work = []
+        for lane in lanes:  # the rows known before anything runs, first
             mine = []
             for c in todo:
                 why = static_reason(lane, c["n"], info)
@@ -820,9 +825,10 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
                     results.add(lane, {**c, "status": why}, 0.0)
                 else:
                     mine.append(c)
-            if not mine:
-                continue
-            weights = sum(ln.weight for ln in lanes[i:])
+            if mine:
+                work.append((lane, mine))
+        for i, (lane, mine) in enumerate(work):
+            weights = sum(ln.weight for ln, _ in work[i:])
             share = max(hard_end - time.time(), 0.0) * lane.weight / weights
             log(f"lane {lane.label}: {len(mine)} case(s), {share:.0f} s")
             run_lane(lane, mine, share, hard_end, args, raw, results, log)
