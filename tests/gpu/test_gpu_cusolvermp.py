@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import pathlib
 import subprocess
 import sys
 import textwrap
@@ -37,11 +36,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
-
 import jaxmg_testing as jt  # noqa: E402
-from mpmd_launch import assert_all_passed, report_outputs, run_job  # noqa: E402
-
+from mpmd_launch import ROWS_PER_PROCESS, assert_all_passed, report_outputs, run_job  # noqa: E402
 
 from gpu_env import gpu_devices  # noqa: E402
 
@@ -375,18 +371,23 @@ def test_missing_library_is_an_error_naming_the_extra():
 # --- several GPUs (skipped below 2 / 4) -------------------------------------------
 
 
-def _every_op(mesh: Mesh, n: int, T_A: int, dtype, seed: int) -> dict[str, np.ndarray]:
+def _every_op(mesh: Mesh, n: int, T_A: int, dtype, seed: int,
+              eig: bool = True) -> dict[str, np.ndarray]:
+    """Every op's results (``eig``: syevd's too, its eigenvectors checked by
+    their residual and orthogonality)."""
     rng = np.random.default_rng(seed)
     a = jt.make_hpd(rng, n, dtype)
     h = jt.make_hermitian(rng, n, dtype)
     g = (jt.make_general(rng, n, dtype) + 3 * np.sqrt(n) * np.eye(n)).astype(dtype)
     b = jt.make_rhs(rng, n, 3, dtype)
     x, logdet = jaxmg.potrs(_on(mesh, a), b, T_A, mesh, SPECS, return_logdet=True)
-    w, v = jaxmg.syevd(_on(mesh, h), T_A, mesh, ROWS)
     out = {"potrs": x, "logdet": logdet, "potri": jaxmg.potri(_on(mesh, a), T_A, mesh, ROWS),
-           "syevd": w, "lu_solve": jaxmg.lu_solve(_on(mesh, g), b, T_A, mesh, SPECS)}
-    assert jt.eig_residual(h, w, v) < jt.tol(dtype, n)
-    assert jt.orthogonality(v) < jt.tol(dtype, n) * np.sqrt(n)
+           "lu_solve": jaxmg.lu_solve(_on(mesh, g), b, T_A, mesh, SPECS)}
+    if eig:
+        w, v = jaxmg.syevd(_on(mesh, h), T_A, mesh, ROWS)
+        assert jt.eig_residual(h, w, v) < jt.tol(dtype, n)
+        assert jt.orthogonality(v) < jt.tol(dtype, n) * np.sqrt(n)
+        out["syevd"] = w
     return {k: np.asarray(val) for k, val in out.items()}
 
 
@@ -395,23 +396,65 @@ def _every_op(mesh: Mesh, n: int, T_A: int, dtype, seed: int) -> dict[str, np.nd
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("dtype", jt.DTYPES, ids=jt.DTYPE_IDS)
 def test_one_process_several_gpus_matches_the_default_engine(monkeypatch, k, dtype, size):
-    """"tiles": several tiles per GPU; "tiny": the MPMD test's sizes (N = 4 k,
-    T_A = 2, tests/python/mpmd_worker.py's "all"), in one process, so that a
-    failure of the MPMD test is told apart from cuSOLVERMp on tiny blocks
-    over several ranks."""
+    """"tiles": several tiles per GPU; "tiny": 4 rows a GPU in tiles of 2, in
+    one process, so that a failure of the MPMD tests is told apart from
+    cuSOLVERMp on tiny blocks over several ranks. Its eigensolver is refused
+    there (test_eigensolver_below_its_bound_is_refused_and_the_gpus_stay_usable)."""
     if len(GPUS) < k:
         pytest.skip(f"needs {k} GPUs")
     mesh = _mesh(k)
     n, T_A = (128 * k + 64 * k, 64) if size == "tiles" else (4 * k, 2)
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")
-    got = _every_op(mesh, n, T_A, dtype, seed)
+    got = _every_op(mesh, n, T_A, dtype, seed, eig=size == "tiles")
     monkeypatch.delenv("JAXMG_ENGINE")
-    want = _every_op(mesh, n, T_A, dtype, seed)
+    want = _every_op(mesh, n, T_A, dtype, seed, eig=size == "tiles")
     for op in got:
         scale = max(np.abs(want[op]).max(), 1.0)
         err = np.abs(got[op] - want[op]).max() / scale
         assert err < jt.tol(dtype, n) * 10, (op, err)
+
+
+@needs_mp
+@pytest.mark.parametrize("k", [2, 4])
+def test_eigensolver_below_its_bound_is_refused_and_the_gpus_stay_usable(k):
+    """cuSOLVERMp 0.8's eigensolver on several GPUs gave wrong eigenpairs with
+    status 0, or CUSOLVER_STATUS_INTERNAL_ERROR after which every CUDA call of
+    the process failed, below 8 rows a GPU (scripts/sweep-cusolvermp.py;
+    engine/cusolvermp/context.c, mp_supports). Each of the sweep's failing
+    cases (and sygvd, which runs the same solver) is refused before anything
+    runs, naming the bound and what to pass; then syevd and eigh_generalized
+    at the bound, and potrs, run right in the same process."""
+    if len(GPUS) < k:
+        pytest.skip(f"needs {k} GPUs")
+    mesh = _mesh(k)
+    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    for dtype in jt.DTYPES:
+        for n, T_A in ((2 * k, 1), (2 * k, 2), (4 * k, 1), (4 * k, 2), (4 * k, 4)):
+            h = jt.make_hermitian(rng, n, dtype)
+            with pytest.raises(ValueError, match=rf"below 8 rows a GPU.*use N >= {8 * k}"):
+                jaxmg.syevd(_on(mesh, h), T_A, mesh, ROWS)
+            with pytest.raises(ValueError, match=rf"below 8 rows a GPU.*use N >= {8 * k}"):
+                jaxmg.syevd(_on(mesh, h), T_A, mesh, ROWS, return_eigenvectors=False)
+        b = jt.make_hpd(rng, 4 * k, dtype)
+        with pytest.raises(ValueError, match=r"below 8 rows a GPU"):
+            jaxmg.eigh_generalized(_on(mesh, h), _on(mesh, b), 2, mesh, (P("x", None),) * 2)
+    for dtype in jt.DTYPES:
+        n = 8 * k
+        h = jt.make_hermitian(rng, n, dtype)
+        w, v = jaxmg.syevd(_on(mesh, h), 2, mesh, ROWS)
+        assert jt.eig_residual(h, np.asarray(w), np.asarray(v)) < jt.tol(dtype, n)
+        assert jt.orthogonality(np.asarray(v)) < jt.tol(dtype, n) * np.sqrt(n)
+        b = jt.make_hpd(rng, n, dtype)
+        w = np.asarray(jaxmg.eigh_generalized(_on(mesh, h), _on(mesh, b), 2, mesh,
+                                              (P("x", None),) * 2)[0])
+        import scipy.linalg
+
+        want = scipy.linalg.eigh(jt.to_ref(h), jt.to_ref(b), eigvals_only=True)
+        assert np.abs(w - want).max() < jt.tol(dtype, n) * max(np.abs(want).max(), 1.0)
+        a, rhs = jt.make_hpd(rng, n, dtype), jt.make_rhs(rng, n, 2, dtype)
+        x = np.asarray(jaxmg.potrs(_on(mesh, a), rhs, 2, mesh, SPECS))
+        assert jt.solve_backward_error(a, x, rhs) < jt.tol(dtype, n)
 
 
 @needs_mp
@@ -434,7 +477,7 @@ def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, m
     report_outputs(results, nproc, expect=15)
     assert_all_passed(results, nproc, expect=15)
     monkeypatch.delenv("JAXMG_ENGINE")
-    n = 4 * nproc
+    n = ROWS_PER_PROCESS * nproc
     mesh = _mesh(nproc)
     for op in ("potrs", "potri", "syevd"):
         for dtype in jt.DTYPES:

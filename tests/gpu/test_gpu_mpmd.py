@@ -12,16 +12,12 @@ with JAXMG_TEST_PLATFORM=cuda."""
 from __future__ import annotations
 
 import ast
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
-
 import jaxmg_testing as jt  # noqa: E402
-from mpmd_launch import (assert_all_passed, assert_killed_job, finish_job, run_example, run_job,  # noqa: E402
+from mpmd_launch import (ROWS_PER_PROCESS, assert_all_passed, assert_killed_job, finish_job, run_example, run_job,  # noqa: E402
                          start_job)
 
 
@@ -58,7 +54,7 @@ def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, tmp_path):
     results = run_job("all", nproc, platform="cuda", timeout_s=120.0, bound_s=550.0,
                       extra_env={"JAXMG_TEST_OUT": str(tmp_path)})
     assert_all_passed(results, nproc, expect=15)
-    n = 4 * nproc
+    n = ROWS_PER_PROCESS * nproc
     for op in ("potrs", "potri", "syevd"):
         for dtype in jt.DTYPES:
             ref = spmd_result(op, dtype, n, nproc, gpus)

@@ -16,6 +16,12 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 WORKER = HERE / "mpmd_worker.py"
 
+# The rows of A each process holds in the jobs' every-op cases: the fewest
+# that cuSOLVERMp's eigensolver takes on several GPUs (it fails inside the
+# library below 8 rows a GPU: engine/cusolvermp/context.c, mp_supports), so
+# that the same cases run on CPU devices (lapack-local) and GPUs.
+ROWS_PER_PROCESS = 8
+
 
 def free_port() -> int:
     with socket.socket() as s:

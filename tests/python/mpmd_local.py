@@ -33,6 +33,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 import jaxmg
 import jaxmg_testing as jt
+from mpmd_launch import ROWS_PER_PROCESS
 
 DTYPES = dict(zip(jt.DTYPE_IDS, jt.DTYPES))
 
@@ -74,9 +75,9 @@ def layouts(nproc: int) -> dict[str, tuple[tuple[int, ...], tuple[str, ...], P]]
 
 
 def sizes(nproc: int) -> dict[str, tuple[int, int]]:
-    """(N, T_A): shards of 6 rows in tiles of 2 (exact), or of 5 rows padded
-    to two tiles of 4 (padded)."""
-    return {"exact": (6 * nproc, 2), "padded": (5 * nproc, 4)}
+    """(N, T_A): shards of ROWS_PER_PROCESS rows in tiles of 2 (exact), or of
+    5 rows padded to two tiles of 4 (padded: as many rows once padded)."""
+    return {"exact": (ROWS_PER_PROCESS * nproc, 2), "padded": (5 * nproc, 4)}
 
 
 def make_mesh(shape, names) -> Mesh:
@@ -178,7 +179,7 @@ def jit_grad_vmap(mesh: Mesh, spec: P) -> None:
     """Under jit: grad of potrs (a and b), of lu_solve (its derivative is a
     transposed solve) and of syevd's eigenvalues, against jnp.linalg's; vmap
     over two matrices."""
-    n, T_A = 4 * mesh.devices.size, 2
+    n, T_A = ROWS_PER_PROCESS * mesh.devices.size, 2
     rng = np.random.default_rng(17)
     a = jt.make_hpd(rng, n, np.float64)
     g = jt.make_general(rng, n, np.float64) + 3 * np.sqrt(n) * np.eye(n)
@@ -215,7 +216,7 @@ def independent_calls(nproc: int) -> None:
     or at once, in each process; every call site has its own communicator
     over the group's connections, so they never meet."""
     mesh = Mesh(np.array(jax.devices()), ("x",))
-    n = 4 * nproc
+    n = ROWS_PER_PROCESS * nproc
     rng = np.random.default_rng(29)
     mats = [jt.make_hpd(rng, n, np.float64) * (k + 1) for k in range(3)]
     h = jt.make_hermitian(rng, n, np.float64)
@@ -242,7 +243,7 @@ def ctx_forms(nproc: int) -> None:
     the context mesh), and the seeds' inside a user's shard_map, whose
     communicator ids process 0 makes for every group (the devices of a
     group are not known there)."""
-    n = 4 * nproc
+    n = ROWS_PER_PROCESS * nproc
     rng = np.random.default_rng(23)
     a = jt.make_hpd(rng, n, np.float64)
     h = jt.make_hermitian(rng, n, np.float64)
@@ -317,7 +318,7 @@ def netket_solvers(nproc: int) -> list[tuple[str, Callable[[], None]]]:
     with 4 processes, (1, 2) with 2), against NumPy."""
     if importlib.util.find_spec("netket") is None:
         return [("netket-not-installed", lambda: None)]
-    n = 4 * nproc
+    n = ROWS_PER_PROCESS * nproc
     rng = np.random.default_rng(7)
     a = jt.make_hpd(rng, n, np.float64)
     b = jt.make_rhs(rng, n, None, np.float64)

@@ -34,6 +34,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 import jaxmg  # noqa: E402
 import jaxmg_testing as jt  # noqa: E402
 import mpmd_local  # noqa: E402
+from mpmd_launch import ROWS_PER_PROCESS  # noqa: E402
 from mpmd_local import global_array, local_blocks  # noqa: E402
 
 DTYPES = dict(zip(jt.DTYPE_IDS, jt.DTYPES))
@@ -195,7 +196,7 @@ def netket_solvers(checks: Checks) -> None:
     from jax.sharding import AxisType
 
     mesh = Mesh(np.array(jax.devices()), ("S",), axis_types=(AxisType.Auto,))
-    n = 4 * len(jax.devices())
+    n = ROWS_PER_PROCESS * len(jax.devices())
     rng = np.random.default_rng(7)
     a = jt.make_hpd(rng, n, np.float64)
     b = jt.make_rhs(rng, n, None, np.float64)
@@ -313,7 +314,8 @@ def scenario(name: str, checks: Checks, me: int) -> None:
     devices = np.array(jax.devices())
     if name == "all":
         mesh = Mesh(devices, ("x",))
-        every_op_and_dtype(mesh, P("x", None), checks, jt.DTYPE_IDS, n=4 * len(devices))
+        every_op_and_dtype(mesh, P("x", None), checks, jt.DTYPE_IDS,
+                           n=ROWS_PER_PROCESS * len(devices))
         two_independent_calls(mesh, checks)
         status_on_failure(mesh, checks)
         shardmap_ctx(mesh, checks)

@@ -31,6 +31,9 @@
 #include "layout/local.h"
 
 #define MP_MAX_GPUS 64
+/* The fewest rows of A a rank may hold in a call of cuSOLVERMp's
+ * eigensolver on several ranks (mp_supports says why). */
+#define MP_EIG_MIN_ROWS 8
 
 typedef struct mp_grid_entry {
   jmg_comm *comm;
@@ -643,6 +646,25 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   if (mp_one_gpu_problem(p))
     return jmg_cusolverdn_engine.supports(&jmg_cusolverdn_engine, p, why,
                                           why_len);
+  /* cuSOLVERMp 0.8's eigensolver on several ranks (syevd; sygvd runs it
+   * after its reduction) fails inside the library for the smallest
+   * problems: on 2 GPUs every N <= 8 (4 rows a rank), whatever the blocks,
+   * gave wrong eigenpairs with status 0 or CUSOLVER_STATUS_INTERNAL_ERROR,
+   * after which every CUDA call of the process failed; every N from 16 to
+   * 512 with every block was right (scripts/sweep-cusolvermp.py,
+   * docs/gpu-runs/2026-11-27-s15-h200x2/). The bound is set per rank, so
+   * that more ranks are held to as many rows each; 4 ranks are unswept. */
+  if ((strcmp(p->op, "syevd") == 0 || strcmp(p->op, "sygvd") == 0) &&
+      p->n < MP_EIG_MIN_ROWS * (int64_t)p->nparts) {
+    snprintf(why, why_len,
+             "its eigensolver fails inside cuSOLVERMp below %d rows a GPU "
+             "(N=%lld on %d GPUs: wrong eigenpairs, or an internal error "
+             "that leaves the GPUs unusable); use N >= %lld, fewer GPUs or "
+             "another engine",
+             MP_EIG_MIN_ROWS, (long long)p->n, p->nparts,
+             (long long)MP_EIG_MIN_ROWS * p->nparts);
+    return 0;
+  }
   /* qr moves each rank's rows of A between Aᵀ and A with cuBLAS geam,
    * whose sizes are ints (qr.c). */
   const int64_t part = jmg_problem_rows(p) / p->nparts;
