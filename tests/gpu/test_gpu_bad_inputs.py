@@ -12,8 +12,6 @@ engines that take that group). Skipped without GPUs (conftest)."""
 from __future__ import annotations
 
 import os
-import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -21,8 +19,6 @@ import pytest
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 from jax.sharding import Mesh  # noqa: E402
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 
 import bad_inputs as bi  # noqa: E402
 import jaxmg_testing as jt  # noqa: E402

@@ -4,9 +4,6 @@ test_inferred_layout.py, smaller). Skipped without GPUs."""
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
@@ -16,7 +13,6 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 
-
 from gpu_env import gpu_devices  # noqa: E402
 
 GPUS = gpu_devices()
@@ -24,18 +20,14 @@ pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 import jaxmg_testing as jt  # noqa: E402
 
 SPEC = (P("x", None),)
 
 
 def _hpd(n, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, n))
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.standard_normal((n, n))
-    return (x @ x.conj().T / n + np.eye(n)).astype(dtype)
+    """jt.make_hpd with its own generator."""
+    return jt.make_hpd(np.random.default_rng(seed), n, dtype)
 
 
 def _separated(n, dtype, seed=0):

@@ -22,17 +22,10 @@ GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402
+import jaxmg_testing as jt  # noqa: E402
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SPECS = (P("x", None), P(None, None))
-
-
-def _hpd(rng, n: int, dtype) -> np.ndarray:
-    r = rng.standard_normal((n, n))
-    if np.issubdtype(dtype, np.complexfloating):
-        r = r + 1j * rng.standard_normal((n, n))
-    h = (r + r.conj().T) / 2
-    return (h + 3.0 * np.sqrt(n) * np.eye(n)).astype(dtype)
 
 
 def _mesh() -> Mesh:
@@ -55,7 +48,7 @@ def test_logdet_on_one_gpu_against_numpy(engine, dtype, monkeypatch):
     rng = np.random.default_rng(16)
     rtol = 1e-4 if np.finfo(dtype).bits <= 32 else 1e-11
     for n, tile in ((777, 128), (1024, None)):  # 128: several tiles, padded
-        a = _hpd(rng, n, dtype)
+        a = jt.make_hpd(rng, n, dtype)
         b = rng.standard_normal((n, 2)).astype(dtype)
         want = np.linalg.slogdet(a.astype(np.complex128))[1]
         x, logdet, status = jaxmg.potrs(_on(mesh, a), b, tile, mesh, SPECS,
@@ -75,7 +68,7 @@ def test_logdet_gradient_on_one_gpu(monkeypatch):
     monkeypatch.delenv("JAXMG_ENGINE", raising=False)
     mesh = _mesh()
     rng = np.random.default_rng(17)
-    a = _hpd(rng, 256, np.complex128)
+    a = jt.make_hpd(rng, 256, np.complex128)
     b = np.ones((256, 1), np.complex128)
     ours = jax.grad(lambda a: jaxmg.potrs(a, b, 64, mesh, SPECS, return_logdet=True)[1])(
         _on(mesh, a))

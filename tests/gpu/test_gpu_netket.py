@@ -4,15 +4,11 @@ Auto, set with jax.sharding.set_mesh), its solvers called unchanged, eagerly
 and under jit, against NumPy; nan_fallback; a short VMC_SR run. Skipped
 without GPUs or without netket."""
 
-import pathlib
-import sys
-
 import jax
 import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 import jaxmg_testing as jt  # noqa: E402
 
 nk = pytest.importorskip("netket")

@@ -27,6 +27,7 @@ GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
 
 import jaxmg  # noqa: E402
+import jaxmg_testing as jt  # noqa: E402
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 EPS = {np.float32: 1.2e-7, np.float64: 2.2e-16, np.complex64: 1.2e-7, np.complex128: 2.2e-16}
@@ -44,16 +45,6 @@ def _wide(dtype):
 
 def _tol(dtype, n: int) -> float:
     return 50 * EPS[dtype] * np.sqrt(n)
-
-
-def _hpd_host(rng, n: int, dtype) -> np.ndarray:
-    """A well-conditioned Hermitian positive definite matrix, not symmetric
-    in its real and imaginary parts alone (so that a conjugation error shows)."""
-    r = rng.standard_normal((n, n))
-    if np.issubdtype(dtype, np.complexfloating):
-        r = r + 1j * rng.standard_normal((n, n))
-    h = (r + r.conj().T) / 2
-    return (h + 3.0 * np.sqrt(n) * np.eye(n)).astype(dtype)
 
 
 def _on(mesh: Mesh, a: np.ndarray) -> jax.Array:
@@ -119,7 +110,7 @@ def test_every_op_through_cusolverdn_on_one_gpu(dtype, capfd, monkeypatch):
     mesh = _mesh(GPUS[:1])
     rng = np.random.default_rng(18)
     for n, tile in ((1000, None), (777, 128), (1024, 2048)):
-        a = _hpd_host(rng, n, dtype)
+        a = jt.make_hpd(rng, n, dtype)
         b = rng.standard_normal((n, 3)).astype(dtype)
         x = jaxmg.potrs(_on(mesh, a), b, tile, mesh, SPECS)
         _check_potrs_np(a, b, x, dtype)
@@ -146,7 +137,7 @@ def test_not_positive_definite_on_one_gpu_gives_status_and_nan(dtype, monkeypatc
     inv, s = jaxmg.potri(_on(mesh, a), None, mesh, ROWS, return_status=True)
     assert int(s) == k + 1 and bool(jnp.all(jnp.isnan(inv)))
     # And the next call on the same GPU is right again.
-    good = _hpd_host(np.random.default_rng(1), n, dtype)
+    good = jt.make_hpd(np.random.default_rng(1), n, dtype)
     _check_potri_np(good, jaxmg.potri(_on(mesh, good), None, mesh, ROWS), dtype)
 
 
@@ -159,7 +150,7 @@ def test_cusolvermg_and_the_default_agree_on_one_gpu(dtype, capfd, monkeypatch):
     mesh = _mesh(GPUS[:1])
     rng = np.random.default_rng(7)
     n = 1536
-    a = _hpd_host(rng, n, dtype)
+    a = jt.make_hpd(rng, n, dtype)
     b = rng.standard_normal((n, 2)).astype(dtype)
     monkeypatch.setenv("JAXMG_TRACE", "1")
     out = {}
@@ -198,7 +189,7 @@ def test_every_op_with_t_a_left_out(per_gpu, engine, monkeypatch):
     mesh = _mesh(GPUS)
     n = per_gpu * len(GPUS)
     rng = np.random.default_rng(per_gpu)
-    a = _hpd_host(rng, n, np.float64)
+    a = jt.make_hpd(rng, n, np.float64)
     b = rng.standard_normal((n, 2))
     _check_potrs_np(a, b, jaxmg.potrs(_on(mesh, a), b, mesh=mesh, in_specs=SPECS), np.float64)
     _check_potri_np(a, jaxmg.potri(_on(mesh, a), mesh=mesh, in_specs=ROWS), np.float64)
@@ -211,7 +202,7 @@ def test_every_op_with_t_a_left_out(per_gpu, engine, monkeypatch):
 @pytest.mark.timeout(300)
 def test_explicit_t_a_an_engine_cannot_take_is_a_value_error(monkeypatch):
     mesh = _mesh(GPUS[:1])
-    a = _on(mesh, _hpd_host(np.random.default_rng(3), 4096, np.float64))
+    a = _on(mesh, jt.make_hpd(np.random.default_rng(3), 4096, np.float64))
     monkeypatch.setenv("JAXMG_ENGINE", "cusolvermg")
     with pytest.raises(ValueError, match="T_A=2048.*1024"):
         jaxmg.syevd(a, 2048, mesh, ROWS)

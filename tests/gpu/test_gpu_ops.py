@@ -46,7 +46,9 @@ def _wide(dtype):
 def _random_hpd(key, n: int, dtype, mesh: Mesh) -> jax.Array:
     """A well-conditioned random Hermitian positive definite matrix, generated
     row-sharded on the GPUs: (R + R^H)/2 shifted by 3 sigma sqrt(n) (a random
-    symmetric matrix's spectral norm is about 2 sigma sqrt(n))."""
+    symmetric matrix's spectral norm is about 2 sigma sqrt(n)). Not
+    jaxmg_testing.make_hpd: these matrices reach N = 65536 (32 GiB), made on
+    the GPUs where a host-made one would take minutes and the host's memory."""
     sharding = NamedSharding(mesh, P("x", None))
 
     @jax.jit

@@ -18,7 +18,6 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import jaxmg
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 import jaxmg_testing as jt  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)

@@ -19,8 +19,6 @@ Skipped without GPUs (conftest)."""
 
 from __future__ import annotations
 
-import pathlib
-import sys
 import time
 
 import numpy as np
@@ -32,8 +30,6 @@ import jax.numpy as jnp  # noqa: E402
 import scipy.linalg  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
 
 import jaxmg_testing as jt  # noqa: E402
 from gpu_env import gpu_devices  # noqa: E402
