@@ -15,7 +15,7 @@
 #include "engine/lapack/table.h"
 #include "exec/join.h"
 #include "exec/leader.h"
-#include "mem/mem.h"
+#include "host_leader.h"
 #include "ops/ops.h"
 #include "test.h"
 
@@ -573,10 +573,7 @@ typedef struct post {
 } post;
 
 static void set_scalar(post *p, const char *name, int64_t value) {
-  const jmg_op_desc *op = &jmg_gesvd_op;
-  for (int i = 0; i < op->nscalars; ++i)
-    if (strcmp(op->scalars[i].name, name) == 0)
-      *jmg_op_scalar_slot(&op->scalars[i], &p->io.io) = value;
+  *op_scalar_named(&jmg_gesvd_op, &p->io.io, name) = value;
 }
 
 /* Runs gesvd's leader steps with the LAPACK engine over ndev shards of the
@@ -617,15 +614,7 @@ static void run_op(post *p, int ndev, jmg_dtype t, const cplx *A, int m, int n,
     *jmg_op_buf_slot(jmg_op_buffer(op, 3), io) = p[d].vh;
     posts[d] = io;
   }
-  jmg_op_call call;
-  memset(&call, 0, sizeof call);
-  call.op = op;
-  call.engine = &jmg_lapack_engine;
-  call.mem = jmg_host_mem();
-  jmg_config_read(&call.config);
-  jmg_error_clear(err);
-  *rc = jmg_op_check_local(op, posts[0], ndev, err);
-  if (*rc == 0) *rc = jmg_leader_run(&call, posts, ndev, err);
+  *rc = host_leader_run(op, posts, ndev, err);
 }
 
 static void free_posts(post *p, int ndev) {
@@ -749,11 +738,7 @@ TEST(gesvd_op_outputs_of_the_wrong_shape_are_an_error) {
     posts[d] = &p[d].io.io;
   }
   jmg_op_call call;
-  memset(&call, 0, sizeof call);
-  call.op = op;
-  call.engine = &jmg_lapack_engine;
-  call.mem = jmg_host_mem();
-  jmg_config_read(&call.config);
+  host_leader_call(&call, op);
   jmg_error_clear(&err);
   const int first_rc = rc;
   rc = jmg_leader_run(&call, posts, P, &err);

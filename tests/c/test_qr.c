@@ -17,8 +17,7 @@
 #include "engine/lapack/lapack.h"
 #include "engine/lapack/table.h"
 #include "exec/join.h"
-#include "exec/leader.h"
-#include "mem/mem.h"
+#include "host_leader.h"
 #include "ops/ops.h"
 #include "test.h"
 
@@ -158,10 +157,7 @@ typedef struct post {
 } post;
 
 static void set_scalar(post *p, const char *name, int64_t value) {
-  const jmg_op_desc *op = &jmg_qr_op;
-  for (int i = 0; i < op->nscalars; ++i)
-    if (strcmp(op->scalars[i].name, name) == 0)
-      *jmg_op_scalar_slot(&op->scalars[i], &p->io.io) = value;
+  *op_scalar_named(&jmg_qr_op, &p->io.io, name) = value;
 }
 
 /* qr's leader steps with the LAPACK engine over ndev shards of the m x n
@@ -192,15 +188,7 @@ static int run_op(post *p, int ndev, jmg_dtype t, const cplx *A, int m, int n,
     *jmg_op_buf_slot(jmg_op_buffer(op, 1), io) = p[d].r;
     posts[d] = io;
   }
-  jmg_op_call call;
-  memset(&call, 0, sizeof call);
-  call.op = op;
-  call.engine = &jmg_lapack_engine;
-  call.mem = jmg_host_mem();
-  jmg_config_read(&call.config);
-  jmg_error_clear(err);
-  int rc = jmg_op_check_local(op, posts[0], ndev, err);
-  if (rc == 0) rc = jmg_leader_run(&call, posts, ndev, err);
+  int rc = host_leader_run(op, posts, ndev, err);
   return rc;
 }
 

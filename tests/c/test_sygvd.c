@@ -14,11 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/lapack/lapack.h"
 #include "engine/lapack/table.h"
 #include "exec/join.h"
-#include "exec/leader.h"
-#include "mem/mem.h"
+#include "host_leader.h"
 #include "ops/ops.h"
 #include "test.h"
 #include "test_lapack.h"
@@ -60,13 +58,6 @@ typedef struct post {
   int32_t status;
 } post;
 
-static const jmg_op_buf *buf_named(const char *name) {
-  const jmg_op_desc *op = &jmg_sygvd_op;
-  for (int i = 0; i < op->nbufs; ++i)
-    if (strcmp(op->bufs[i].name, name) == 0) return &op->bufs[i];
-  abort();
-}
-
 /* Runs sygvd's leader steps with the LAPACK engine over ndev shards of the
  * n x n symmetric A and B (row-major, float64); fills the posts. */
 static int run_op(post *p, int ndev, int n, int tile, int want_vectors,
@@ -96,19 +87,11 @@ static int run_op(post *p, int ndev, int n, int tile, int want_vectors,
     io->status = &p[d].status;
     p[d].status = -99;
     *jmg_op_scalar_slot(&op->scalars[0], io) = want_vectors;
-    *jmg_op_buf_slot(buf_named("B"), io) = p[d].b;
-    *jmg_op_buf_slot(buf_named("W"), io) = p[d].w;
+    *jmg_op_buf_slot(op_buf_named(op, "B"), io) = p[d].b;
+    *jmg_op_buf_slot(op_buf_named(op, "W"), io) = p[d].w;
     posts[d] = io;
   }
-  jmg_op_call call;
-  memset(&call, 0, sizeof call);
-  call.op = op;
-  call.engine = &jmg_lapack_engine;
-  call.mem = jmg_host_mem();
-  jmg_config_read(&call.config);
-  jmg_error_clear(err);
-  int rc = jmg_op_check_local(op, posts[0], ndev, err);
-  if (rc == 0) rc = jmg_leader_run(&call, posts, ndev, err);
+  int rc = host_leader_run(op, posts, ndev, err);
   return rc;
 }
 
