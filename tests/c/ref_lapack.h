@@ -2,8 +2,8 @@
  * SciPy's place (engine/lapack/table.h): Cholesky (potrf, potrs, potri),
  * unblocked and plain, lower triangle, column-major, Fortran-style pointer
  * arguments; and the element access they compute with, every dtype in
- * double complex. The routines of one op only (getrf, gesdd, geqrf) live in
- * that op's test file. */
+ * double complex (the other op files use it too). The routines of one op
+ * only (getrf, gesdd, geqrf) live in that op's test file. */
 #ifndef JMG_TESTS_REF_LAPACK_H
 #define JMG_TESTS_REF_LAPACK_H
 

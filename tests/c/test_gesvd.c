@@ -17,6 +17,7 @@
 #include "exec/leader.h"
 #include "host_leader.h"
 #include "ops/ops.h"
+#include "ref_lapack.h"
 #include "test.h"
 
 /* ---- a reference gesdd ---------------------------------------------------*/
@@ -377,16 +378,6 @@ static int check_svd(const cplx *a, int m, int n, const double *known,
   return 1;
 }
 
-static double complex load(jmg_dtype t, const void *p, size_t i) {
-  return t == JMG_C128 ? ((const cplx *)p)[i] : (cplx)((const double *)p)[i];
-}
-static void store(jmg_dtype t, void *p, size_t i, cplx v) {
-  if (t == JMG_C128)
-    ((cplx *)p)[i] = v;
-  else
-    ((double *)p)[i] = creal(v);
-}
-
 /* ---- the description -------------------------------------------------------*/
 
 TEST(gesvd_desc_optional_results_move_the_ones_after_them) {
@@ -478,7 +469,7 @@ static void check_lapack(jmg_dtype t, int ndev, int m, int n, int full,
     vsh[d] = malloc((size_t)(vr / ndev) * n * es);
     if (!shards[d] || !ush[d] || !vsh[d]) abort();
     for (size_t i = 0; i < (size_t)lc * n; ++i)
-      store(t, shards[d], i, A[(size_t)d * lc * n + i]);
+      ref_store(t, shards[d], i, A[(size_t)d * lc * n + i]);
   }
   jmg_dist_matrix a = {.ndev = ndev, .n = n, .tile = lc, .local_cols = lc,
                        .dtype = t, .data = shards, .device_ctx = ctx};
@@ -500,9 +491,9 @@ static void check_lapack(jmg_dtype t, int ndev, int m, int n, int full,
   if (!U || !V) abort();
   for (int d = 0; d < ndev; ++d) {
     for (size_t i = 0; i < (size_t)lc * uc; ++i)
-      U[(size_t)d * lc * uc + i] = load(t, ush[d], i);
+      U[(size_t)d * lc * uc + i] = ref_load(t, ush[d], i);
     for (size_t i = 0; i < (size_t)(vr / ndev) * n; ++i)
-      V[(size_t)d * (vr / ndev) * n + i] = load(t, vsh[d], i);
+      V[(size_t)d * (vr / ndev) * n + i] = ref_load(t, vsh[d], i);
   }
   if (rc != 0)
     snprintf(why, sizeof why, "failed: %s", err.msg);
@@ -598,7 +589,7 @@ static void run_op(post *p, int ndev, jmg_dtype t, const cplx *A, int m, int n,
     p[d].vh = want_vh ? malloc((size_t)vr * n * es) : NULL;
     if (!p[d].a || !p[d].s || (want_u && !p[d].u) || (want_vh && !p[d].vh)) abort();
     for (size_t i = 0; i < (size_t)lc * n; ++i)
-      store(t, p[d].a, i, A[(size_t)d * lc * n + i]);
+      ref_store(t, p[d].a, i, A[(size_t)d * lc * n + i]);
     io->a = p[d].a;
     io->status = &p[d].status;
     p[d].status = -99;
@@ -644,9 +635,9 @@ static void check_op(jmg_dtype t, int ndev, int m, int n, int full, int want_u,
   if (!U || !V || !s) abort();
   for (int d = 0; rc == 0 && d < ndev; ++d) {
     for (size_t i = 0; want_u && i < (size_t)lc * uc; ++i)
-      U[(size_t)d * lc * uc + i] = load(t, p[d].u, i);
+      U[(size_t)d * lc * uc + i] = ref_load(t, p[d].u, i);
     for (size_t i = 0; want_vh && i < (size_t)(vr / ndev) * n; ++i)
-      V[(size_t)d * (vr / ndev) * n + i] = load(t, p[d].vh, i);
+      V[(size_t)d * (vr / ndev) * n + i] = ref_load(t, p[d].vh, i);
     if (p[d].status != 0 && !why[0])
       snprintf(why, sizeof why, "shard %d: status %d", d, (int)p[d].status);
     if (memcmp(p[d].s, p[0].s, (size_t)k * sizeof(double)) && !why[0])
