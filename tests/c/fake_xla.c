@@ -11,7 +11,7 @@
 #include "test.h"
 #include "test_clock.h"
 
-/* ---- the runtime ---------------------------------------------------------- */
+/* ---- the runtime --------------------------------------------------------- */
 
 /* XLA's error and execution context are opaque to handlers: here they are
  * ours. */
@@ -23,6 +23,10 @@ struct XLA_FFI_Error {
 static atomic_int g_errors_live;     /* created and not yet destroyed */
 static atomic_int g_bad_struct_size; /* an API call got a wrong struct_size */
 static atomic_int g_run_id_calls;
+
+int fake_xla_errors_live(void) { return atomic_load(&g_errors_live); }
+int fake_xla_bad_struct_size(void) { return atomic_load(&g_bad_struct_size); }
+int fake_xla_run_id_calls(void) { return atomic_load(&g_run_id_calls); }
 
 static XLA_FFI_Error *fake_error_create(XLA_FFI_Error_Create_Args *args) {
   if (args->struct_size != XLA_FFI_Error_Create_Args_STRUCT_SIZE)
@@ -184,11 +188,9 @@ int64_t fresh_run_id(void) {
 
 /* Every test that calls a handler bounds the rendezvous: a mistake that made
  * a participant wait would cost 5 s, not 300. */
-void bound_rendezvous(void) {
-  setenv("JAXMG_RENDEZVOUS_TIMEOUT", "5", 1);
-}
+void bound_rendezvous(void) { setenv("JAXMG_RENDEZVOUS_TIMEOUT", "5", 1); }
 
-/* ---- call frames ----------------------------------------------------------- */
+/* ---- call frames --------------------------------------------------------- */
 
 const char fake_xla_names[] = "T_Amesh_idwant_vectors#";
 
@@ -289,7 +291,7 @@ void fb_attr_i64(frame_builder *f, const char *name, size_t len,
   fb_attr_scalar(f, name, len, XLA_FFI_DataType_S64, value);
 }
 
-/* ---- calling handlers ------------------------------------------------------ */
+/* ---- calling handlers ---------------------------------------------------- */
 
 void expect_rejected(const char *label, XLA_FFI_Handler *handler,
                      frame_builder *f, XLA_FFI_Error_Code code,
@@ -322,7 +324,3 @@ void run_calls(ffi_call *calls, int n) {
     if (pthread_create(&th[i], NULL, ffi_call_main, &calls[i]) != 0) abort();
   for (int i = 0; i < n; ++i) pthread_join(th[i], NULL);
 }
-
-int fake_xla_errors_live(void) { return atomic_load(&g_errors_live); }
-int fake_xla_bad_struct_size(void) { return atomic_load(&g_bad_struct_size); }
-int fake_xla_run_id_calls(void) { return atomic_load(&g_run_id_calls); }

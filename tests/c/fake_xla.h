@@ -18,7 +18,7 @@ XLA_FFI_Error *jaxmg_syevd_cpu(XLA_FFI_CallFrame *frame);
 XLA_FFI_Error *jaxmg_lu_solve_cpu(XLA_FFI_CallFrame *frame);
 int jaxmg_cpu_register_lapack(const char *name, void *fn);
 
-/* ---- the runtime ---------------------------------------------------------- */
+/* ---- the runtime --------------------------------------------------------- */
 
 /* Our stand-in for XLA's opaque execution context (its tag differs between
  * header versions, so it is reached through void pointers). */
@@ -61,7 +61,7 @@ int64_t fresh_run_id(void);
  * a participant wait would cost 5 s, not 300. */
 void bound_rendezvous(void);
 
-/* ---- call frames ----------------------------------------------------------- */
+/* ---- call frames --------------------------------------------------------- */
 
 /* Attribute names the way XLA passes them: byte spans into storage with no
  * NUL after each name, so code that used strcmp/strlen on them would fail. */
@@ -107,10 +107,9 @@ void fb_attr(frame_builder *f, const char *name, size_t len,
  * according to dtype, at the start of an aligned int64). */
 XLA_FFI_Scalar *fb_attr_scalar(frame_builder *f, const char *name, size_t len,
                                XLA_FFI_DataType dtype, int64_t value);
-void fb_attr_i64(frame_builder *f, const char *name, size_t len,
-                 int64_t value);
+void fb_attr_i64(frame_builder *f, const char *name, size_t len, int64_t value);
 
-/* ---- calling handlers ------------------------------------------------------ */
+/* ---- calling handlers ---------------------------------------------------- */
 
 /* Calls handler on f and checks that it fails promptly with code and a
  * message containing says. Asserts: check jmg_test_failed after calling. */

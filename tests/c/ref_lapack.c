@@ -129,7 +129,7 @@ void register_reference_lapack(void) {
     abort();
 }
 
-/* ---- every dtype, computed in double complex ------------------------------ */
+/* ---- every dtype, computed in double complex ----------------------------- */
 
 void ref_potrf(jmg_dtype t, char *uplo, int *n, void *a, int *lda, int *info) {
   const int N = *n, ld = *lda;
@@ -168,7 +168,8 @@ void ref_potrs(jmg_dtype t, char *uplo, int *n, int *nrhs, void *a, int *lda,
     const size_t off = (size_t)r * (size_t)ldB;
     for (int i = 0; i < N; ++i) { /* L y = b */
       double complex s = ref_load(t, b, off + (size_t)i);
-      for (int k = 0; k < i; ++k) s -= L(i, k) * ref_load(t, b, off + (size_t)k);
+      for (int k = 0; k < i; ++k)
+        s -= L(i, k) * ref_load(t, b, off + (size_t)k);
       ref_store(t, b, off + (size_t)i, s / L(i, i));
     }
     for (int i = N - 1; i >= 0; --i) { /* L^H x = y */
@@ -181,14 +182,14 @@ void ref_potrs(jmg_dtype t, char *uplo, int *n, int *nrhs, void *a, int *lda,
 #undef L
 }
 
-#define REF_CHOL(p, T)                                                      \
-  static void ref_##p##potrf_any(char *uplo, int *n, void *a, int *lda,     \
-                                 int *info) {                               \
-    ref_potrf(T, uplo, n, a, lda, info);                                    \
-  }                                                                         \
-  static void ref_##p##potrs_any(char *uplo, int *n, int *nrhs, void *a,    \
-                                 int *lda, void *b, int *ldb, int *info) {  \
-    ref_potrs(T, uplo, n, nrhs, a, lda, b, ldb, info);                      \
+#define REF_CHOL(p, T)                                                     \
+  static void ref_##p##potrf_any(char *uplo, int *n, void *a, int *lda,    \
+                                 int *info) {                              \
+    ref_potrf(T, uplo, n, a, lda, info);                                   \
+  }                                                                        \
+  static void ref_##p##potrs_any(char *uplo, int *n, int *nrhs, void *a,   \
+                                 int *lda, void *b, int *ldb, int *info) { \
+    ref_potrs(T, uplo, n, nrhs, a, lda, b, ldb, info);                     \
   }
 REF_CHOL(s, JMG_F32)
 REF_CHOL(c, JMG_C64)

@@ -22,8 +22,7 @@
 #include "test.h"
 #include "test_clock.h"
 
-/* ---- metadata
- * ---------------------------------------------------------------- */
+/* ---- metadata ------------------------------------------------------------ */
 
 /* The metadata query's extension, built through ffi/xla_compat.h's mirror of
  * the extension node (XLA renames the node's type between header versions).
@@ -101,8 +100,7 @@ TEST(ffi_handlers_answer_metadata_query) {
   CHECK_EQ(fake_xla_bad_struct_size(), 0);
 }
 
-/* ---- decoding helpers -------------------------------------------------------
- */
+/* ---- decoding helpers ---------------------------------------------------- */
 
 TEST(ffi_check_counts) {
   frame_builder f;
@@ -230,7 +228,8 @@ TEST(ffi_attr_i64_finds_unterminated_names) {
   /* Sorted by name as XLA passes them; none of the three names is followed
    * by a NUL, and "mesh" is a prefix of "mesh_id". */
   fb_attr_scalar(&f, NAME_T_A, XLA_FFI_DataType_S32, -7);
-  fb_attr_scalar(&f, fake_xla_names + 3, 4, XLA_FFI_DataType_S64, 999); /* "mesh" */
+  fb_attr_scalar(&f, fake_xla_names + 3, 4, /* "mesh" */
+                 XLA_FFI_DataType_S64, 999);
   fb_attr_scalar(&f, NAME_MESH_ID, XLA_FFI_DataType_S64, (int64_t)1 << 40 | 5);
   fb_attr_scalar(&f, NAME_WANT_VECTORS, XLA_FFI_DataType_PRED, 1);
   jmg_error err;
@@ -285,9 +284,9 @@ TEST(ffi_attr_i64_finds_unterminated_names) {
            0);
   CHECK_EQ(n, 2);
   CHECK(data == arr_data);
-  CHECK_EQ(jmg_ffi_attr_i64_array(&f.frame, "syevd", "mesh_id", &data, &n,
-                                  &err),
-           -JMG_EINVAL);
+  CHECK_EQ(
+      jmg_ffi_attr_i64_array(&f.frame, "syevd", "mesh_id", &data, &n, &err),
+      -JMG_EINVAL);
   CHECK_CONTAINS(err.msg, "attribute mesh_id is not an array");
   arr.dtype = XLA_FFI_DataType_S32;
   CHECK_EQ(jmg_ffi_attr_i64_array(&f.frame, "syevd", "mesh", &data, &n, &err),
@@ -440,7 +439,7 @@ TEST(ffi_multi_shard_bad_tile_or_mismatched_call_fails_everyone) {
   }
 }
 
-/* ---- the LAPACK table -------------------------------------------------------- */
+/* ---- the LAPACK table ---------------------------------------------------- */
 
 TEST(ffi_lapack_register_rejects_unknown_names) {
   CHECK_EQ(jmg_lapack_register("dgesvd", (void *)ref_potrf), -JMG_EINVAL);
@@ -453,7 +452,7 @@ TEST(ffi_lapack_register_rejects_unknown_names) {
   CHECK(jmg_lapack_routines_for(JMG_C128)->syevd == NULL);
 }
 
-/* ---- the local model's plan -------------------------------------------- */
+/* ---- the local model's plan ---------------------------------------------- */
 
 /* A local-model engine and a platform around it, for the plan's checks: its
  * routine and its communicator must never be reached (the plan stops
@@ -480,9 +479,8 @@ static int never_open(const void *id, int rank, int ranks, void *device_ctx,
   atomic_fetch_add(&g_local_reached, 1);
   return jmg_error_set(err, JMG_EINTERNAL, op, "test", "opened");
 }
-static const jmg_comm_ops g_never_comm = {.name = "never",
-                                          .id_bytes = 128,
-                                          .open = never_open};
+static const jmg_comm_ops g_never_comm = {
+    .name = "never", .id_bytes = 128, .open = never_open};
 static const jmg_comm_ops *never_comm(void) { return &g_never_comm; }
 
 static int host_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
@@ -491,8 +489,7 @@ static int host_read_shard(XLA_FFI_CallFrame *frame, const void *buf,
   memcpy(out, buf, sizeof *out);
   return 0;
 }
-static int no_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
-                         jmg_error *err) {
+static int no_device_ctx(XLA_FFI_CallFrame *frame, void **ctx, jmg_error *err) {
   (void)frame, (void)err;
   *ctx = NULL;
   return 0;
@@ -558,13 +555,25 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
     int64_t grid_rows; /* 0: no attribute */
     const char *says[3];
   } cases[] = {
-      {"no communicator", NULL, &comm_id, 0,
+      {"no communicator",
+       NULL,
+       &comm_id,
+       0,
        {"local-test", "local model", "has no communicator"}},
-      {"no comm_id", never_comm, NULL, 0,
+      {"no comm_id",
+       never_comm,
+       NULL,
+       0,
        {"comm_id", "Python layer", "local-test"}},
-      {"short comm_id", never_comm, &short_id, 0,
+      {"short comm_id",
+       never_comm,
+       &short_id,
+       0,
        {"comm_id", "8 words", "Python layer"}},
-      {"grid rows not dividing the group", never_comm, &comm_id, 2,
+      {"grid rows not dividing the group",
+       never_comm,
+       &comm_id,
+       2,
        {"grid_rows=2", "does not divide", "1 devices"}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
@@ -613,9 +622,8 @@ TEST(ffi_local_model_plan_needs_a_communicator_and_comm_id) {
 /* A communicator of the per-call-site kind (comm/comm.h): records the id
  * it is asked to open, then refuses. */
 static unsigned char g_opened_id[JMG_COMM_ID_MAX];
-static int recording_open(const void *id, int rank, int ranks,
-                          void *device_ctx, jmg_comm **out, const char *op,
-                          jmg_error *err) {
+static int recording_open(const void *id, int rank, int ranks, void *device_ctx,
+                          jmg_comm **out, const char *op, jmg_error *err) {
   (void)rank, (void)ranks, (void)device_ctx, (void)out;
   memcpy(g_opened_id, id, JMG_COMM_ID_MAX);
   return jmg_error_set(err, JMG_EINTERNAL, op, "test", "opened");
@@ -647,7 +655,8 @@ TEST(ffi_local_model_opens_one_communicator_per_call_site_where_asked) {
     fb_attr(&f, NAME_L_COMM_ID, XLA_FFI_AttrType_ARRAY, &comm_id);
     fb_attr_i64(&f, NAME_L_MESH_ID, 5);
     memset(g_opened_id, 0, sizeof g_opened_id);
-    xla_result r = take_error(jmg_ffi_handle(&f.frame, &platform, &jmg_potri_op));
+    xla_result r =
+        take_error(jmg_ffi_handle(&f.frame, &platform, &jmg_potri_op));
     CHECK(r.is_error);
     CHECK_CONTAINS(r.msg, "opened");
     memcpy(seen[c], g_opened_id, JMG_COMM_ID_MAX);

@@ -59,7 +59,8 @@ TEST(ffi_lu_solve_without_lapack_names_dgetrf) {
  * (engine/lapack/table.h), computed in double complex: plain, unblocked, with
  * LAPACK's conventions (1-based pivots, the first exactly zero pivot in info
  * and the factorization carried on). getrs refuses trans 'C', which jaxmg
- * must never ask for (ops/lu_solve.c). */static double cabs1(double complex v) {
+ * must never ask for (ops/lu_solve.c). */
+static double cabs1(double complex v) {
   return fabs(creal(v)) + fabs(cimag(v));
 }
 
@@ -200,10 +201,11 @@ static double complex *lu_matrix(jmg_dtype t, int64_t n, uint64_t seed,
 
 /* Runs nparts lu_solve participants over A (double complex, row-major) and
  * right-hand sides B (nrhs x n, row r = rhs r, both as stored in t). */
-static typed_call *run_lu_calls(int nparts, jmg_dtype t, int64_t n, int64_t tile,
-                                int64_t trans, const double complex *A,
-                             const double complex *B, int64_t nrhs,
-                             int64_t mesh_id) {
+static typed_call *run_lu_calls(int nparts, jmg_dtype t, int64_t n,
+                                int64_t tile, int64_t trans,
+                                const double complex *A,
+                                const double complex *B, int64_t nrhs,
+                                int64_t mesh_id) {
   const size_t es = jmg_dtype_size(t);
   const int64_t lc = n / nparts;
   const int64_t run_id = fresh_run_id();
@@ -347,7 +349,7 @@ TEST(ffi_lu_solve_singular_gives_first_zero_pivot_and_nan) {
       double complex *A = lu_matrix((jmg_dtype)t, N, 77, 2);
       double complex *B = lu_matrix((jmg_dtype)t, N, 78, -1);
       typed_call *s = run_lu_calls(P, (jmg_dtype)t, N, 1, trans, A, B, NRHS,
-                                620 + 2 * t + trans);
+                                   620 + 2 * t + trans);
       char what[1200] = "";
       for (int d = 0; d < P && !what[0]; ++d) {
         if (s[d].call.result.is_error)

@@ -15,7 +15,7 @@
 #include "ref_lapack.h"
 #include "test.h"
 
-/* ---- rejected frames ---------------------------------------------------------- */
+/* ---- rejected frames ----------------------------------------------------- */
 
 TEST(ffi_potri_rejects_bad_frames_promptly) {
   bound_rendezvous();
@@ -71,7 +71,7 @@ TEST(ffi_potri_rejects_bad_frames_promptly) {
   CHECK_EQ(status, -1);
 }
 
-/* ---- with LAPACK -------------------------------------------------------------- */
+/* ---- with LAPACK --------------------------------------------------------- */
 
 /* Runs a potri over nparts threads; checks that every shard gets back its
  * own rows of inv(A), in A's own layout, both triangles. Asserts. */

@@ -20,7 +20,7 @@
 #include "test.h"
 #include "test_clock.h"
 
-/* ---- rejected frames ---------------------------------------------------------- */
+/* ---- rejected frames ----------------------------------------------------- */
 
 TEST(ffi_potrs_rejects_bad_frames_promptly) {
   bound_rendezvous();
@@ -147,7 +147,7 @@ TEST(ffi_potrs_rejects_bad_frames_promptly) {
   CHECK_EQ(status, -1); /* never written */
 }
 
-/* ---- without LAPACK, then with the reference ---------------------------------- */
+/* ---- without LAPACK, then with the reference ----------------------------- */
 
 /* The runner forgets every LAPACK routine before each test. */
 TEST(ffi_potrs_without_lapack_names_dpotrf) {
@@ -350,7 +350,7 @@ TEST(ffi_potrs_nonfinite_a_gives_status_minus_one_and_nan) {
   if (what[0]) TEST_FAIL_AT("%s", what);
 }
 
-/* ---- the log-determinant (want_logdet) ------------------------------------- */
+/* ---- the log-determinant (want_logdet) ----------------------------------- */
 
 static const char k_want_logdet[] = "want_logdet#";
 
@@ -358,9 +358,9 @@ static const char k_want_logdet[] = "want_logdet#";
  * attrs T_A, mesh_id, want_logdet. */
 static void build_potrs_logdet(frame_builder *f, int64_t run_id,
                                int64_t mesh_id, int64_t tile, jmg_dtype t,
-                               void *a, int64_t lc, int64_t n, void *b,
-                               void *x, int64_t nrhs, void *logdet,
-                               int32_t *shard, int32_t *status) {
+                               void *a, int64_t lc, int64_t n, void *b, void *x,
+                               int64_t nrhs, void *logdet, int32_t *shard,
+                               int32_t *status) {
   const XLA_FFI_DataType dt = k_xla_types[t];
   fb_init(f, fake_xla_api(), run_id);
   fb_arg(f, dt, a, 2, lc, n);
@@ -368,10 +368,10 @@ static void build_potrs_logdet(frame_builder *f, int64_t run_id,
   fb_arg(f, XLA_FFI_DataType_S32, shard, 0, 0, 0);
   fb_ret(f, dt, a, 2, lc, n);
   fb_ret(f, dt, x, 2, nrhs, n);
-  fb_ret(f,
-         jmg_dtype_real_size(t) == 4 ? XLA_FFI_DataType_F32
-                                     : XLA_FFI_DataType_F64,
-         logdet, 0, 0, 0);
+  fb_ret(
+      f,
+      jmg_dtype_real_size(t) == 4 ? XLA_FFI_DataType_F32 : XLA_FFI_DataType_F64,
+      logdet, 0, 0, 0);
   fb_ret(f, XLA_FFI_DataType_S32, status, 0, 0, 0);
   fb_attr_i64(f, NAME_T_A, tile);
   fb_attr_i64(f, NAME_MESH_ID, mesh_id);
@@ -387,8 +387,8 @@ static double complex *hpd_matrix(jmg_dtype t, int64_t n, int bad_minor) {
   if (A == NULL || tmp == NULL) abort();
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      double complex e = 1.0 / (double)(1 + i + j) +
-                         (i == j ? (double)n + (double)i : 0.0);
+      double complex e =
+          1.0 / (double)(1 + i + j) + (i == j ? (double)n + (double)i : 0.0);
       if (jmg_dtype_is_complex(t))
         e += 0.3 * (double)(i - j) / (double)(1 + i + j) * I;
       if (bad_minor >= 1 && i == bad_minor - 1 && j == i) e = -3.0;
@@ -418,8 +418,8 @@ static double ref_logdet(const double complex *A, int64_t n) {
 /* Runs a potrs with want_logdet over nparts threads in dtype t; checks every
  * shard's status, its logdet against want (NaN: must be NaN) and, when
  * status is 0, that x solves the system closely. Asserts. */
-static void check_potrs_logdet(int nparts, jmg_dtype t, int64_t n,
-                               int64_t tile, int bad_minor, int64_t mesh_id) {
+static void check_potrs_logdet(int nparts, jmg_dtype t, int64_t n, int64_t tile,
+                               int bad_minor, int64_t mesh_id) {
   enum { NRHS = 2 };
   const size_t es = jmg_dtype_size(t);
   const int64_t lc = n / nparts;
@@ -438,11 +438,10 @@ static void check_potrs_logdet(int nparts, jmg_dtype t, int64_t n,
     if (!s[d].a || !s[d].b || !s[d].x) abort();
     for (int64_t i = 0; i < lc * n; ++i)
       ref_store(t, s[d].a, (size_t)i, A[d * lc * n + i]);
-    for (int64_t i = 0; i < NRHS * n; ++i)
-      ref_store(t, s[d].b, (size_t)i, 1.0);
+    for (int64_t i = 0; i < NRHS * n; ++i) ref_store(t, s[d].b, (size_t)i, 1.0);
     ld[d][0] = ld[d][1] = -777.0;
-    build_potrs_logdet(&s[d].f, run_id, mesh_id, tile, t, s[d].a, lc, n,
-                       s[d].b, s[d].x, NRHS, ld[d], &s[d].shard, &s[d].status);
+    build_potrs_logdet(&s[d].f, run_id, mesh_id, tile, t, s[d].a, lc, n, s[d].b,
+                       s[d].x, NRHS, ld[d], &s[d].shard, &s[d].status);
     s[d].call.handler = jaxmg_potrs_cpu;
     s[d].call.frame = &s[d].f.frame;
   }
@@ -476,8 +475,10 @@ TEST(ffi_potrs_logdet_every_dtype_with_reference_lapack) {
   register_reference_cholesky();
   for (int t = 0; t < JMG_NUM_DTYPES && !jmg_test_failed; ++t) {
     check_potrs_logdet(1, (jmg_dtype)t, 6, 2, 0, 700 + t);
-    if (!jmg_test_failed) check_potrs_logdet(4, (jmg_dtype)t, 16, 2, 0, 710 + t);
-    if (!jmg_test_failed) check_potrs_logdet(2, (jmg_dtype)t, 12, 3, 0, 720 + t);
+    if (!jmg_test_failed)
+      check_potrs_logdet(4, (jmg_dtype)t, 16, 2, 0, 710 + t);
+    if (!jmg_test_failed)
+      check_potrs_logdet(2, (jmg_dtype)t, 12, 3, 0, 720 + t);
   }
 }
 

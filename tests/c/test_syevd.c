@@ -28,7 +28,7 @@ static void build_syevd(frame_builder *f, int64_t run_id, int64_t mesh_id,
   fb_attr_scalar(f, NAME_WANT_VECTORS, XLA_FFI_DataType_PRED, 1);
 }
 
-/* ---- rejected frames ---------------------------------------------------------- */
+/* ---- rejected frames ----------------------------------------------------- */
 
 TEST(ffi_syevd_rejects_bad_frames_promptly) {
   bound_rendezvous();
@@ -98,7 +98,7 @@ TEST(ffi_syevd_rejects_bad_frames_promptly) {
   CHECK_EQ(status, -1);
 }
 
-/* ---- without LAPACK ------------------------------------------------------------ */
+/* ---- without LAPACK ------------------------------------------------------ */
 
 /* The runner forgets every LAPACK routine before each test. */
 TEST(ffi_syevd_without_lapack_names_dsyevd_and_zheevd) {
