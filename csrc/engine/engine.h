@@ -110,6 +110,7 @@ typedef struct jmg_dist_matrix {
 typedef struct jmg_local_matrix {
   int rank;                            /* this participant, 0 .. ranks-1 */
   int ranks;                           /* participants of the call */
+  int one_process; /* 1: every rank is a thread of this process (SPMD) */
   int grid_rows, grid_cols;            /* grid_rows * grid_cols == ranks */
   const struct jmg_comm_ops *comm_ops; /* the platform's (comm/comm.h) */
   struct jmg_comm *comm;               /* this rank's end, opened */

@@ -356,6 +356,7 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   } else if (rc == 0) {
     v.a.rank = v.rank;
     v.a.ranks = v.ranks;
+    v.a.one_process = call->key.pids == NULL; /* no pids: SPMD */
     v.a.comm_ops = v.comm_ops;
     v.a.comm = v.comm;
     v.a.n = io->n;

@@ -72,6 +72,18 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
     return jmg_cusolverdn_engine.leader.lu_solve(&jmg_cusolverdn_engine,
                                                  &one.view, b, nrhs, transpose,
                                                  info, err);
+  /* One process driving a grid of more than one row: cusolverMpGetrf (0.8)
+   * crashed the process there (segmentation fault, 2 H200, a 2 x 1 grid,
+   * float64, N = 192 in blocks of 32; docs/gpu-runs/2026-11-27-s15-h200x2/),
+   * where one process per GPU on the same grid ran right, and so does one
+   * process on the 1 x P line. Refused until the cause is known. */
+  if (a->one_process && a->grid_rows > 1 && a->ranks > 1)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, "lu_solve", "cuSOLVERMp",
+                         "one process driving a %d x %d grid: cusolverMpGetrf "
+                         "crashed the process there; shard A's rows over one "
+                         "mesh axis (P(axis, None)), run one process per GPU, "
+                         "or use another engine",
+                         a->grid_rows, a->grid_cols);
   mp_call c;
   mp_rhs r;
   mp_stage st;
@@ -137,10 +149,15 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
                       c.d_bytes, c.h_work, c.h_bytes, d_info);
     rc = mp_agree_factor(&c, rc, st, d_info, "cusolverMpGetrf", &f, err);
   }
-  /* The same diagonal on every rank, so the same f. */
-  if (rc == 0 && f == 0) {
+  /* The first zero pivot from U's diagonal, the same on every rank, also
+   * where getrf gave an info: on several ranks cusolverMpGetrf (0.8) gave
+   * the zero pivot's row within its block (7 for row 55 in blocks of 16;
+   * docs/gpu-runs/2026-11-27-s15-h200x2/). An info with no zero on the
+   * diagonal stays the library's. */
+  if (rc == 0) {
     rc = mp_diag(&c, m, d_diag, h_diag, err);
-    if (rc == 0) f = first_zero_pivot(&c, h_diag);
+    const int z = rc == 0 ? first_zero_pivot(&c, h_diag) : 0;
+    if (z > 0) f = z;
   }
   jmg_trace_mark("getrf");
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
