@@ -471,7 +471,7 @@ def test_donation_syevd_reuses_a(mesh, hermitian, T_A):
 
 def test_many_eager_calls_in_a_row_do_not_hang(mesh, hpd, rhs, monkeypatch):
     """Eager calls of different programs, one after the other without waiting:
-    on CPU devices jaxmg waits for each (see _shard.settle_on_cpu); without that
+    on CPU devices jaxmg waits for each (see _placement.settle_on_cpu); without that
     XLA:CPU hung after about 50 in flight on 2 cores."""
     monkeypatch.setenv("JAXMG_RENDEZVOUS_TIMEOUT", "30")
     n = 16

@@ -1,12 +1,12 @@
 """T_A against the engines' limits before anything is traced
-(_shard.choose_geometry): the C library's own choice (jaxmg_engine_check_*)
+(_geometry.choose_geometry): the C library's own choice (jaxmg_engine_check_*)
 says which engine would run; an explicit T_A no engine takes is a ValueError
 naming the reason, and a T_A left out narrows until one runs."""
 
 import numpy as np
 import pytest
 
-from jaxmg._src import _native, _shard
+from jaxmg._src import _geometry, _native
 
 
 def test_the_cpu_library_names_its_engine():
@@ -36,11 +36,11 @@ def _mg_like(platform, op, nparts, dtype, n, tile, nodes=1):
 def test_default_tile_narrows_to_what_an_engine_runs(monkeypatch, pad):
     monkeypatch.setattr(_native, "engine_check", _mg_like)
     f64 = np.dtype(np.float64)
-    g = _shard.choose_geometry("syevd", 8192, 4, f64, None, pad, not pad, "CUDA")
+    g = _geometry.choose_geometry("syevd", 8192, 4, f64, None, pad, "CUDA")
     assert g.tile == 1024 and g.rp == 2048
-    g = _shard.choose_geometry("potrs", 8192, 4, f64, None, pad, not pad, "CUDA")
+    g = _geometry.choose_geometry("potrs", 8192, 4, f64, None, pad, "CUDA")
     assert g.tile == 2048
-    g = _shard.choose_geometry("syevd", 12000, 4, f64, None, pad, not pad, "CUDA")
+    g = _geometry.choose_geometry("syevd", 12000, 4, f64, None, pad, "CUDA")
     assert g.tile <= 1024 and g.r % g.tile == 0
 
 
@@ -48,8 +48,8 @@ def test_explicit_tile_no_engine_takes_is_a_value_error(monkeypatch):
     monkeypatch.setattr(_native, "engine_check", _mg_like)
     f64 = np.dtype(np.float64)
     with pytest.raises(ValueError, match="T_A=2048 cannot run.*> 1024"):
-        _shard.choose_geometry("syevd", 8192, 4, f64, 2048, True, False, "CUDA")
-    assert _shard.choose_geometry("syevd", 8192, 4, f64, 1024, True, False, "CUDA").tile == 1024
+        _geometry.choose_geometry("syevd", 8192, 4, f64, 2048, True, "CUDA")
+    assert _geometry.choose_geometry("syevd", 8192, 4, f64, 1024, True, "CUDA").tile == 1024
 
 
 def test_the_check_takes_a_s_rows_for_an_m_x_n_a():

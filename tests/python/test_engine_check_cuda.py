@@ -2,7 +2,7 @@
 cusolverdn (one GPU), cusolverdn-gather (several GPUs, N below
 engine/gather/thresholds.c's sizes) and cusolvermg (the rest) is pure
 selection, which runs anywhere libjaxmg_cuda.so loads; and the Python layer's
-pre-trace check (_shard.choose_geometry) keeps its defaults with it.
+pre-trace check (_geometry.choose_geometry) keeps its defaults with it.
 
 Skipped where jaxmg was built without CUDA or its CUDA libraries cannot be
 loaded."""
@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from jaxmg._src import _native, _shard
+from jaxmg._src import _geometry, _native
 from jaxmg._src.core import gesvd as gesvd_core, qr as qr_core
 
 
@@ -64,13 +64,13 @@ def test_default_tile_unchanged_under_the_gather_engine(cuda):
     the gathered copy does not fit), so syevd's default T_A still narrows to
     1024 on several GPUs, and an explicit 2048 is still a ValueError."""
     f64 = np.dtype(np.float64)
-    g = _shard.choose_geometry("syevd", 8192, 4, f64, None, True, False, "CUDA")
+    g = _geometry.choose_geometry("syevd", 8192, 4, f64, None, True, "CUDA")
     assert g.tile == 1024
     assert _engine("syevd", 4, "float64", g.rp * 4, g.tile) == "cusolverdn-gather"
-    g = _shard.choose_geometry("potrs", 8192, 4, f64, None, True, False, "CUDA")
+    g = _geometry.choose_geometry("potrs", 8192, 4, f64, None, True, "CUDA")
     assert g.tile == 2048
     with pytest.raises(ValueError, match="T_A=2048 cannot run.*cusolverdn-gather.*1024"):
-        _shard.choose_geometry("syevd", 8192, 4, f64, 2048, True, False, "CUDA")
+        _geometry.choose_geometry("syevd", 8192, 4, f64, 2048, True, "CUDA")
 
 
 def test_qr_past_orgqr_s_32_bit_sizes_is_refused_before_tracing(cuda):

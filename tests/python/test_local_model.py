@@ -14,7 +14,7 @@ import jax
 from jax.sharding import Mesh, PartitionSpec as P
 
 import jaxmg
-from jaxmg._src import _checks, _mode, _native, _shard
+from jaxmg._src import _checks, _ffi_call, _geometry, _mode, _native, _placement
 from jaxmg._src.core import potrs as potrs_core
 
 
@@ -42,11 +42,11 @@ def test_the_engine_check_takes_nodes():
 def test_a_group_across_nodes_on_cpu_is_a_value_error_naming_why(T_A):
     f64 = np.dtype(np.float64)
     with pytest.raises(ValueError) as e:
-        _shard.choose_geometry("potrs", 16, 2, f64, T_A, True, False, "cpu", nodes=2)
+        _geometry.choose_geometry("potrs", 16, 2, f64, T_A, True, "cpu", nodes=2)
     text = str(e.value)
     assert "over 2 nodes" in text and "spans 2 nodes" in text, text
     assert 'pip install "jaxmg[cuda13]"' in text, text
-    g = _shard.choose_geometry("potrs", 16, 2, f64, T_A, True, False, "cpu", nodes=1)
+    g = _geometry.choose_geometry("potrs", 16, 2, f64, T_A, True, "cpu", nodes=1)
     assert g.engine == "lapack"
 
 
@@ -90,20 +90,20 @@ def test_a_call_carries_nodes_and_comm_id_as_attributes(cpu_devices):
     int64) and nodes when a Call says so, and neither otherwise."""
     mesh = Mesh(np.array(cpu_devices).reshape(2, 2), ("S", "T"))
     rows = _checks.check_specs("potrs", mesh, (P("T", None), P(None, None)), 2)
-    g = _shard.geometry("potrs", 8, 2, 4, True)
+    g = _geometry.geometry("potrs", 8, 2, 4, True)
     comm = _mode.comm_id_attr([bytes([7]) * 128, bytes([9]) * 128])
     a = np.eye(8)
     b = np.ones((8, 1))
 
     def lowered(call):
-        fn = _shard.mapped(functools.partial(potrs_core.local, call), mesh,
-                           in_specs=(rows.spec, P(None, None)),
-                           out_specs=(P(None, None), P()))
+        fn = _placement.mapped(functools.partial(potrs_core.local, call), mesh,
+                               in_specs=(rows.spec, P(None, None)),
+                               out_specs=(P(None, None), P()))
         return jax.jit(fn).lower(a, b).as_text()
 
-    plain = lowered(_shard.Call(g, rows.axes, rows.others, 1))
+    plain = lowered(_ffi_call.Call(g, rows.axes, rows.others, 1))
     assert "comm_id" not in plain and "nodes" not in plain
-    text = lowered(_shard.Call(g, rows.axes, rows.others, 1, nodes=3, comm_id=comm))
+    text = lowered(_ffi_call.Call(g, rows.axes, rows.others, 1, nodes=3, comm_id=comm))
     assert "nodes = 3 : i64" in text, text
     assert "comm_id = dense<[" in text and ": tensor<32xi64>" in text, text
     values = text.split("comm_id = dense<[")[1].split("]>")[0].split(",")
@@ -114,11 +114,11 @@ def test_the_process_grid_follows_the_two_axes_of_a_rows():
     """A's rows over two mesh axes (P(r, c) read as rows over both) run on an
     r x c grid; over one axis (or three), on the 1 x P line."""
     sizes = {"r": 2, "c": 4, "z": 3}
-    assert _shard.local_grid_rows(("r", "c"), sizes) == 2
-    assert _shard.local_grid_rows(("c", "r"), sizes) == 4
-    assert _shard.local_grid_rows(("r",), sizes) == 1
-    assert _shard.local_grid_rows(("r", "c", "z"), sizes) == 1
-    assert _shard.local_grid_rows(("r", "z"), {"r": 4, "z": 1}) == 4  # 4 x 1
+    assert _ffi_call.local_grid_rows(("r", "c"), sizes) == 2
+    assert _ffi_call.local_grid_rows(("c", "r"), sizes) == 4
+    assert _ffi_call.local_grid_rows(("r",), sizes) == 1
+    assert _ffi_call.local_grid_rows(("r", "c", "z"), sizes) == 1
+    assert _ffi_call.local_grid_rows(("r", "z"), {"r": 4, "z": 1}) == 4  # 4 x 1
 
 
 def test_a_call_carries_grid_rows_for_a_grid_of_several_rows(cpu_devices):
@@ -126,14 +126,14 @@ def test_a_call_carries_grid_rows_for_a_grid_of_several_rows(cpu_devices):
     rows, and is left out on the line (the C library's default, 1)."""
     mesh = Mesh(np.array(cpu_devices).reshape(2, 2), ("r", "c"))
     rows = _checks.check_specs("potrs", mesh, (P(("r", "c"), None), P(None, None)), 2)
-    g = _shard.geometry("potrs", 8, 4, 2, True)
+    g = _geometry.geometry("potrs", 8, 4, 2, True)
     comm = _mode.comm_id_attr([bytes([5]) * 128])
-    fn = lambda call: jax.jit(_shard.mapped(  # noqa: E731
+    fn = lambda call: jax.jit(_placement.mapped(  # noqa: E731
         functools.partial(potrs_core.local, call), mesh, in_specs=(rows.spec, P(None, None)),
         out_specs=(P(None, None), P()))).lower(np.eye(8), np.ones((8, 1))).as_text()
-    on_grid = fn(_shard.Call(g, rows.axes, rows.others, 1, comm_id=comm, grid_rows=2))
+    on_grid = fn(_ffi_call.Call(g, rows.axes, rows.others, 1, comm_id=comm, grid_rows=2))
     assert "grid_rows = 2 : i64" in on_grid, on_grid
-    assert "grid_rows" not in fn(_shard.Call(g, rows.axes, rows.others, 1, comm_id=comm))
+    assert "grid_rows" not in fn(_ffi_call.Call(g, rows.axes, rows.others, 1, comm_id=comm))
 
 
 def test_cusolvermp_availability_says_why_on_cpu():

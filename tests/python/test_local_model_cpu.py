@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 import jaxmg
-from jaxmg._src import _native, _shard
+from jaxmg._src import _geometry, _native
 import jaxmg_testing as jt
 
 ENGINE = "lapack-local"
@@ -355,8 +355,8 @@ def test_syevd_blocks_are_powers_of_two_whatever_t_a(cpu_devices, rng, T_A):
     n = 600
     mesh, spec = layout(cpu_devices, "line2")
     if T_A is None:
-        g = _shard.choose_geometry("syevd", n, 2, np.dtype(np.float64), None, True, False,
-                                   "cpu")
+        g = _geometry.choose_geometry("syevd", n, 2, np.dtype(np.float64), None, True,
+                                      "cpu")
         assert (g.tile, g.rp, g.engine) == (128, 384, ENGINE)
     a = jt.make_hermitian(rng, n, np.float64)
     w, v, status = jaxmg.syevd(put(a, mesh, spec), T_A, mesh=mesh, in_specs=(spec,),
@@ -375,7 +375,7 @@ def test_syevd_on_one_device_takes_any_t_a(cpu_devices, rng, dtype):
     n = 300
     mesh = Mesh(np.array(cpu_devices[:1]), ("x",))
     spec = P("x", None)
-    g = _shard.choose_geometry("syevd", n, 1, np.dtype(dtype), None, True, False, "cpu")
+    g = _geometry.choose_geometry("syevd", n, 1, np.dtype(dtype), None, True, "cpu")
     assert (g.tile, g.rp) == (300, 300)
     a = jt.make_hermitian(rng, n, dtype)
     for T_A in (None, 150, 7):

@@ -44,10 +44,10 @@ def test_every_op_both_permutations(mesh, rng, capfd, monkeypatch, how, n, T_A):
 
 
 def test_scratch_is_tried_only_where_four_shards_fit(monkeypatch):
-    """_shard.scratch_fits: by the allocator limit of the first device; where
+    """_ffi_call.scratch_fits: by the allocator limit of the first device; where
     a backend reports no limit (CPU), always."""
     import jax
-    from jaxmg._src import _shard
+    from jaxmg._src import _ffi_call
 
     class Device:
         def __init__(self, stats):
@@ -58,8 +58,8 @@ def test_scratch_is_tried_only_where_four_shards_fit(monkeypatch):
 
     shard = jax.ShapeDtypeStruct((10, 100), np.float64)  # 8000 bytes
     monkeypatch.setattr(jax, "local_devices", lambda: [Device({"bytes_limit": 32000})])
-    assert _shard.scratch_fits(shard)
+    assert _ffi_call.scratch_fits(shard)
     monkeypatch.setattr(jax, "local_devices", lambda: [Device({"bytes_limit": 31999})])
-    assert not _shard.scratch_fits(shard)
+    assert not _ffi_call.scratch_fits(shard)
     monkeypatch.setattr(jax, "local_devices", lambda: [Device(None)])
-    assert _shard.scratch_fits(shard)
+    assert _ffi_call.scratch_fits(shard)

@@ -129,7 +129,7 @@ _TILE_MIN = 128
 
 def tile_caps() -> tuple[int, ...]:
     """The widest tiles default_tile tries, in turn, until the C library says
-    an engine runs the call (_shard.choose_geometry): 2048 first (measured
+    an engine runs the call (_geometry.choose_geometry): 2048 first (measured
     best), then halved down to 128, where an engine's limit says so
     (cusolverMgSyevd: T_A <= 1024)."""
     caps, cap = [], _TILE_MAX

@@ -108,6 +108,42 @@ def _is_explicit(mesh: Any) -> bool:
     return explicit is not None and any(t == explicit for t in types)
 
 
+def is_explicit(mesh: Any) -> bool:
+    """Whether any of mesh's axes is Explicit (types carry its sharding)."""
+    return _is_explicit(mesh)
+
+
+def typed_on_no_mesh(x: Any, mesh: Any) -> Any:
+    """x, laid out on mesh's devices as its type says, retyped on no mesh (as
+    an array computed from NumPy inputs is): ``jax.device_put`` to the same
+    layout as an XLA sharding (GSPMDSharding) rather than a NamedSharding.
+    No data moves. Where this jax has no GSPMDSharding, the layout on mesh's
+    axes as Auto (typed on that mesh, without its sharding)."""
+    spec = getattr(jax.typeof(x).sharding, "spec", None)
+    named = jax.sharding.NamedSharding(mesh, spec if spec is not None
+                                       else jax.sharding.PartitionSpec())
+    try:
+        from jax._src.sharding_impls import GSPMDSharding
+
+        target: Any = GSPMDSharding(tuple(mesh.devices.flat),
+                                    named._to_xla_hlo_sharding(np.ndim(x)))
+    except (ImportError, AttributeError):  # pragma: no cover - layout of other jax
+        auto = getattr(jax.sharding.AxisType, "Auto")
+        target = jax.sharding.NamedSharding(
+            mesh.update(axis_types=(auto,) * len(mesh.axis_names)), named.spec)
+    return jax.device_put(x, target)
+
+
+def context_mesh_set() -> bool:
+    """Whether a context mesh is set (``jax.set_mesh``, or an abstract one
+    by ``jax.sharding.use_abstract_mesh``)."""
+    if concrete_context_mesh() is not None:
+        return True
+    get = getattr(jax.sharding, "get_abstract_mesh", None)
+    mesh = get() if get is not None else None
+    return bool(mesh is not None and getattr(mesh, "axis_names", ()))
+
+
 def place(x: Any, mesh: Any, spec: Any) -> Any:
     """Inside jit: lays ``x`` out as ``spec`` on ``mesh`` before shard_map.
 

@@ -41,28 +41,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmg._src import _checks, _compat, _mode, _native, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _mode, _native
 
 
 # The static part of one call: shared with the plain forms, which run the
 # same local cores inside their own shard_map.
-Call = _shard.Call
+Call = _ffi_call.Call
 
 
 def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
-              pad: bool, exact: bool = False,
-              geometry: _shard.Geometry | None = None) -> Call:
+              pad: bool, geometry: _geometry.Geometry | None = None) -> Call:
     """The checks every ctx form makes before tracing anything, then its Call:
-    T_A (chosen when left out; one that divides the shard when ``exact`` or
-    not ``pad``), the padding geometry (``geometry``'s when given: an op
+    T_A (chosen when left out; one that divides the shard where not
+    ``pad``), the padding geometry (``geometry``'s when given: an op
     that chooses its own, gesvd), and, under
     ``check_vma=True``, that ``a`` is typed as varying over the rows' axes
     (it holds this device's rows; a value typed the same on every device
     cannot be, and its derivative would be read as one shared value)."""
     platform = _native.platform_of(jax.default_backend())
     nodes = _mode.ambient_nodes(rows.nparts)
-    g = geometry or _shard.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A,
-                                           pad, exact or not pad, platform, nodes)
+    g = geometry or _geometry.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A,
+                                              pad, platform, nodes)
     if _compat.vma_checked():
         missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]
         if missing:
@@ -73,14 +72,14 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
                 f"mark it with jax.lax.pcast(a, {tuple(missing)!r}, to='varying')"
             )
     comm, grid_rows = None, 1
-    if g.engine in _shard.LOCAL_ENGINES:
+    if g.engine in _ffi_call.LOCAL_ENGINES:
         sizes = _compat.current_manual_axes()
         ngroups = int(np.prod([sizes[name] for name in rows.others], dtype=np.int64))
         kind = (op, rows.axes, tuple(int(sizes[a]) for a in rows.axes + rows.others))
         job = _mode.ambient_job_id(op, rows.nparts)
         comm = _mode.ambient_comm_ids(ngroups, job, kind, platform)
-        grid_rows = _shard.local_grid_rows(rows.axes, sizes)
-    return Call(g, rows.axes, rows.others, _shard.mesh_id([], rows.axes + rows.others),
+        grid_rows = _ffi_call.local_grid_rows(rows.axes, sizes)
+    return Call(g, rows.axes, rows.others, _ffi_call.mesh_id([], rows.axes + rows.others),
                 nodes=nodes, comm_id=comm, grid_rows=grid_rows)
 
 

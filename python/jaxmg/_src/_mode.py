@@ -158,7 +158,7 @@ def process_pids() -> tuple[int, ...]:
 
 def groups(mesh: Mesh, axes: Sequence[str], others: Sequence[str]) -> np.ndarray:
     """The mesh's devices as (groups, shards): row g holds the devices of
-    group g in shard order (the layout _shard.position numbers)."""
+    group g in shard order (the layout _ffi_call.position numbers)."""
     names = list(mesh.axis_names)
     order = [names.index(a) for a in others] + [names.index(a) for a in axes]
     devices = np.transpose(np.asarray(mesh.devices), order)

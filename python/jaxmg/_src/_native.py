@@ -21,7 +21,7 @@ import functools
 import importlib.util
 import os
 import pathlib
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 
@@ -286,12 +286,23 @@ def _rows(m: int | None) -> int:
     return 0 if m is None else int(m)
 
 
+class EngineChoice(NamedTuple):
+    """The C library's engine check (engine/engine.h, jmg_engine_check):
+    whether an engine runs the call (``ok``), its name or, where none does,
+    why not (``answer``), and the block size the chosen engine lays A out in
+    (``block``: T_A, unless the engine's library cannot take it; 0 when no
+    engine was chosen)."""
+
+    ok: bool
+    answer: str
+    block: int
+
+
 def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
                   tile: int, nodes: int = 1,
-                  m: int | None = None) -> tuple[bool, str, int] | None:
-    """engine_check's answer and the block size the chosen engine lays A out
-    in (engine.h's ``block``: T_A, unless the engine's library cannot take
-    it; 0 when no engine was chosen)."""
+                  m: int | None = None) -> EngineChoice | None:
+    """engine_check's answer with the chosen engine's block size; None when
+    the platform's library is not loaded."""
     load()
     lib = _LIBS.get(platform)
     if lib is None:
@@ -304,7 +315,7 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")
-    return rc == 1, text, int(block.value)
+    return EngineChoice(rc == 1, text, int(block.value))
 
 
 def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,

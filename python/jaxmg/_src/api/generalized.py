@@ -21,7 +21,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _native, _shard
+from jaxmg._src import _checks, _compat, _manual, _native, _placement
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import _check_flag as _flag, _two_axes_as_rows
@@ -155,7 +155,7 @@ def eigh_generalized_shardmap_ctx(
                 f"{tuple(missing)}, but it must be this device's rows of B: pass B into "
                 f"the shard_map with in_specs P({rows.spec[0]!r}, None)")
     tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
-    call = _manual.make_call(_CTX, rows, n, a, tile, False, exact=True)
+    call = _manual.make_call(_CTX, rows, n, a, tile, False)
     _native.load()
     if return_eigenvectors:
         w, v, status = sygvd_core.local(call, a, b)
@@ -212,14 +212,14 @@ def _program(a: Any, b: Any, T_A: int | None, mesh: Mesh, in_specs: Any,
     _check_b_layout(b, mesh, rows)
     _checks.check_divisible(_OP, n, rows.nparts)
     tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
-    a, mesh, rows, g = _shard.prepare(_OP, a, n, tile, mesh, (spec_a,), 1, False)
-    b = _shard.onto(b, mesh, rows.spec)
+    a, mesh, rows, g = _placement.prepare(_OP, a, n, tile, mesh, (spec_a,), 1, False)
+    b = _placement.onto(b, mesh, rows.spec)
     out = tuple(sygvd_core.over_mesh(mesh, rows, g, return_eigenvectors, work)(a, b))
     front = 1 if sygvd_core.vectors_in_a(g, return_eigenvectors) else 2
     buffers, out = (out[:front], out[front:]) if work else (None, out)
     if not return_status:
         out = out[:-1]
-    _shard.settle_on_cpu(out, mesh)
+    buffers, out = _placement.hand_back((buffers, out), mesh)
     return buffers, (out[0] if len(out) == 1 else out)
 
 

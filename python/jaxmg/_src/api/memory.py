@@ -31,7 +31,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from jaxmg._src import _checks, _mode, _native, _shard
+from jaxmg._src import _checks, _geometry, _mode, _native
 from jaxmg._src.api import generalized, seeds
 from jaxmg._src.api.v1 import _calls as v1_calls, gesvd_forms as v1_gesvd
 from jaxmg._src.api.v1 import least_squares_forms as v1_ls, qr_forms as v1_qr
@@ -144,16 +144,16 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     elif op == "sygvd":  # never padded: a T_A narrowed as eigh_generalized does
         _checks.check_divisible(op, n, rows.nparts)
         tile = sygvd_core.tile_for(n, rows.nparts, T_A) if pad else T_A
-        g = _shard.choose_geometry(op, n, rows.nparts, dtype, tile, False, True, platform,
-                                   nodes)
+        g = _geometry.choose_geometry(op, n, rows.nparts, dtype, tile, False, platform,
+                                      nodes)
     elif op == "polar":
         v1_polar._tall(op, m, n)
         v1_polar._polar_rows(op, m, n, rows.nparts)
         g = polar_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
     else:
         _checks.check_divisible(op, n, rows.nparts)
-        g = _shard.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, not pad, platform,
-                                   nodes)
+        g = _geometry.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, platform,
+                                      nodes)
 
     a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     b = jax.ShapeDtypeStruct((m, nrhs), dtype, sharding=NamedSharding(mesh, P()))

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import jax
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _manual, _native, _shard
+from jaxmg._src import _checks, _geometry, _manual, _native, _placement
 from jaxmg._src._compat import current_manual_axes
 from jaxmg._src.core import lu_solve as lu_solve_core
 from jaxmg._src.core import potri as potri_core
@@ -135,9 +135,9 @@ def potri(
       entry (the inverse is then NaN).
     """
     n, _ = _checks.check_matrix("potri", a)
-    a, mesh, rows, g = _shard.prepare("potri", a, n, T_A, mesh, in_specs, 1, pad)
+    a, mesh, rows, g = _placement.prepare("potri", a, n, T_A, mesh, in_specs, 1, pad)
     inv, status = potri_core.over_mesh(mesh, rows, g)(a)
-    _shard.settle_on_cpu((inv, status), mesh)
+    inv, status = _placement.hand_back((inv, status), mesh)
     return (inv, status) if return_status else inv
 
 
@@ -204,7 +204,7 @@ def syevd(
       converge, -1 when A has a NaN or an Inf entry (outputs are then NaN).
     """
     n, _ = _checks.check_matrix("syevd", a)
-    a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
+    a, mesh, rows, g = _placement.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
     if return_eigenvectors:
         w, v, status = syevd_core.over_mesh(mesh, rows, g, True)(a)
     else:
@@ -212,7 +212,7 @@ def syevd(
     out: tuple[jax.Array, ...] = (w, v) if return_eigenvectors else (w,)
     if return_status:
         out = out + (status,)
-    _shard.settle_on_cpu(out, mesh)
+    out = _placement.hand_back(out, mesh)
     return out[0] if len(out) == 1 else out
 
 
@@ -246,15 +246,18 @@ def syevd_shardmap_ctx(
     """
     rows, n, _ = _checks.check_local_shard("syevd_shardmap_ctx", a,
                                            current_manual_axes(), axis_name)
-    # Eigenvectors cannot be padded here: a T_A left out then divides the shard.
-    call = _manual.make_call("syevd_shardmap_ctx", rows, n, a, T_A, pad,
-                             exact=bool(return_eigenvectors))
-    if call.g.padded and return_eigenvectors:
+    # Eigenvectors cannot be padded here: a T_A left out then divides the
+    # shard, and one given must (with pad=False, make_call says so).
+    r = n // rows.nparts
+    tile = None if T_A is None else min(_checks.check_tile("syevd_shardmap_ctx", T_A), r)
+    if return_eigenvectors and pad and tile is not None and r % tile:
         raise ValueError(
-            f"jaxmg.syevd_shardmap_ctx: the shard size {call.g.r} is not a multiple of "
-            f"T_A={call.g.tile}, and padded eigenvectors cannot be split evenly inside "
+            f"jaxmg.syevd_shardmap_ctx: the shard size {r} is not a multiple of "
+            f"T_A={tile}, and padded eigenvectors cannot be split evenly inside "
             "shard_map; choose a T_A that divides the shard size, or use jaxmg.syevd"
         )
+    call = _manual.make_call("syevd_shardmap_ctx", rows, n, a, T_A,
+                             pad and not return_eigenvectors)
     _native.load()
     if return_eigenvectors:
         w, v, status = syevd_core.local(call, a)
@@ -334,26 +337,25 @@ def run_solve(
     mesh: Any,
     in_specs: Any,
     pad: bool,
-    program: Callable[[Mesh, _checks.RowSharding, _shard.Geometry], Callable[..., Any]],
+    program: Callable[[Mesh, _checks.RowSharding, _geometry.Geometry], Callable[..., Any]],
     layout: Callable[[str, Any, Any, Any], tuple[Any, Any]] | None = None,
     x_at: int = 0,
 ) -> tuple[jax.Array, ...]:
     """A solve over a whole mesh, as the plain forms (and JAXMg 1.x's ctx
     forms at the global level, jaxmg._src.api.v1) make it: a and b checked,
     the mesh and specs (``layout``'s, when given, else inferred where left
-    out), A onto the mesh (_shard.prepare), b replicated on it, a 1-D b as
+    out), A onto the mesh (_placement.prepare), b replicated on it, a 1-D b as
     one column; then ``program(mesh, rows, g)(a, b)``, whose outputs are
     returned, x (at ``x_at``) in b's shape."""
     n, dtype = _checks.check_matrix(op, a)
     _checks.check_rhs(op, b, n, dtype)
     if layout is not None:
         mesh, in_specs = layout(op, a, mesh, in_specs)
-    a, mesh, rows, g = _shard.prepare(op, a, n, T_A, mesh, in_specs, 2, pad)
-    b = _shard.onto(b, mesh, P())
+    a, mesh, rows, g = _placement.prepare(op, a, n, T_A, mesh, in_specs, 2, pad)
+    b = _placement.onto(b, mesh, P())
     out = list(program(mesh, rows, g)(a, _columns(b)))
     out[x_at] = _shaped_like(out[x_at], b)
-    _shard.settle_on_cpu(tuple(out), mesh)
-    return tuple(out)
+    return _placement.hand_back(tuple(out), mesh)
 
 
 def _solve_in_shard_map(op: str, local: Callable[..., tuple[jax.Array, jax.Array]],

@@ -3,7 +3,7 @@
 Each holds: ``shard`` (one shard's part around the FFI call: padding, the
 solver's conjugations, the status), ``local`` (the differentiable local core,
 its derivative rules included, for one device's rows inside any shard_map; a
-``jaxmg._src._shard.Call`` says its geometry, axes and job) and
+``jaxmg._src._ffi_call.Call`` says its geometry, axes and job) and
 ``over_mesh`` (``local`` mapped over a whole mesh, jitted, for a matrix whose
 rows are sharded as a ``RowSharding`` says). They take and return plain
 values: ``(x, status)`` (potrs, lu_solve), ``(inverse_rows, status)``, ``(w, V, status)`` with

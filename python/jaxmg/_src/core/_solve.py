@@ -18,14 +18,14 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
 
 # (call, a, b) -> (work rows, x, status): the op's one-shard FFI program.
-Shard = Callable[[_shard.Call, jax.Array, jax.Array], tuple[jax.Array, ...]]
+Shard = Callable[[_ffi_call.Call, jax.Array, jax.Array], tuple[jax.Array, ...]]
 # (call, a, v) -> A v (N x k), the same on every device, from this device's rows a.
-Matvec = Callable[[_shard.Call, jax.Array, jax.Array], jax.Array]
+Matvec = Callable[[_ffi_call.Call, jax.Array, jax.Array], jax.Array]
 # (call, a, c) -> A^-T c (N x k), the same on every device, c the leader's.
-SolveTransposed = Callable[[_shard.Call, jax.Array, jax.Array], jax.Array]
+SolveTransposed = Callable[[_ffi_call.Call, jax.Array, jax.Array], jax.Array]
 
 
 class SolveCores(NamedTuple):
@@ -33,7 +33,7 @@ class SolveCores(NamedTuple):
 
     local: Any
     local_work: Any
-    over_mesh: Callable[[Mesh, _checks.RowSharding, _shard.Geometry], Any]
+    over_mesh: Callable[[Mesh, _checks.RowSharding, _geometry.Geometry], Any]
     tangent: Callable[..., jax.Array]
 
 
@@ -49,14 +49,14 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
     - ``tangent(call, a, x, da, db)``: dx = A^-1 (db - dA x), the rule of x
       in both (and in any other core of the op that returns x)."""
 
-    def linear_solve(call: _shard.Call, a: jax.Array, r: jax.Array) -> jax.Array:
+    def linear_solve(call: _ffi_call.Call, a: jax.Array, r: jax.Array) -> jax.Array:
         return _manual.linear_solve(
             call, a, r,
             matvec=lambda v: matvec(call, a, v),
             solve=lambda r: shard(call, a, r)[1],
             solve_transposed=lambda c: solve_transposed(call, a, c))
 
-    def tangent(call: _shard.Call, a: jax.Array, x: jax.Array, da: jax.Array,
+    def tangent(call: _ffi_call.Call, a: jax.Array, x: jax.Array, da: jax.Array,
                 db: jax.Array) -> jax.Array:
         """dx = A^-1 (db - dA x): dA x through ``matvec``, A^-1 by one more
         jaxmg solve (_manual.linear_solve), whose transpose JAX takes for
@@ -64,13 +64,13 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
         return linear_solve(call, a, db - matvec(call, da, x))
 
     @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-    def local(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def local(call: _ffi_call.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
         """x = A^-1 b and the status inside any shard_map (b: the leader's),
         differentiable in this device's rows a and in b (see ``tangent``)."""
         return shard(call, a, b)[1:]
 
     @local.defjvp
-    def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+    def _local_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                    tangents: tuple[jax.Array, jax.Array]):
         (a, b), (da, db) = primals, tangents
         x, status = local(call, a, b)
@@ -78,7 +78,7 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
         return (x, status), (dx, _compat.zero_tangent(status))
 
     @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-    def local_work(call: _shard.Call, a: jax.Array,
+    def local_work(call: _ffi_call.Call, a: jax.Array,
                    b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``local`` with A's work buffer in front, for APIs that hand it back
         (JAXMg 1.x's ctx forms): (work rows, x, status). The work buffer is the
@@ -87,7 +87,7 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
         return shard(call, a, b)
 
     @local_work.defjvp
-    def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+    def _local_work_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                         tangents: tuple[jax.Array, jax.Array]):
         (a, b), (da, db) = primals, tangents
         work, x, status = local_work(call, a, b)
@@ -95,18 +95,18 @@ def solve_cores(op: str, shard: Shard, matvec: Matvec,
         return (work, x, status), (jnp.zeros_like(work), dx, _compat.zero_tangent(status))
 
     @functools.lru_cache(maxsize=256)
-    def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+    def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry,
                   work: bool = False) -> Any:
         """``local``, derivative rules included, over the whole mesh, jitted:
         (x, status); with ``work``, ``local_work``'s (work, x, status), the
         work buffer sharded like A. A program that returns the work buffer
         lets XLA hand a donated A to the solver in place (DESIGN.md,
         Buffers): one that returns only x must keep the donated A, and copy it."""
-        call = _shard.mesh_call(op, mesh, rows, g)
+        call = _ffi_call.mesh_call(op, mesh, rows, g)
         fn = local_work if work else local
         front = (rows.spec,) if work else ()
-        return jax.jit(_shard.mapped(functools.partial(fn, call), mesh,
-                                     in_specs=(rows.spec, P(None, None)),
-                                     out_specs=front + (P(None, None), P())))
+        return jax.jit(_placement.mapped(functools.partial(fn, call), mesh,
+                                         in_specs=(rows.spec, P(None, None)),
+                                         out_specs=front + (P(None, None), P())))
 
     return SolveCores(local, local_work, over_mesh, tangent)

@@ -29,11 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _native, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _native, _placement
 
 
 def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
-             platform: str, nodes: int = 1) -> _shard.Geometry:
+             platform: str, nodes: int = 1) -> _geometry.Geometry:
     """The call's sizes: ``nparts`` shards of m / nparts rows, never padded,
     T_A (checked; one tile per shard when left out: the engines that run
     gesvd take no tiles), and the engine the C library's check chooses
@@ -42,19 +42,19 @@ def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     engine's reason."""
     r = m // nparts
     tile = r if T_A is None else min(_checks.check_tile(op, T_A), r)
-    g = _shard.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
-    verdict = _native.engine_check(platform, "gesvd", nparts, dtype.name, n, tile,
+    g = _geometry.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
+    choice = _native.engine_choice(platform, "gesvd", nparts, dtype.name, n, tile,
                                    nodes=nodes, m=m)
-    if verdict is None:
+    if choice is None:
         return g
-    if not verdict[0]:
+    if not choice.ok:
         where = f"on {nparts} {platform} device(s)" + (f" over {nodes} nodes" if nodes > 1 else "")
         raise ValueError(f"jaxmg.{op}: no engine runs a {m} x {n} {dtype.name} SVD {where}: "
-                         f"{verdict[1]}")
-    return _shard.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r, engine=verdict[1])
+                         f"{choice.answer}")
+    return _geometry.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r, engine=choice.answer)
 
 
-def shard(call: _shard.Call, a: jax.Array, full: bool, want_u: bool,
+def shard(call: _ffi_call.Call, a: jax.Array, full: bool, want_u: bool,
           want_vh: bool) -> tuple[Any, ...]:
     """One shard's part: a is this shard's r x n rows of the m x n A.
     Returns (work, s, u, vh, status): work what the solver left in A's
@@ -65,8 +65,8 @@ def shard(call: _shard.Call, a: jax.Array, full: bool, want_u: bool,
     r, n = a.shape
     m = r * g.nparts
     k = min(m, n)
-    per_shard, same = _shard.result_types(call.axes, a)
-    pos = _shard.position(call.axes, call.others, g.nparts)
+    per_shard, same = _ffi_call.result_types(call.axes, a)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
     real = jnp.finfo(a.dtype).dtype
     results = [jax.ShapeDtypeStruct(a.shape, a.dtype), jax.ShapeDtypeStruct((k,), real)]
     varying = [per_shard, same]
@@ -78,9 +78,9 @@ def shard(call: _shard.Call, a: jax.Array, full: bool, want_u: bool,
         varying.append(per_shard)
     results.append(jax.ShapeDtypeStruct((), jnp.int32))
     varying.append(same)
-    out = list(_shard.ffi_call("gesvd", (a, pos), results, call=call, varying=varying,
-                               m=m, want_u=int(want_u), want_vh=int(want_vh),
-                               full_matrices=int(full)))
+    out = list(_ffi_call.ffi_call("gesvd", (a, pos), results, call=call, varying=varying,
+                                  m=m, want_u=int(want_u), want_vh=int(want_vh),
+                                  full_matrices=int(full)))
     work, s = out[0], out[1]
     u = out[2] if want_u else None
     vh = out[2 + int(want_u)] if want_vh else None
@@ -94,7 +94,7 @@ def _picked(s: jax.Array, u: Any, vh: Any, status: jax.Array, want_u: bool,
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3))
-def local(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
+def local(call: _ffi_call.Call, full: bool, want_u: bool, want_vh: bool,
           a: jax.Array) -> tuple[jax.Array, ...]:
     """Inside any shard_map: ``(s, [u,] [vh,] status)`` for this device's rows
     a of A, u and vh this device's rows of U and Vh; differentiable in a
@@ -104,14 +104,14 @@ def local(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
 
 
 @local.defjvp
-def _local_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
+def _local_jvp(call: _ffi_call.Call, full: bool, want_u: bool, want_vh: bool,
                primals: tuple[jax.Array], tangents: tuple[jax.Array]):
     _, primal, tangent = _rule(call, full, want_u, want_vh, primals[0], tangents[0])
     return primal, tangent
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3))
-def local_work(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
+def local_work(call: _ffi_call.Call, full: bool, want_u: bool, want_vh: bool,
                a: jax.Array) -> tuple[jax.Array, ...]:
     """``local`` with what the solver left in A's buffer in front (its
     contents unspecified), for programs that hand it back (JAXMg 1.x's ctx
@@ -122,13 +122,13 @@ def local_work(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
 
 
 @local_work.defjvp
-def _local_work_jvp(call: _shard.Call, full: bool, want_u: bool, want_vh: bool,
+def _local_work_jvp(call: _ffi_call.Call, full: bool, want_u: bool, want_vh: bool,
                     primals: tuple[jax.Array], tangents: tuple[jax.Array]):
     work, primal, tangent = _rule(call, full, want_u, want_vh, primals[0], tangents[0])
     return (work,) + primal, (jnp.zeros_like(work),) + tangent
 
 
-def _rule(call: _shard.Call, full: bool, want_u: bool, want_vh: bool, a: jax.Array,
+def _rule(call: _ffi_call.Call, full: bool, want_u: bool, want_vh: bool, a: jax.Array,
           da: jax.Array) -> tuple[jax.Array, tuple[jax.Array, ...], tuple[Any, ...]]:
     """(work, primal, tangent) of ``local`` (the work buffer of the call
     the rule makes). The standard rule for the reduced SVD, as jnp.linalg.svd's (the
@@ -166,7 +166,12 @@ def _rule(call: _shard.Call, full: bool, want_u: bool, want_vh: bool, a: jax.Arr
         return work, (s, status), (ds, _compat.zero_tangent(status))
     dtype = a.dtype
     s_c = s.astype(dtype)
-    sq = s[None, :] ** 2 - s[:, None] ** 2  # s_j² - s_i²
+    # s_j² - s_i² as (s_j + s_i)(s_j - s_i), as jnp.linalg.svd's rule: exactly
+    # zero on the diagonal. Written as a difference of squares, XLA may
+    # contract it into a fused multiply-add that leaves the rounding error
+    # of s_i² there (seen on CPU for complex128), and F's diagonal is then
+    # 1 / 1e-16 instead of 0.
+    sq = (s[None, :] + s[:, None]) * (s[None, :] - s[:, None])
     zero = sq == 0
     f = jnp.where(zero, 0, 1 / jnp.where(zero, 1, sq)).astype(dtype)
     s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s)).astype(dtype)
@@ -188,16 +193,16 @@ def _rule(call: _shard.Call, full: bool, want_u: bool, want_vh: bool, a: jax.Arr
 
 
 @functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry, full: bool,
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry, full: bool,
               want_u: bool, want_vh: bool, work: bool = False) -> Any:
     """``local`` over the whole mesh, jitted: A row-sharded as ``rows`` says
     in, ``(s, [U,] [Vh,] status)`` out, s replicated, U and Vh sharded like
     A; with ``work``, ``local_work``'s, the solver's work buffer in front,
     sharded like A (a program that returns it lets XLA hand a donated A to
     the solver in place)."""
-    call = _shard.mesh_call("gesvd", mesh, rows, g)
+    call = _ffi_call.mesh_call("gesvd", mesh, rows, g)
     out_specs = _picked(P(None), rows.spec, rows.spec, P(), want_u, want_vh)
     fn = local_work if work else local
     out_specs = ((rows.spec,) if work else ()) + out_specs
-    return jax.jit(_shard.mapped(functools.partial(fn, call, full, want_u, want_vh),
-                                 mesh, in_specs=(rows.spec,), out_specs=out_specs))
+    return jax.jit(_placement.mapped(functools.partial(fn, call, full, want_u, want_vh),
+                                     mesh, in_specs=(rows.spec,), out_specs=out_specs))

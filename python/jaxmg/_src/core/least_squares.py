@@ -27,12 +27,12 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
 from jaxmg._src.core import qr as qr_core
 from jaxmg._src.core._precision import full_precision
 
 
-def _my_rows(call: _shard.Call, x: jax.Array, rows: int) -> jax.Array:
+def _my_rows(call: _ffi_call.Call, x: jax.Array, rows: int) -> jax.Array:
     """This device's ``rows`` rows of x (m x k, the same on every device)."""
     if call.g.nparts == 1:
         return x
@@ -49,7 +49,7 @@ def rank_status(r: jax.Array, m: int, n: int) -> jax.Array:
 
 
 @full_precision
-def shard(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, ...]:
+def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, ...]:
     """One shard's part: a its r x n rows of A, b (m x k) the same on
     every device. Returns (q, r, x, status): q this shard's rows of Q (the
     work buffer, in A's), r R whole (n x n), x (n x k, NaN unless status
@@ -66,7 +66,7 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, ...
 
 
 @full_precision
-def _tangent(call: _shard.Call, a: jax.Array, b: jax.Array, r: jax.Array, x: jax.Array,
+def _tangent(call: _ffi_call.Call, a: jax.Array, b: jax.Array, r: jax.Array, x: jax.Array,
              status: jax.Array, da: jax.Array, db: jax.Array) -> jax.Array:
     """dx = R⁻¹ R⁻ᴴ (dAᴴ res + Aᴴ (db - dA x)), res = b - A x, from this
     device's rows (one psum): the derivative of x = (AᴴA)⁻¹ Aᴴ b, with
@@ -82,14 +82,14 @@ def _tangent(call: _shard.Call, a: jax.Array, b: jax.Array, r: jax.Array, x: jax
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+def local(call: _ffi_call.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Inside any shard_map: (x, status) for this device's rows a of A and
     b (m x k, the same on every device); differentiable in a and b."""
     return shard(call, a, b)[2:]
 
 
 @local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                tangents: tuple[jax.Array, jax.Array]):
     (a, b), (da, db) = primals, tangents
     _, r, x, status = shard(call, a, b)
@@ -103,7 +103,7 @@ def _b_work(x: jax.Array, m: int) -> jax.Array:
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_work(call: _shard.Call, a: jax.Array,
+def local_work(call: _ffi_call.Call, a: jax.Array,
                b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``local`` with the work buffers in front: (q, b_work, x, status), q
     this device's rows of Q, in A's buffer (JAXMg 1.x's ctx form hands it
@@ -114,7 +114,7 @@ def local_work(call: _shard.Call, a: jax.Array,
 
 
 @local_work.defjvp
-def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_work_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                     tangents: tuple[jax.Array, jax.Array]):
     (a, b), (da, db) = primals, tangents
     q, r, x, status = shard(call, a, b)
@@ -125,16 +125,16 @@ def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
 
 
 @functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry,
               work: bool = False) -> Any:
     """``local`` over the whole mesh, jitted: A row-sharded as ``rows``
     says and b (m x k) replicated in, (x, status) out, replicated; with
     ``work``, ``local_work``'s (q, b_work, x, status), q sharded like A (a
     program that returns it lets XLA hand a donated A to the solver),
     b_work replicated (a donated b's buffer)."""
-    call = _shard.mesh_call("qr", mesh, rows, g)
+    call = _ffi_call.mesh_call("qr", mesh, rows, g)
     fn = local_work if work else local
     front = (rows.spec, P(None, None)) if work else ()
-    return jax.jit(_shard.mapped(functools.partial(fn, call), mesh,
-                                 in_specs=(rows.spec, P(None, None)),
-                                 out_specs=front + (P(None, None), P())))
+    return jax.jit(_placement.mapped(functools.partial(fn, call), mesh,
+                                     in_specs=(rows.spec, P(None, None)),
+                                     out_specs=front + (P(None, None), P())))

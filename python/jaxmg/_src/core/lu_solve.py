@@ -24,7 +24,7 @@ reverse pass.
 Padding keeps A nonsingular: the padded matrix is a symmetric permutation of
 diag(A, I) (identity rows and columns at the end of every shard), whose
 solution holds A's exactly; a zero pivot's index is mapped back to A's
-numbering (_shard.unpad_info: the identity's columns never pivot).
+numbering (_geometry.unpad_info: the identity's columns never pivot).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmg._src import _manual, _shard
+from jaxmg._src import _ffi_call, _geometry, _manual
 from jaxmg._src.core import _solve
 
 
-def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
+def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array,
           trans: int = 0) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One shard's part: a is r x N, b is N x k (replicated). Returns A's
     work buffer (this shard's r x N rows of what the solver left in A: an
@@ -44,13 +44,13 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
     drops it), x (N x k) solving A x = b (Aᵀ x = b with trans) and the
     status (int32 scalar), the same on every shard."""
     g = call.g
-    per_shard, same = _shard.result_types(call.axes, a, b)
-    pos = _shard.position(call.axes, call.others, g.nparts)
-    a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
+    per_shard, same = _ffi_call.result_types(call.axes, a, b)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
+    a_p = _geometry.pad_shard(a, g, pos % g.nparts, 1)
     # B column-major is Bᵀ row-major; no conjugation (see above).
-    b_cm = _shard.pad_rows(b, g).T
+    b_cm = _geometry.pad_rows(b, g).T
     dtype = a.dtype
-    work, x_cm, info = _shard.ffi_call(
+    work, x_cm, info = _ffi_call.ffi_call(
         "lu_solve",
         (a_p, b_cm, pos),
         (
@@ -62,11 +62,11 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
         varying=(per_shard, same, same),
         trans=trans,
     )
-    x = _shard.unpad_rows(x_cm.T, g)
-    return _shard.unpad_shard(work, g), x, _shard.unpad_info(info, g)
+    x = _geometry.unpad_rows(x_cm.T, g)
+    return _geometry.unpad_shard(work, g), x, _geometry.unpad_info(info, g)
 
 
-def _matvec(call: _shard.Call, a: jax.Array, v: jax.Array) -> jax.Array:
+def _matvec(call: _ffi_call.Call, a: jax.Array, v: jax.Array) -> jax.Array:
     """A v (N x k), the same on every device, from this device's rows of A:
     rows R_d of A v in their place, zeros elsewhere, one psum."""
     r = a.shape[0]
@@ -75,7 +75,7 @@ def _matvec(call: _shard.Call, a: jax.Array, v: jax.Array) -> jax.Array:
     return _manual.psum(placed, call.axes)
 
 
-def _solve_transposed(call: _shard.Call, a: jax.Array, c: jax.Array) -> jax.Array:
+def _solve_transposed(call: _ffi_call.Call, a: jax.Array, c: jax.Array) -> jax.Array:
     """A^-T c (c: the leader's): the FFI solve with Aᵀ (trans=1), no data
     moved and no conjugation (see above)."""
     _, x, _ = shard(call, a, c, trans=1)

@@ -10,8 +10,8 @@ Two methods, one program each (``local``):
   2010) over jaxmg's own distributed QR (qr's FFI program, on the stacked
   (m + n) x n matrix [√c X; I], each device stacking its rows of √c X on its
   n / devices rows of I) and a Cholesky solve, with JAX's products at full
-  precision (_precision.py). See _qdwh for the iteration and its stopping
-  rule. An A that QDWH cannot orthonormalize (numerically rank deficient:
+  precision (_precision.py). See core/_qdwh.py for the iteration and its
+  stopping rule. An A that QDWH cannot orthonormalize (numerically rank deficient:
   σ_min(A) below about eps ‖A‖) is detected inside the program: where an
   engine has an SVD the program takes the SVD method instead (lax.cond),
   elsewhere the status is RANK_DEFICIENT and the outputs are NaN.
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Any
 
 import jax
@@ -45,7 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _native, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _native, _placement
+from jaxmg._src.core import _qdwh
 from jaxmg._src.core import gesvd as gesvd_core
 from jaxmg._src.core import qr as qr_core
 from jaxmg._src.core._precision import full_precision
@@ -56,14 +56,6 @@ METHODS = ("qdwh", "svd")
 # to fall back on (the local model): Up and H are then NaN.
 RANK_DEFICIENT = 1
 
-# QDWH's QR-based step while c_k exceeds this, its Cholesky-based one after
-# (Nakatsukasa and Higham 2012: the Cholesky-based step is then stable, Z's
-# condition number being at most 1 + c_k).
-CHOLESKY_CUTOFF = 100.0
-
-# Halley steps (a, b, c) = (3, 1, 3) after the schedule, at most, for an A
-# whose smallest singular values lie below the schedule's lower bound.
-MAX_EXTRA_STEPS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,11 +65,11 @@ class Geometry:
     A (None where the method is QDWH and no engine has an SVD)."""
 
     method: str
-    qr: _shard.Geometry | None
-    svd: _shard.Geometry | None
+    qr: _geometry.Geometry | None
+    svd: _geometry.Geometry | None
 
     @property
-    def main(self) -> _shard.Geometry:
+    def main(self) -> _geometry.Geometry:
         """The geometry of the op that does the work (the QR's for QDWH)."""
         g = self.qr if self.method == "qdwh" else self.svd
         assert g is not None
@@ -112,10 +104,10 @@ def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
         raise ValueError(f"{e} (polar's QDWH iteration runs QRs of the (M+N) x N matrix "
                          f"[√c X; I] of a {m} x {n} A)") from None
     tile = m // nparts if T_A is None else min(_checks.check_tile(op, T_A), m // nparts)
-    verdict = _native.engine_check(platform, "gesvd", nparts, dtype.name, n, tile,
+    choice = _native.engine_choice(platform, "gesvd", nparts, dtype.name, n, tile,
                                    nodes=nodes)
     g_svd = None
-    if verdict is None or verdict[0]:
+    if choice is None or choice.ok:
         g_svd = gesvd_core.geometry(op, m, n, nparts, dtype, T_A, platform, nodes)
     return Geometry(method, g_qr, g_svd)
 
@@ -126,11 +118,11 @@ class Calls:
     the SVD method), ``svd`` gesvd's (None where no engine has an SVD).
     Hashable (a custom_jvp's non-differentiable argument)."""
 
-    qr: _shard.Call | None
-    svd: _shard.Call | None
+    qr: _ffi_call.Call | None
+    svd: _ffi_call.Call | None
 
     @property
-    def main(self) -> _shard.Call:
+    def main(self) -> _ffi_call.Call:
         """Either Call: both have the same axes and devices."""
         call = self.qr or self.svd
         assert call is not None
@@ -140,7 +132,7 @@ class Calls:
 # --- the SVD method -------------------------------------------------------------------------
 
 
-def _svd(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, ...]:
+def _svd(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, ...]:
     """(u, s, vh, status) of this shard's rows a: u this shard's rows of U
     (reduced, r x n), s the n singular values, vh this shard's rows of Vh
     (n / nparts x n)."""
@@ -148,7 +140,7 @@ def _svd(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, ...]:
     return u, s, vh, status
 
 
-def _hermitian_average(call: _shard.Call, x: jax.Array) -> jax.Array:
+def _hermitian_average(call: _ffi_call.Call, x: jax.Array) -> jax.Array:
     """This device's rows of (X + Xᴴ) / 2, from its rows x (q x n) of an
     n x n X: exactly Hermitian. Xᴴ's rows are the conjugates of X's
     columns, which every device holds a block of: one all_to_all of q x q
@@ -162,7 +154,7 @@ def _hermitian_average(call: _shard.Call, x: jax.Array) -> jax.Array:
     return (x + jnp.conj(columns).T) / 2
 
 
-def _hermitian_rows(call: _shard.Call, vh_all: jax.Array, x_vh: jax.Array) -> jax.Array:
+def _hermitian_rows(call: _ffi_call.Call, vh_all: jax.Array, x_vh: jax.Array) -> jax.Array:
     """This device's rows of V X Vᴴ (X n x n, Hermitian up to rounding;
     ``x_vh`` = X Vh; ``vh_all`` the whole Vh), made exactly Hermitian."""
     q = vh_all.shape[0] // call.g.nparts
@@ -174,7 +166,7 @@ def _hermitian_rows(call: _shard.Call, vh_all: jax.Array, x_vh: jax.Array) -> ja
 
 
 @full_precision
-def _factors(call: _shard.Call, u: jax.Array, s: jax.Array, vh: jax.Array,
+def _factors(call: _ffi_call.Call, u: jax.Array, s: jax.Array, vh: jax.Array,
              want_h: bool) -> tuple[jax.Array, Any]:
     """(this device's rows of Up = U Vh, of H = V Σ Vᴴ, or None without
     ``want_h``) from its rows of U and Vh. Vh's rows go round the ring of devices, as in _manual.ring_sum,
@@ -215,180 +207,11 @@ def _factors(call: _shard.Call, u: jax.Array, s: jax.Array, vh: jax.Array,
     return sums[0], (_hermitian_average(call, sums[1]) if want_h else None)
 
 
-def _by_svd(call: _shard.Call, a: jax.Array, want_h: bool) -> tuple[jax.Array, Any, jax.Array]:
+def _by_svd(call: _ffi_call.Call, a: jax.Array, want_h: bool) -> tuple[jax.Array, Any, jax.Array]:
     """(up, h or None, status) by the SVD method."""
     u, s, vh, status = _svd(call, a)
     up, h = _factors(call, u, s, vh, want_h)
     return up, h, status
-
-
-# --- the QDWH method ------------------------------------------------------------------------
-
-
-def schedule(eps: float, l0: float) -> list[tuple[float, float, float]]:
-    """QDWH's weights (a_k, b_k, c_k), k = 0, 1, ..., for X_0's singular
-    values in [l0, 1] (NBG 2010, eq. 3.3 to 3.5): with
-    d = (4 (1 - l²) / l⁴)^⅓,
-      a = √(1 + d) + ½ √(8 - 4 d + 8 (2 - l²) / (l² √(1 + d))),
-      b = (a - 1)² / 4,  c = a + b - 1,
-    and the lower bound's next value l ← l (a + b l²) / (1 + c l²), until
-    1 - l <= 10 eps (every singular value of X_k is then within 10 eps of
-    1, in exact arithmetic)."""
-    out = []
-    lo = l0
-    while 1 - lo > 10 * eps:
-        l2 = lo * lo
-        d = (4 * (1 - l2) / (l2 * l2)) ** (1 / 3)
-        sd = math.sqrt(1 + d)
-        a = sd + 0.5 * math.sqrt(8 - 4 * d + 8 * (2 - l2) / (l2 * sd))
-        b = (a - 1) ** 2 / 4
-        c = a + b - 1
-        out.append((a, b, c))
-        lo = min(lo * (a + b * l2) / (1 + c * l2), 1.0)
-    return out
-
-
-def _norm(call: _shard.Call, x: jax.Array) -> jax.Array:
-    """‖X‖_F from this device's rows x of X: the same on every device."""
-    return jnp.sqrt(_manual.psum(jnp.sum(jnp.real(x * jnp.conj(x))), call.axes))
-
-
-def _gram(call: _shard.Call, x: jax.Array) -> jax.Array:
-    """XᴴX (n x n) on every device, from this device's rows x of X."""
-    return _manual.psum(jnp.conj(x).T @ x, call.axes)
-
-
-def _qr_step(call: _shard.Call, x: jax.Array, abc: jax.Array) -> jax.Array:
-    """X ← (b/c) X + (a - b/c)/√c Q1 Q2ᴴ, Q = [Q1; Q2] the QR's Q of
-    [√c X; I] (NBG 2010, eq. 4.8), by jaxmg's QR (qr's FFI program).
-
-    The rows' order. The stacked matrix is graded (‖√c X‖ up to 1e10 times
-    ‖I‖'s rows in float64), and Householder QR is accurate row by row only
-    where its first n rows, those its reflections pivot on, are large
-    ones (Cox and Higham 1998: rows sorted by decreasing norm; measured
-    here: with a row of I among the first n, ‖A - Up H‖ grew to 1e-10 of
-    ‖A‖ for κ = 1e8). Where each device holds at least n rows of A, each
-    stacks its rows of √c X on its n / devices rows of I (a row
-    permutation of [√c X; I] whose first n rows are X's: its Q is Q's rows
-    permuted alike, each device getting its rows of Q1 and of Q2). Else the
-    stacked matrix is handed to the QR in its own order, each device
-    taking its (m + n) / devices rows of it from X gathered whole, and Q
-    is gathered whole to read its rows of Q1. Q2 (n x n) is brought whole
-    to every device."""
-    a, b, c = (abc[i] for i in range(3))
-    sqrt_c = jnp.sqrt(c)
-    e = b / c
-    r, n = x.shape
-    nparts = call.g.nparts
-    q_rows = n // nparts
-    d = _manual.shard_index(call) if nparts > 1 else 0
-    scaled = sqrt_c.astype(x.dtype) * x
-    if r >= n or nparts == 1:
-        eye_rows = (jnp.arange(n)[None, :] == d * q_rows + jnp.arange(q_rows)[:, None])
-        q, _, _ = qr_core.shard(call, jnp.concatenate([scaled, eye_rows.astype(x.dtype)]))
-        q1, q2 = q[:r], _manual.rows_everywhere(call, q[r:])
-    else:
-        stacked = jnp.concatenate([_manual.rows_everywhere(call, scaled),
-                                   jnp.eye(n, dtype=x.dtype)])
-        mine = _compat.pvary(jax.lax.dynamic_slice_in_dim(stacked, d * (r + q_rows),
-                                                          r + q_rows),
-                             call.axes)
-        q, _, _ = qr_core.shard(call, mine)
-        q_all = _manual.rows_everywhere(call, q)
-        q1, q2 = jax.lax.dynamic_slice_in_dim(q_all, d * r, r), q_all[r * nparts:]
-    return e.astype(x.dtype) * x + ((a - e) / sqrt_c).astype(x.dtype) * (q1 @ jnp.conj(q2).T)
-
-
-def _cholesky_step(call: _shard.Call, x: jax.Array, abc: jax.Array) -> jax.Array:
-    """X ← (b/c) X + (a - b/c) X Z⁻¹, Z = I + c XᴴX (NBG 2010, eq. 4.9 in
-    Nakatsukasa and Higham's Cholesky form): Z = W Wᴴ (Cholesky, n x n, on
-    every device), then this device's rows of X W⁻ᴴ W⁻¹ by two triangular
-    solves."""
-    a, b, c = (abc[i] for i in range(3))
-    e = b / c
-    n = x.shape[1]
-    z = jnp.eye(n, dtype=x.dtype) + c.astype(x.dtype) * _gram(call, x)
-    w = jax.lax.linalg.cholesky(z, symmetrize_input=False)
-    t = jax.lax.linalg.triangular_solve(w, x, left_side=False, lower=True,
-                                        transpose_a=True, conjugate_a=True)
-    t = jax.lax.linalg.triangular_solve(w, t, left_side=False, lower=True)
-    return e.astype(x.dtype) * x + (a - e).astype(x.dtype) * t
-
-
-@full_precision
-def _qdwh(call: _shard.Call, a: jax.Array,
-          want_h: bool) -> tuple[jax.Array, Any, jax.Array, jax.Array]:
-    """(up, h or None, status, deficient) by QDWH on this device's rows a.
-
-    The iteration (NBG 2010): X_0 = A / ‖A‖_F (‖A‖_F >= ‖A‖_2, so X_0's
-    singular values are at most 1), then the static schedule of weights
-    for the lower bound l_0 = eps / 10 of X_0's smallest singular value
-    (``schedule``: it covers ‖A‖_F / σ_min(A) up to 10 / eps, a condition
-    number of 1/eps with a margin; float64: 2 QR-based and 4
-    Cholesky-based steps, float32: 2 and 2), the QR-based step while
-    c_k > 100, the Cholesky-based one after. Stopping rule: after the
-    schedule, Halley's steps ((a, b, c) = (3, 1, 3), Cholesky-based) while
-    ‖X_k - X_{k-1}‖_F > (5 eps)^⅓ (NBG's test: the iteration converges
-    cubically, so X_k is then accurate to about 5 eps), at most
-    MAX_EXTRA_STEPS of them: singular values below the schedule's bound
-    are brought to 1 there. Then one Newton-Schulz step, Up = X (3 I - XᴴX)
-    / 2, and H = Upᴴ A made exactly Hermitian.
-
-    ``deficient``: ‖XᴴX - I‖_F > 4 √eps before that Newton-Schulz step
-    (which takes a deviation e of a singular value from 1 to about 1.5 e²,
-    below working precision only from e of order √eps): QDWH left a
-    singular value away from 1, as it does for a singular A (it maps a zero
-    singular value to zero, and ones far below eps ‖A‖ move too little to
-    reach 1). The same on every device. status: 0, or -1 for an A with a
-    NaN or an Inf entry."""
-    dtype = a.dtype
-    n = a.shape[1]
-    nparts = call.g.nparts
-    eps = float(jnp.finfo(dtype).eps)
-    finite = _manual.psum(jnp.all(jnp.isfinite(a)).astype(jnp.int32), call.axes) == nparts
-    fro = _norm(call, a)
-    scale = jnp.where(finite & (fro > 0), fro, 1)
-    x = jnp.where(finite, a / scale.astype(dtype), 0)
-    steps = schedule(eps, eps / 10)
-    real = jnp.finfo(dtype).dtype
-    qr_steps = np.asarray([s for s in steps if s[2] > CHOLESKY_CUTOFF], np.float64)
-    chol_steps = np.asarray([s for s in steps if s[2] <= CHOLESKY_CUTOFF], np.float64)
-    if len(qr_steps):
-        coefs = jnp.asarray(qr_steps, real)
-        x = jax.lax.fori_loop(0, len(qr_steps), lambda k, x: _qr_step(call, x, coefs[k]), x)
-
-    def chol(x: jax.Array, abc: jax.Array) -> tuple[jax.Array, jax.Array]:
-        new = _cholesky_step(call, x, abc)
-        return new, _norm(call, new - x)
-
-    coefs = jnp.asarray(chol_steps, real)
-    x, change = jax.lax.fori_loop(0, len(chol_steps), lambda k, s: chol(s[0], coefs[k]),
-                                  (x, jnp.asarray(np.inf, real)))
-    tol = (5 * eps) ** (1 / 3)
-    halley = jnp.asarray((3.0, 1.0, 3.0), real)
-
-    def more(state: tuple[jax.Array, ...]) -> jax.Array:
-        k, _, change = state
-        return (change > tol) & (k < MAX_EXTRA_STEPS)
-
-    def halley_step(state: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
-        k, x, _ = state
-        return (k + 1,) + chol(x, halley)
-
-    _, x, _ = jax.lax.while_loop(more, halley_step, (jnp.asarray(0), x, change))
-    eye = jnp.eye(n, dtype=dtype)
-    gram = _gram(call, x)
-    deficient = finite & (jnp.linalg.norm(gram - eye) > 4 * math.sqrt(eps))
-    up = x @ (1.5 * eye - 0.5 * gram)
-    h = None
-    if want_h:
-        whole = _manual.psum(jnp.conj(up).T @ a, call.axes)
-        whole = (whole + jnp.conj(whole).T) / 2
-        q = n // nparts
-        h = whole if nparts == 1 else jax.lax.dynamic_slice_in_dim(
-            whole, _manual.shard_index(call) * q, q, axis=0)
-    status = jnp.where(finite, 0, -1).astype(jnp.int32)
-    return up, h, status, deficient
 
 
 def _nan_where_failed(out: tuple[Any, ...], status: jax.Array) -> tuple[Any, ...]:
@@ -402,7 +225,7 @@ def _primal(calls: Calls, want_h: bool, a: jax.Array) -> tuple[jax.Array, Any, j
     one) for a rank-deficient A; else the SVD."""
     if calls.qr is None:
         return _by_svd(calls.svd, a, want_h)
-    up, h, status, deficient = _qdwh(calls.qr, a, want_h)
+    up, h, status, deficient = _qdwh.qdwh(calls.qr, a, want_h)
     if calls.svd is None:
         status = jnp.where(deficient, RANK_DEFICIENT, status).astype(jnp.int32)
         up, h = _nan_where_failed((up, h), status)
@@ -479,8 +302,8 @@ def _rule(calls: Calls, want_h: bool, a: jax.Array,
 
 def mesh_calls(mesh: Mesh, rows: _checks.RowSharding, g: Geometry) -> Calls:
     """The Calls of a program over the whole mesh."""
-    return Calls(None if g.qr is None else _shard.mesh_call("qr", mesh, rows, g.qr),
-                 None if g.svd is None else _shard.mesh_call("gesvd", mesh, rows, g.svd))
+    return Calls(None if g.qr is None else _ffi_call.mesh_call("qr", mesh, rows, g.qr),
+                 None if g.svd is None else _ffi_call.mesh_call("gesvd", mesh, rows, g.svd))
 
 
 @functools.lru_cache(maxsize=256)
@@ -491,5 +314,5 @@ def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: Geometry, want_h: bool) 
     returns it (this one) lets XLA hand a donated A's buffer to it."""
     calls = mesh_calls(mesh, rows, g)
     out_specs = _picked(rows.spec, rows.spec, P(), want_h)
-    return jax.jit(_shard.mapped(functools.partial(local, calls, want_h),
-                                 mesh, in_specs=(rows.spec,), out_specs=out_specs))
+    return jax.jit(_placement.mapped(functools.partial(local, calls, want_h),
+                                     mesh, in_specs=(rows.spec,), out_specs=out_specs))

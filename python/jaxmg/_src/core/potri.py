@@ -16,44 +16,44 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
 
 
-def shard(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+def shard(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """One shard's part: a is r x N. Returns this shard's rows of A^-1 and the
     status (int32 scalar, the same on every shard)."""
     g = call.g
-    per_shard, same = _shard.result_types(call.axes, a)
-    pos = _shard.position(call.axes, call.others, g.nparts)
-    a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
+    per_shard, same = _ffi_call.result_types(call.axes, a)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
+    a_p = _geometry.pad_shard(a, g, pos % g.nparts, 1)
     # The solver inverts conj(A) column-major; read row-major, its full
     # (both triangles) inverse conj(A^-1)^T is A^-1 itself.
-    inv, info = _shard.ffi_call(
+    inv, info = _ffi_call.ffi_call(
         "potri",
         (a_p, pos),
         (jax.ShapeDtypeStruct(a_p.shape, a.dtype), jax.ShapeDtypeStruct((), jnp.int32)),
         call=call,
         varying=(per_shard, same),
     )
-    return _shard.unpad_shard(inv, g), _shard.unpad_info(info, g)
+    return _geometry.unpad_shard(inv, g), _geometry.unpad_info(info, g)
 
 
 @functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry) -> Any:
     """``local``, derivative rules included, over the whole mesh, jitted."""
-    call = _shard.mesh_call("potri", mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
-                                 in_specs=(rows.spec,), out_specs=(rows.spec, P())))
+    call = _ffi_call.mesh_call("potri", mesh, rows, g)
+    return jax.jit(_placement.mapped(functools.partial(local, call), mesh,
+                                     in_specs=(rows.spec,), out_specs=(rows.spec, P())))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+def local(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """This device's rows of A^-1 and the status inside any shard_map, differentiable in this device's rows a (see _local_jvp)."""
     return shard(call, a)
 
 
 @local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array],
+def _local_jvp(call: _ffi_call.Call, primals: tuple[jax.Array],
                tangents: tuple[jax.Array]):
     """d(A^-1) = -A^-1 dA A^-1, rows R_d: -A^-1[R_d, :] (dA A^-1), with dA
     the Hermitian matrix of da's upper triangle. Two products of

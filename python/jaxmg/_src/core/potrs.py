@@ -20,12 +20,12 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxmg._src import _compat, _manual, _shard
+from jaxmg._src import _compat, _ffi_call, _geometry, _manual
 from jaxmg._src.core import _solve
 from jaxmg._src.core import potri as potri_core
 
 
-def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
+def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array,
           want_logdet: bool = False) -> tuple[jax.Array, ...]:
     """One shard's part: a is r x N, b is N x k (replicated). Returns A's
     work buffer (this shard's r x N rows of what the solver left in A: an
@@ -35,18 +35,18 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
     when A is not positive definite) before the status. Padding adds
     identity rows, which leave the determinant as it is."""
     g = call.g
-    per_shard, same = _shard.result_types(call.axes, a, b)
-    pos = _shard.position(call.axes, call.others, g.nparts)
-    a_p = _shard.pad_shard(a, g, pos % g.nparts, 1)
-    # The solver sees conj(A) (see _shard): solve conj(A) y = conj(b), x = conj(y).
+    per_shard, same = _ffi_call.result_types(call.axes, a, b)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
+    a_p = _geometry.pad_shard(a, g, pos % g.nparts, 1)
+    # The solver sees conj(A) (see _geometry): solve conj(A) y = conj(b), x = conj(y).
     # It wants B column-major, which is B^T row-major.
-    b_cm = jnp.conj(_shard.pad_rows(b, g)).T
+    b_cm = jnp.conj(_geometry.pad_rows(b, g)).T
     dtype = a.dtype
     logdet = (jax.ShapeDtypeStruct((), jnp.finfo(dtype).dtype),) if want_logdet else ()
     # want_logdet is passed only when wanted: a call without it is the one
     # the library has always taken.
     attrs = {"want_logdet": 1} if want_logdet else {}
-    work, y_cm, *rest = _shard.ffi_call(
+    work, y_cm, *rest = _ffi_call.ffi_call(
         "potrs",
         (a_p, b_cm, pos),
         (
@@ -59,11 +59,11 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
         varying=(per_shard, same) + (same,) * len(logdet) + (same,),
         **attrs,
     )
-    x = _shard.unpad_rows(jnp.conj(y_cm).T, g)
-    return (_shard.unpad_shard(work, g), x, *rest[:-1], _shard.unpad_info(rest[-1], g))
+    x = _geometry.unpad_rows(jnp.conj(y_cm).T, g)
+    return (_geometry.unpad_shard(work, g), x, *rest[:-1], _geometry.unpad_info(rest[-1], g))
 
 
-def _solve_transposed(call: _shard.Call, a: jax.Array, c: jax.Array) -> jax.Array:
+def _solve_transposed(call: _ffi_call.Call, a: jax.Array, c: jax.Array) -> jax.Array:
     """A^-T c (c: the leader's) by the FFI solve: A^-T = conj(A^-1 conj(.))
     for Hermitian A."""
     _, x, _ = shard(call, a, jnp.conj(c))
@@ -78,7 +78,7 @@ over_mesh = _cores.over_mesh
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_logdet(call: _shard.Call, a: jax.Array,
+def local_logdet(call: _ffi_call.Call, a: jax.Array,
                  b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``local_work`` with log det A: (work rows, x, logdet, status), logdet
     the same on every device. x's rule is ``local``'s, the work buffer's
@@ -87,7 +87,7 @@ def local_logdet(call: _shard.Call, a: jax.Array,
 
 
 @local_logdet.defjvp
-def _local_logdet_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_logdet_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                       tangents: tuple[jax.Array, jax.Array]):
     (a, b), (da, db) = primals, tangents
     work, x, logdet, status = local_logdet(call, a, b)
@@ -97,7 +97,7 @@ def _local_logdet_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
             (jnp.zeros_like(work), dx, dlogdet, _compat.zero_tangent(status)))
 
 
-def _logdet_tangent(call: _shard.Call, a: jax.Array, da: jax.Array) -> jax.Array:
+def _logdet_tangent(call: _ffi_call.Call, a: jax.Array, da: jax.Array) -> jax.Array:
     """d logdet = tr(A^-1 dA), dA the Hermitian matrix of da's upper
     triangle: with A^-1 Hermitian, tr(A^-1 dA) = sum(conj(A^-1) * dA), each
     device's rows of A^-1 (jaxmg's potri, differentiable, so that the rule

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _native, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _native, _placement
 
 
 def r_rows(n: int, nparts: int) -> int:
@@ -40,7 +40,7 @@ def r_rows(n: int, nparts: int) -> int:
 
 
 def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
-             platform: str, nodes: int = 1) -> _shard.Geometry:
+             platform: str, nodes: int = 1) -> _geometry.Geometry:
     """The call's sizes: ``nparts`` shards of m / nparts rows, never padded,
     T_A (checked; one tile per shard when left out: the engines that run
     qr take no tiles), and the engine the C library's check chooses
@@ -49,19 +49,19 @@ def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     reason."""
     r = m // nparts
     tile = r if T_A is None else min(_checks.check_tile(op, T_A), r)
-    g = _shard.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
-    verdict = _native.engine_check(platform, "qr", nparts, dtype.name, n, tile, nodes=nodes,
+    g = _geometry.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
+    choice = _native.engine_choice(platform, "qr", nparts, dtype.name, n, tile, nodes=nodes,
                                    m=m)
-    if verdict is None:
+    if choice is None:
         return g
-    if not verdict[0]:
+    if not choice.ok:
         where = f"on {nparts} {platform} device(s)" + (f" over {nodes} nodes" if nodes > 1 else "")
         raise ValueError(f"jaxmg.{op}: no engine runs the QR of a {m} x {n} {dtype.name} "
-                         f"matrix {where}: {verdict[1]}")
-    return _shard.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r, engine=verdict[1])
+                         f"matrix {where}: {choice.answer}")
+    return _geometry.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r, engine=choice.answer)
 
 
-def shard(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def shard(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One shard's part: a is this shard's r x n rows of the m x n A.
     Returns (q, r_part, status): q this shard's r rows of Q (in A's buffer
     when XLA can give it), r_part this shard's ceil(n / devices) rows of R
@@ -70,17 +70,17 @@ def shard(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Ar
     g = call.g
     rows, n = a.shape
     m = rows * g.nparts
-    per_shard, same = _shard.result_types(call.axes, a)
-    pos = _shard.position(call.axes, call.others, g.nparts)
+    per_shard, same = _ffi_call.result_types(call.axes, a)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
     results = (jax.ShapeDtypeStruct(a.shape, a.dtype),
                jax.ShapeDtypeStruct((r_rows(n, g.nparts), n), a.dtype),
                jax.ShapeDtypeStruct((), jnp.int32))
-    q, r_part, status = _shard.ffi_call("qr", (a, pos), results, call=call,
-                                        varying=(per_shard, per_shard, same), m=m)
+    q, r_part, status = _ffi_call.ffi_call("qr", (a, pos), results, call=call,
+                                           varying=(per_shard, per_shard, same), m=m)
     return q, _upper(call, r_part, status), status
 
 
-def _upper(call: _shard.Call, r_part: jax.Array, status: jax.Array) -> jax.Array:
+def _upper(call: _ffi_call.Call, r_part: jax.Array, status: jax.Array) -> jax.Array:
     """This device's rows of R with R's strict lower part zeroed: an engine
     may leave anything there (cuSOLVERDn leaves its reflectors: engine.h,
     the qr routine), an elementwise mask XLA fuses in place. A nonzero
@@ -93,7 +93,7 @@ def _upper(call: _shard.Call, r_part: jax.Array, status: jax.Array) -> jax.Array
     return jnp.where(keep, r_part, jnp.zeros((), r_part.dtype))
 
 
-def full_r(call: _shard.Call, r_part: jax.Array) -> jax.Array:
+def full_r(call: _ffi_call.Call, r_part: jax.Array) -> jax.Array:
     """R (n x n) whole on every device, from this device's rows of it
     (_manual.rows_everywhere: typed the same on every device under vma
     typing, and so is what is computed from R alone)."""
@@ -101,14 +101,14 @@ def full_r(call: _shard.Call, r_part: jax.Array) -> jax.Array:
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def local(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Inside any shard_map: ``(q, r_part, status)`` for this device's rows a
     of A (``shard``'s), differentiable in a (see _local_jvp)."""
     return shard(call, a)
 
 
 @local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+def _local_jvp(call: _ffi_call.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
     """QR's rule (as jnp.linalg.qr's, m >= n, R invertible), on this
     device's rows. With R whole on every device and dA R⁻¹ on this device's
     rows (R⁻¹ from the right, a triangular solve):
@@ -141,13 +141,13 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax
 
 
 @functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry) -> Any:
     """``local`` over the whole mesh, jitted: A row-sharded as ``rows`` says
     in, ``(Q, R, status)`` out, Q and R row-sharded like A (R's rows padded
     with zero rows to ceil(n / devices) a device), status replicated. Q is
     the FFI call's output aliased to A: a program that donates A gives its
     buffer to Q."""
-    call = _shard.mesh_call("qr", mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(local, call), mesh,
-                                 in_specs=(rows.spec,),
-                                 out_specs=(rows.spec, rows.spec, P())))
+    call = _ffi_call.mesh_call("qr", mesh, rows, g)
+    return jax.jit(_placement.mapped(functools.partial(local, call), mesh,
+                                     in_specs=(rows.spec,),
+                                     out_specs=(rows.spec, rows.spec, P())))

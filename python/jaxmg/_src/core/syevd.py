@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
 
 
 def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Array:
@@ -39,7 +39,7 @@ def _pad_value(a: jax.Array, shard: jax.Array, axes: tuple[str, ...]) -> jax.Arr
     return 1 + 2 * jax.lax.pmax(local, axis)
 
 
-def vectors_in_a(g: _shard.Geometry, want_vectors: bool) -> bool:
+def vectors_in_a(g: _geometry.Geometry, want_vectors: bool) -> bool:
     """Whether a call leaves V itself in A's buffer (the C op's attribute
     ``vectors_in_a``): with eigenvectors, on a group of one device (the
     whole matrix in one buffer), unpadded (the buffer is A's shape). The C
@@ -49,7 +49,7 @@ def vectors_in_a(g: _shard.Geometry, want_vectors: bool) -> bool:
     return bool(want_vectors) and g.nparts == 1 and not g.padded
 
 
-def shard(call: _shard.Call, a: jax.Array,
+def shard(call: _ffi_call.Call, a: jax.Array,
           want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """One shard's part: a is r x N. Returns what the solver left in A's
     buffer (rp x N', padded like A: with eigenvectors, this shard's rows
@@ -61,13 +61,13 @@ def shard(call: _shard.Call, a: jax.Array,
     makes XLA copy one of them."""
     g = call.g
     in_a = vectors_in_a(g, want_vectors)
-    per_shard, same = _shard.result_types(call.axes, a)
-    pos = _shard.position(call.axes, call.others, g.nparts)
+    per_shard, same = _ffi_call.result_types(call.axes, a)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
     index = pos % g.nparts
     diag = _pad_value(a, index, call.axes) if g.padded else 1
-    a_p = _shard.pad_shard(a, g, index, diag)
+    a_p = _geometry.pad_shard(a, g, index, diag)
     real = jnp.finfo(a.dtype).dtype
-    u, w, info = _shard.ffi_call(
+    u, w, info = _ffi_call.ffi_call(
         "syevd",
         (a_p, pos),
         (
@@ -91,7 +91,7 @@ def shard(call: _shard.Call, a: jax.Array,
 
 
 @functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry,
               want_vectors: bool, work: bool = False) -> Any:
     """``local`` or ``local_values``, derivative rules included, over the
     whole mesh, jitted; padding's eigenpairs, which come last, dropped:
@@ -105,16 +105,16 @@ def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
     one)."""
     if work and g.padded:
         raise ValueError("jaxmg.syevd: a padded call's work buffer is not A's shape")
-    call = _shard.mesh_call("syevd", mesh, rows, g)
+    call = _ffi_call.mesh_call("syevd", mesh, rows, g)
     front = (rows.spec,) if work else ()
     if not want_vectors:
         fn = local_values_work if work else local_values
-        return jax.jit(_shard.mapped(functools.partial(fn, call), mesh,
-                                     in_specs=(rows.spec,),
-                                     out_specs=front + (P(None), P())))
+        return jax.jit(_placement.mapped(functools.partial(fn, call), mesh,
+                                         in_specs=(rows.spec,),
+                                         out_specs=front + (P(None), P())))
     fn = local_work if work else local
-    mapped = _shard.mapped(functools.partial(fn, call), mesh, in_specs=(rows.spec,),
-                           out_specs=front + (P(None), P(None, rows.spec[0]), P()))
+    mapped = _placement.mapped(functools.partial(fn, call), mesh, in_specs=(rows.spec,),
+                               out_specs=front + (P(None), P(None, rows.spec[0]), P()))
 
     def run(a: jax.Array) -> tuple[jax.Array, ...]:
         *u, w, v, status = mapped(a)
@@ -124,7 +124,7 @@ def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def local(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Inside any shard_map, padding kept: all N' eigenvalues (the
     padding's last), this device's rp columns of the eigenvectors (N x rp,
     eigenvectors d*rp ... (d+1)*rp - 1), the status; differentiable in this
@@ -133,7 +133,7 @@ def local(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Ar
 
 
 @local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+def _local_jvp(call: _ffi_call.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
     (a,), (da,) = primals, tangents
     _, w, v, status = local_work(call, a)
     dw, dv = _tangents(call, da, w, v)
@@ -141,7 +141,7 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_work(call: _shard.Call,
+def local_work(call: _ffi_call.Call,
                a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``local`` with what the solver left in A's buffer in front (padded
     like A: this shard's rows of V^H when unpadded, or V itself, the same
@@ -152,7 +152,7 @@ def local_work(call: _shard.Call,
 
 
 @local_work.defjvp
-def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array],
+def _local_work_jvp(call: _ffi_call.Call, primals: tuple[jax.Array],
                     tangents: tuple[jax.Array]):
     (a,), (da,) = primals, tangents
     u, w, v, status = local_work(call, a)
@@ -160,7 +160,7 @@ def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array],
     return (u, w, v, status), (jnp.zeros_like(u), dw, dv, _compat.zero_tangent(status))
 
 
-def _tangents(call: _shard.Call, da: jax.Array, w: jax.Array,
+def _tangents(call: _ffi_call.Call, da: jax.Array, w: jax.Array,
               v: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(dw, dV_d), ``local``'s rule: the standard rule, as jnp.linalg.eigh's
     (degenerate eigenvalues give what JAX's own rule gives), on this device's columns V_d of V: with
@@ -200,7 +200,7 @@ def _tangents(call: _shard.Call, da: jax.Array, w: jax.Array,
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_values(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+def local_values(call: _ffi_call.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(w, status) inside any shard_map, without eigenvectors; its
     derivative needs them, and computes them (local) only when
     differentiated."""
@@ -208,13 +208,13 @@ def local_values(call: _shard.Call, a: jax.Array) -> tuple[jax.Array, jax.Array]
 
 
 @local_values.defjvp
-def _local_values_jvp(call: _shard.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
+def _local_values_jvp(call: _ffi_call.Call, primals: tuple[jax.Array], tangents: tuple[jax.Array]):
     (_, w, status), (_, dw, _) = _local_values_work_jvp(call, primals, tangents)
     return (w, status), (dw, _compat.zero_tangent(status))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_values_work(call: _shard.Call,
+def local_values_work(call: _ffi_call.Call,
                       a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``local_values`` with what the solver left in A's buffer in front
     (unspecified contents, padded like A), held constant."""
@@ -223,7 +223,7 @@ def local_values_work(call: _shard.Call,
 
 
 @local_values_work.defjvp
-def _local_values_work_jvp(call: _shard.Call, primals: tuple[jax.Array],
+def _local_values_work_jvp(call: _ffi_call.Call, primals: tuple[jax.Array],
                            tangents: tuple[jax.Array]):
     """The eigenvalues' rule needs the eigenvectors: differentiated, the
     call computes them (``local_work``), and its work buffer is that call's."""

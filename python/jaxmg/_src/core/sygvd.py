@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
 from jaxmg._src.core.syevd import vectors_in_a
 
 
@@ -46,7 +46,7 @@ def tile_for(n: int, nparts: int, T_A: int | None) -> int | None:
     return max(t, 1)
 
 
-def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
+def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array,
           want_vectors: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """One shard's part: a and b are r x N. Returns what the solver left in
     A's buffer (r x N: with eigenvectors, this shard's rows of Vᴴ, see
@@ -59,10 +59,10 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
     in_a = vectors_in_a(g, want_vectors)
     if g.padded:
         raise ValueError("jaxmg.sygvd: the shard must be a multiple of T_A (sygvd never pads)")
-    per_shard, same = _shard.result_types(call.axes, a, b)
-    pos = _shard.position(call.axes, call.others, g.nparts)
+    per_shard, same = _ffi_call.result_types(call.axes, a, b)
+    pos = _ffi_call.position(call.axes, call.others, g.nparts)
     real = jnp.finfo(a.dtype).dtype
-    u, w, bw, info = _shard.ffi_call(
+    u, w, bw, info = _ffi_call.ffi_call(
         "sygvd",
         (a, b, pos),
         (
@@ -86,7 +86,7 @@ def shard(call: _shard.Call, a: jax.Array, b: jax.Array,
 
 
 @functools.lru_cache(maxsize=256)
-def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry,
               want_vectors: bool, work: bool = False) -> Any:
     """``local`` or ``local_values``, derivative rules included, over the
     whole mesh, jitted, on (A, B) both sharded as ``rows.spec``:
@@ -98,28 +98,28 @@ def over_mesh(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
     front, ``(b_work, w, V, status)``, and V takes a donated A's buffer
     (JAX pairs donated arguments with outputs of their shape in order: the
     donating program takes B first, api/generalized.py)."""
-    call = _shard.mesh_call("sygvd", mesh, rows, g)
+    call = _ffi_call.mesh_call("sygvd", mesh, rows, g)
     if work and vectors_in_a(g, want_vectors):
-        def b_work_first(call: _shard.Call, a: jax.Array,
+        def b_work_first(call: _ffi_call.Call, a: jax.Array,
                          b: jax.Array) -> tuple[jax.Array, ...]:
             return local_work(call, a, b)[1:]
-        return jax.jit(_shard.mapped(functools.partial(b_work_first, call), mesh,
-                                     in_specs=(rows.spec, rows.spec),
-                                     out_specs=(rows.spec, P(None), P(None, rows.spec[0]),
+        return jax.jit(_placement.mapped(functools.partial(b_work_first, call), mesh,
+                                         in_specs=(rows.spec, rows.spec),
+                                         out_specs=(rows.spec, P(None), P(None, rows.spec[0]),
                                                 P())))
     front = (rows.spec, rows.spec) if work else ()
     specs = (rows.spec, rows.spec)
     if not want_vectors:
         fn = local_values_work if work else local_values
-        return jax.jit(_shard.mapped(functools.partial(fn, call), mesh, in_specs=specs,
-                                     out_specs=front + (P(None), P())))
+        return jax.jit(_placement.mapped(functools.partial(fn, call), mesh, in_specs=specs,
+                                         out_specs=front + (P(None), P())))
     fn = local_work if work else local
-    return jax.jit(_shard.mapped(functools.partial(fn, call), mesh, in_specs=specs,
-                                 out_specs=front + (P(None), P(None, rows.spec[0]), P())))
+    return jax.jit(_placement.mapped(functools.partial(fn, call), mesh, in_specs=specs,
+                                     out_specs=front + (P(None), P(None, rows.spec[0]), P())))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local(call: _shard.Call, a: jax.Array,
+def local(call: _ffi_call.Call, a: jax.Array,
           b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Inside any shard_map: all N eigenvalues, this device's r columns of
     the eigenvectors (N x r, eigenvectors d*r ... (d+1)*r - 1), the status;
@@ -128,7 +128,7 @@ def local(call: _shard.Call, a: jax.Array,
 
 
 @local.defjvp
-def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                tangents: tuple[jax.Array, jax.Array]):
     (a, b), (da, db) = primals, tangents
     _, _, w, v, status = local_work(call, a, b)
@@ -137,7 +137,7 @@ def _local_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_work(call: _shard.Call, a: jax.Array,
+def local_work(call: _ffi_call.Call, a: jax.Array,
                b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """``local`` with what the solver left in A's and B's buffers in front,
     for programs that hand them back (a donated A and B). The work buffers
@@ -147,7 +147,7 @@ def local_work(call: _shard.Call, a: jax.Array,
 
 
 @local_work.defjvp
-def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_work_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                     tangents: tuple[jax.Array, jax.Array]):
     (a, b), (da, db) = primals, tangents
     u, bw, w, v, status = local_work(call, a, b)
@@ -156,7 +156,7 @@ def _local_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
             (jnp.zeros_like(u), jnp.zeros_like(bw), dw, dv, _compat.zero_tangent(status)))
 
 
-def _tangents(call: _shard.Call, da: jax.Array, db: jax.Array, w: jax.Array,
+def _tangents(call: _ffi_call.Call, da: jax.Array, db: jax.Array, w: jax.Array,
               v: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(dw, dV_d), ``local``'s rule, on this device's columns V_d of V.
 
@@ -197,7 +197,7 @@ def _tangents(call: _shard.Call, da: jax.Array, db: jax.Array, w: jax.Array,
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_values(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+def local_values(call: _ffi_call.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(w, status) inside any shard_map, without eigenvectors; its
     derivative needs them, and computes them (local_work) only when
     differentiated."""
@@ -205,14 +205,14 @@ def local_values(call: _shard.Call, a: jax.Array, b: jax.Array) -> tuple[jax.Arr
 
 
 @local_values.defjvp
-def _local_values_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_values_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                       tangents: tuple[jax.Array, jax.Array]):
     (_, _, w, status), (_, _, dw, _) = _local_values_work_jvp(call, primals, tangents)
     return (w, status), (dw, _compat.zero_tangent(status))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def local_values_work(call: _shard.Call, a: jax.Array,
+def local_values_work(call: _ffi_call.Call, a: jax.Array,
                       b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``local_values`` with what the solver left in A's and B's buffers in
     front (unspecified contents), held constant."""
@@ -221,7 +221,7 @@ def local_values_work(call: _shard.Call, a: jax.Array,
 
 
 @local_values_work.defjvp
-def _local_values_work_jvp(call: _shard.Call, primals: tuple[jax.Array, jax.Array],
+def _local_values_work_jvp(call: _ffi_call.Call, primals: tuple[jax.Array, jax.Array],
                            tangents: tuple[jax.Array, jax.Array]):
     """The eigenvalues' rule needs the eigenvectors: differentiated, the
     call computes them (``local_work``), and its work buffers are that

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _manual, _mode, _native, _shard
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _mode, _native, _placement
 from jaxmg._src.api import _donate
 from jaxmg._src._compat import current_manual_axes
 
@@ -252,7 +252,7 @@ def _prepare_global(op: str, a: Any, T_A: Any, mesh: Any, specs: Any, n_specs: i
                     pad: bool) -> tuple[Any, Mesh, Any, Any]:
     n, _ = _checks.check_matrix(op, a)
     mesh, specs = _global_layout(op, a, mesh, specs)
-    return _shard.prepare(op, a, n, T_A, mesh, specs, n_specs, pad)
+    return _placement.prepare(op, a, n, T_A, mesh, specs, n_specs, pad)
 
 
 # The solves' cores by op: each has local_work, (work rows, x, status).
@@ -281,11 +281,11 @@ def _local_shard(op: str, a: Any, positional: tuple[Any, ...], *, pad: Any, axis
 
 
 def _local_call(op: str, rows: Any, a: Any, T_A: Any, pad: bool,
-                g: _shard.Geometry) -> _manual.Call:
+                g: _geometry.Geometry) -> _manual.Call:
     """The Call of one FFI program of geometry ``g`` inside a shard_map body
     (``a`` this device's rows of the op's input)."""
     call = _manual.make_call(op, rows, g.n, a, T_A, pad, geometry=g)
-    # A rectangular shard does not tell the group's size (_shard.ffi_call).
+    # A rectangular shard does not tell the group's size (_ffi_call.ffi_call).
     call = dataclasses.replace(call, job=_mode.ambient_job_id(op, rows.nparts))
     _native.load()
     return call

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _manual, _mode, _native, _shard
+from jaxmg._src import _checks, _manual, _mode, _native, _placement
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
@@ -78,7 +78,7 @@ def _prepare_svd(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     g = geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
-    return _shard.onto(a, mesh, rows.spec), mesh, rows, g
+    return _placement.onto(a, mesh, rows.spec), mesh, rows, g
 
 
 def _numpy_order(out: tuple[jax.Array, ...], want_u: bool, want_vh: bool) -> tuple[Any, ...]:
@@ -97,7 +97,7 @@ def _gesvd_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any, ful
     not asked for; work the solver's work buffer, sharded like A."""
     a, mesh, rows, g = _prepare_gesvd(op, a, T_A, mesh, specs, full, want_u, want_vh, layout)
     work, *out = gesvd_core.over_mesh(mesh, rows, g, full, want_u, want_vh, work=True)(a)
-    _shard.settle_on_cpu(out, mesh)
+    work, *out = _placement.hand_back((work, *out), mesh)
     return (work,) + _numpy_order(tuple(out), want_u, want_vh)
 
 

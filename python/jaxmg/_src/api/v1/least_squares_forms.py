@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _shard
+from jaxmg._src import _checks, _placement
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1 import qr_forms
 from jaxmg._src.api.v1._calls import (
@@ -60,11 +60,10 @@ def _ls_global(a: Any, b: Any, *, op: str, T_A: Any, mesh: Any, specs: Any,
     _check_b(op, b, m, dtype)
     a, mesh, rows, g = qr_forms.prepare(op, a, T_A, mesh, specs, layout, n_specs=2,
                                         r_sharded=False)
-    b = _shard.onto(b, mesh, P())
+    b = _placement.onto(b, mesh, P())
     q, b_work, x, status = ls_core.over_mesh(mesh, rows, g, work=True)(a, _columns(b))
     out = (q, _like_b(b_work, b), _like_b(x, b), status)
-    _shard.settle_on_cpu(out, mesh)
-    return out
+    return _placement.hand_back(out, mesh)
 
 
 def _ls_plain(a: Any, b: Any, *, T_A: Any, mesh: Any, specs: Any, want_status: bool,

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import jax
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _shard
+from jaxmg._src import _checks, _placement
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
@@ -78,8 +78,7 @@ def _polar_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any, wan
     a, mesh, rows, g = _prepare_svd(op, a, T_A, mesh, specs, layout, _polar_checks(op),
                                     functools.partial(polar_core.geometry, method=method))
     out = polar_core.over_mesh(mesh, rows, g, want_h)(a)
-    _shard.settle_on_cpu(out, mesh)
-    return tuple(out)
+    return tuple(_placement.hand_back(tuple(out), mesh))
 
 
 def _polar_plain(a: jax.Array, *, T_A: Any, mesh: Any, specs: Any, want_h: bool,

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _mode, _native, _shard
+from jaxmg._src import _checks, _mode, _native, _placement
 from jaxmg._src.api import _donate
 from jaxmg._src.api.v1._calls import (
     _UNSET,
@@ -60,7 +60,7 @@ def prepare(op: str, a: Any, T_A: Any, mesh: Any, specs: Any,
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
     g = qr_core.geometry(op, m, n, rows.nparts, dtype, T_A, platform, nodes)
-    return _shard.onto(a, mesh, rows.spec), mesh, rows, g
+    return _placement.onto(a, mesh, rows.spec), mesh, rows, g
 
 
 def _qr_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any,
@@ -68,8 +68,7 @@ def _qr_global(a: jax.Array, *, op: str, T_A: Any, mesh: Any, specs: Any,
     """qr over a whole mesh: (Q, R, status), Q and R sharded like A."""
     a, mesh, rows, g = prepare(op, a, T_A, mesh, specs, layout)
     out = qr_core.over_mesh(mesh, rows, g)(a)
-    _shard.settle_on_cpu(out, mesh)
-    return tuple(out)
+    return tuple(_placement.hand_back(tuple(out), mesh))
 
 
 def _qr_plain(a: jax.Array, *, T_A: Any, mesh: Any, specs: Any, want_status: bool) -> Any:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import jax
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _shard
+from jaxmg._src import _checks, _ffi_call, _geometry, _placement
 from jaxmg._src.api import seeds
 from jaxmg._src.api.v1._calls import (
     _UNSET,
@@ -135,7 +135,7 @@ def _solve_worked(op: str, want_logdet: bool, a: jax.Array, b: jax.Array,
 
 
 def _without_work(mesh: Mesh, rows: _checks.RowSharding,
-                  g: _shard.Geometry) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, ...]]:
+                  g: _geometry.Geometry) -> Callable[[jax.Array, jax.Array], tuple[jax.Array, ...]]:
     """potrs's program with log det A, A's work buffer dropped: (x, logdet,
     status)."""
     program = _solve_program("potrs", mesh, rows, g, True)
@@ -167,15 +167,15 @@ _SOLVES = {"potrs": potrs_core, "lu_solve": lu_solve_core}
 
 @functools.lru_cache(maxsize=256)
 def _solve_program(op: str, mesh: Mesh, rows: _checks.RowSharding,
-                   g: _shard.Geometry, want_logdet: bool = False) -> Any:
+                   g: _geometry.Geometry, want_logdet: bool = False) -> Any:
     """(a_work, x, status), or (a_work, x, logdet, status) with want_logdet
     (potrs only)."""
     if not want_logdet:
         return _SOLVES[op].over_mesh(mesh, rows, g, work=True)
-    call = _shard.mesh_call(op, mesh, rows, g)
-    return jax.jit(_shard.mapped(functools.partial(potrs_core.local_logdet, call), mesh,
-                                 in_specs=(rows.spec, P(None, None)),
-                                 out_specs=(rows.spec, P(None, None), P(), P())))
+    call = _ffi_call.mesh_call(op, mesh, rows, g)
+    return jax.jit(_placement.mapped(functools.partial(potrs_core.local_logdet, call), mesh,
+                                     in_specs=(rows.spec, P(None, None)),
+                                     out_specs=(rows.spec, P(None, None), P(), P())))
 
 
 def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *,
@@ -198,7 +198,7 @@ def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *
         op, "return_logdet", extra["return_logdet"])
     base = op.removesuffix("_shardmap_ctx")
 
-    def solve(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry) -> Any:
+    def solve(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry) -> Any:
         return _solve_program(base, mesh, rows, g, want_logdet)
 
     return seeds.run_solve(op, a, b, T_A, mesh, specs, pad, solve, layout=_global_layout,

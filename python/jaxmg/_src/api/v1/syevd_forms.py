@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxmg._src import _checks, _compat, _shard
+from jaxmg._src import _checks, _compat, _geometry, _placement
 from jaxmg._src.api import seeds
 from jaxmg._src.api.v1._calls import (
     _UNSET,
@@ -36,7 +36,7 @@ def _syevd_worked(a: jax.Array, T_A: int | None = None, mesh: Mesh | None = None
     the buffer twice would make XLA copy it), for a donating jit
     (_donate.run)."""
     n, _ = _checks.check_matrix("syevd", a)
-    a, mesh, rows, g = _shard.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
+    a, mesh, rows, g = _placement.prepare("syevd", a, n, T_A, mesh, in_specs, 1, pad)
     worked = not g.padded and not syevd_core.vectors_in_a(g, return_eigenvectors)
     program = syevd_core.over_mesh(mesh, rows, g, return_eigenvectors, work=worked)
     out = tuple(program(a))
@@ -77,7 +77,7 @@ def syevd(
 
 
 @functools.lru_cache(maxsize=256)
-def _syevd_program(mesh: Mesh, rows: _checks.RowSharding, g: _shard.Geometry,
+def _syevd_program(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry,
                    want_vectors: bool) -> Any:
     """(a_work, w, V, status), or (a_work, w, status) for an unpadded call:
     a_work the solver's work buffer (V^H with eigenvectors; V itself on one
@@ -170,7 +170,6 @@ def syevd_shardmap_ctx(
     a, mesh, rows, g = _prepare_global(op, a, T_A, mesh, specs, 1, pad)
     out = _syevd_program(mesh, rows, g, want)(a)
     out = (a_in,) + tuple(out) if g.padded and not want else out
-    _shard.settle_on_cpu(out, mesh)
-    return tuple(out)
+    return tuple(_placement.hand_back(tuple(out), mesh))
 
 
