@@ -166,7 +166,7 @@ def test_no_memory_for_scratch_permutes_in_place():
 
 
 # potri of a matrix whose shard takes 35% of the cap, the out-of-place
-# permutation forced (jaxmg would not try it at 35%: _shard.scratch_fits):
+# permutation forced (jaxmg would not try it at 35%: _ffi_call.scratch_fits):
 # its scratch shard fits (70%), but then potri's own second shard does not
 # (105%). The solver fails for want of memory before writing anything; the
 # leader moves A home, frees the scratch, and calls it again, which fits.
