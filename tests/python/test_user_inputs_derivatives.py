@@ -142,13 +142,24 @@ def programs(mesh):
             gen(a), b, TILE, mesh, matrix_specs=SPEC)[1], lambda a, b: solve(gen(a), b)),
         "gesvd": (1, lambda a: svd(*jaxmg.gesvd(gen(a), TILE, mesh, matrix_specs=SPEC)),
                   lambda a: svd_phase_free(*jnp.linalg.svd(gen(a), full_matrices=False))),
+        "gesvd_shardmap_ctx 1.x": (1, lambda a: svd(*jaxmg.gesvd_shardmap_ctx(
+            gen(a), TILE, mesh, matrix_specs=SPEC)[1:4]),
+            lambda a: svd_phase_free(*jnp.linalg.svd(gen(a), full_matrices=False))),
         "qr": (1, lambda a: qr_free(*jaxmg.qr(gen(a), TILE, mesh, matrix_specs=SPEC)),
                lambda a: ref_qr_free(*jnp.linalg.qr(gen(a)))),
+        "qr_shardmap_ctx 1.x": (1, lambda a: qr_free(*jaxmg.qr_shardmap_ctx(
+            gen(a), TILE, mesh, matrix_specs=SPEC)[:2]),
+            lambda a: ref_qr_free(*jnp.linalg.qr(gen(a)))),
         "least_squares": (2, lambda a, b: jaxmg.least_squares(gen(a), b, TILE, mesh,
                                                               matrix_specs=SPEC),
                           lambda a, b: jnp.linalg.lstsq(gen(a), b)[0]),
+        "least_squares_shardmap_ctx 1.x": (2, lambda a, b: jaxmg.least_squares_shardmap_ctx(
+            gen(a), b, TILE, mesh, matrix_specs=SPEC)[2],
+            lambda a, b: jnp.linalg.lstsq(gen(a), b)[0]),
         "polar": (1, lambda a: jaxmg.polar(gen(a), TILE, mesh, matrix_specs=SPEC),
                   lambda a: ref_polar(gen(a))),
+        "polar_shardmap_ctx 1.x": (1, lambda a: jaxmg.polar_shardmap_ctx(
+            gen(a), TILE, mesh, matrix_specs=SPEC)[:2], lambda a: ref_polar(gen(a))),
         "eigh_generalized": (2, lambda a, b: jaxmg.eigh_generalized(
             sym(a), sym(b), TILE, mesh, (ROWS, ROWS), return_eigenvectors=False),
             lambda a, b: ref_generalized(sym(a), sym(b))),
