@@ -14,6 +14,7 @@ message(STATUS "Building libjaxmg_cuda.so (CUDA ${CUDAToolkit_VERSION}, ${JAXMG_
 add_library(jaxmg_cuda SHARED
   csrc/ffi/cuda_targets.c
   csrc/cuda/check.c
+  csrc/cuda/call.c
   csrc/cuda/handles.c
   csrc/cuda/mem.c
   csrc/engine/cuda_hermitian.c
