@@ -295,7 +295,7 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   /* The engine's blocks (engine.h, block): T_A, unless its library cannot
    * take T_A. Π and the grid are planned in them; on one rank Π is the
    * identity and the block any (the engine holds the whole matrix). */
-  const jmg_problem problem = {.op = v.op,
+  const jmg_problem problem = {.op = desc->id,
                                .nparts = v.ranks,
                                .nodes = 1,
                                .dtype = io->dtype,

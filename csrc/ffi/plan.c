@@ -185,7 +185,7 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   if (jmg_ffi_has_attr(frame, "nodes") &&
       jmg_ffi_attr_i64(frame, op, "nodes", &nodes, err) != 0)
     return jmg_op_abort(call, err);
-  const jmg_problem problem = {.op = op,
+  const jmg_problem problem = {.op = desc->id,
                                .nparts = nparts,
                                .nodes = (int)nodes,
                                .dtype = io->dtype,

@@ -37,7 +37,6 @@
 
 #define TRD_NB 64  /* the reduction's panel (LAPACK's ?latrd block) */
 #define ORM_NB 128 /* the back-transformation's block of reflectors */
-#define TRD_ALIGN 256
 
 typedef struct cplx {
   double re, im;
@@ -107,45 +106,34 @@ static void c_store(jmg_dtype t, void *p, cplx v) {
   }
 }
 
-static size_t aligned(size_t bytes) {
-  return (bytes + TRD_ALIGN - 1) / TRD_ALIGN * TRD_ALIGN;
-}
-
-/* Where each buffer sits in the call's device workspace (byte offsets). */
+/* Where each buffer sits in the call's device workspace (byte offsets of
+ * its parts, cuda/call.h). */
 typedef struct trd_layout {
-  size_t z, wp, vb, w1, w2, td, gd, total;
+  size_t z, wp, vb, w1, w2, td, gd;
 } trd_layout;
 
-static trd_layout layout_of(int64_t n, jmg_dtype t, int want_vectors) {
+static trd_layout layout_of(int64_t n, jmg_dtype t, int want_vectors,
+                            jmg_cuda_work *w) {
   const size_t es = jmg_dtype_size(t), nn = (size_t)n;
   trd_layout l;
   memset(&l, 0, sizeof l);
-  size_t at = 0;
+  if (want_vectors) /* T's eigenvectors, then A's: n x n */
+    l.z = jmg_cuda_work_part(w, nn * nn * es);
+  l.wp = jmg_cuda_work_part(w, nn * TRD_NB * es); /* ?latrd's W: n x TRD_NB */
   if (want_vectors) {
-    l.z = at; /* T's eigenvectors, then A's: n x n */
-    at += aligned(nn * nn * es);
+    /* a block of reflectors, unit diagonal: n x ORM_NB */
+    l.vb = jmg_cuda_work_part(w, nn * ORM_NB * es);
+    l.w1 = jmg_cuda_work_part(w, ORM_NB * nn * es); /* V^H Z: ORM_NB x n */
+    l.w2 = jmg_cuda_work_part(w, ORM_NB * nn * es); /* T_b V^H Z */
+    l.td = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es);  /* T_b */
+    l.gd = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es);  /* V^H V */
   }
-  l.wp = at; /* ?latrd's W: n x TRD_NB */
-  at += aligned(nn * TRD_NB * es);
-  if (want_vectors) {
-    l.vb = at; /* a block of reflectors, unit diagonal: n x ORM_NB */
-    at += aligned(nn * ORM_NB * es);
-    l.w1 = at; /* V^H Z: ORM_NB x n */
-    at += aligned(ORM_NB * nn * es);
-    l.w2 = at; /* T_b V^H Z */
-    at += aligned(ORM_NB * nn * es);
-    l.td = at; /* T_b */
-    at += aligned(ORM_NB * ORM_NB * es);
-    l.gd = at; /* V^H V */
-    at += aligned(ORM_NB * ORM_NB * es);
-  }
-  l.total = at;
   return l;
 }
 
-size_t jmg_dn_syevd_tridiagonal_bytes(int64_t n, jmg_dtype dtype,
-                                      int want_vectors) {
-  return layout_of(n, dtype, want_vectors).total;
+void jmg_dn_syevd_tridiagonal_workspace(int64_t n, jmg_dtype dtype,
+                                        int want_vectors, jmg_cuda_work *w) {
+  (void)layout_of(n, dtype, want_vectors, w);
 }
 
 /* One run's state. */
@@ -165,18 +153,18 @@ typedef struct trd {
   ((char *)(base) + ((size_t)(r) + (size_t)(c) * (size_t)(ld)) * es)
 
 static int blas_ok(trd *s, cublasStatus_t st) {
-  return JMG_CUBLAS_TRY(st, s->call->op, s->err);
+  return JMG_CUBLAS_TRY(st, s->call->cuda.op, s->err);
 }
 
 static int cuda_ok(trd *s, cudaError_t st) {
-  return JMG_CUDA_TRY(st, s->call->op, s->err);
+  return JMG_CUDA_TRY(st, s->call->cuda.op, s->err);
 }
 
 /* Brings `bytes` from the device to the host and waits for them. */
 static int fetch(trd *s, void *host, const void *dev, size_t bytes) {
   int rc = cuda_ok(s, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost,
-                                      s->call->stream));
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
+                                      s->call->cuda.stream));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   return rc;
 }
 
@@ -227,7 +215,7 @@ static int larfg(trd *s, void *p, int64_t len, double *beta, cplx *tau) {
   /* From pageable memory: the copy has taken buf when it returns. */
   if (rc == 0)
     rc = cuda_ok(s, cudaMemcpyAsync(p, buf, es, cudaMemcpyHostToDevice,
-                                    s->call->stream));
+                                    s->call->cuda.stream));
   return rc;
 }
 
@@ -308,14 +296,14 @@ static int sytrd(trd *s, char *wp) {
   /* The diagonal (its real parts: her2k and hemv keep them real). */
   void *diag = rc == 0 ? malloc((size_t)n * es) : NULL;
   if (rc == 0 && diag == NULL)
-    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->op, "malloc",
+    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->cuda.op, "malloc",
                        "cannot allocate T's diagonal (%lld elements)",
                        (long long)n);
   if (rc == 0)
     rc = cuda_ok(s, cudaMemcpy2DAsync(diag, es, s->a, ((size_t)n + 1) * es, es,
                                       (size_t)n, cudaMemcpyDeviceToHost,
-                                      s->call->stream));
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
+                                      s->call->cuda.stream));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   for (int64_t j = 0; rc == 0 && j < n; ++j)
     s->d[j] = c_load(s->t, (char *)diag + (size_t)j * es).re;
   free(diag);
@@ -337,9 +325,9 @@ static int to_z(void *ctx, int64_t first, int64_t count, const void *chunk,
   (void)err; /* s->err is the same */
   int rc = cuda_ok(s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
                                       (size_t)s->n * (size_t)count * es,
-                                      cudaMemcpyHostToDevice, s->call->stream));
+                                      cudaMemcpyHostToDevice, s->call->cuda.stream));
   /* The chunk's buffer is reused when this returns. */
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   return rc;
 }
 
@@ -359,11 +347,11 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
   cplx *g = malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx));
   int rc = 0;
   if (host == NULL || tb == NULL || g == NULL)
-    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->op, "malloc",
+    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->cuda.op, "malloc",
                        "cannot allocate the back-transformation's host "
                        "scratch");
   char *htop = host, *hg = host + blk;
-  const cudaStream_t st = s->call->stream;
+  const cudaStream_t st = s->call->cuda.stream;
   const int64_t last = (nref - 1) / ORM_NB * ORM_NB;
   for (int64_t j0 = last; rc == 0 && j0 >= 0; j0 -= ORM_NB) {
     const int64_t kb = nref - j0 < ORM_NB ? nref - j0 : ORM_NB;
@@ -445,11 +433,12 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   const int64_t n = a->n;
   const jmg_dtype t = a->dtype;
   const size_t es = jmg_dtype_size(t), rs = jmg_dtype_real_size(t);
-  const trd_layout l = layout_of(n, t, want_vectors);
+  jmg_cuda_work parts = {0};
+  const trd_layout l = layout_of(n, t, want_vectors, &parts);
   trd s;
   memset(&s, 0, sizeof s);
   s.call = call;
-  s.blas = call->h->blas[0];
+  s.blas = call->blas;
   s.t = t;
   s.es = es;
   s.n = n;
@@ -464,14 +453,14 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   void *wr = malloc(nn * rs);
   int rc = 0;
   if (s.d == NULL || s.e == NULL || s.tau == NULL || wd == NULL || wr == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, call->op, "malloc",
+    rc = jmg_error_set(err, JMG_ENOMEM, call->cuda.op, "malloc",
                        "cannot allocate T and the eigenvalues on the host "
                        "(N=%lld)",
                        (long long)n);
-  if (rc == 0) rc = blas_ok(&s, cublasSetStream(s.blas, call->stream));
+  if (rc == 0) rc = blas_ok(&s, cublasSetStream(s.blas, call->cuda.stream));
   if (rc == 0)
     rc = blas_ok(&s, cublasSetPointerMode(s.blas, CUBLAS_POINTER_MODE_HOST));
-  char *work = call->work;
+  char *work = call->cuda.work;
   /* hemv is the reduction's time; cuBLAS documents its implementation with
    * atomics as generally significantly faster (its results may then differ
    * in the last bits from run to run). The handle's mode is restored. */
@@ -487,10 +476,10 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   }
   jmg_trace_mark("sytrd");
   if (rc == 0 && n > 0 && !want_vectors)
-    rc = jmg_tridiagonal_eigenvalues(call->op, n, s.d, s.e, wd, info, err);
+    rc = jmg_tridiagonal_eigenvalues(call->cuda.op, n, s.d, s.e, wd, info, err);
   z_sink sink = {&s, work + l.z};
   if (rc == 0 && n > 0 && want_vectors)
-    rc = jmg_tridiagonal_eigenvectors(call->op, n, s.d, s.e, wd, t, 0, to_z,
+    rc = jmg_tridiagonal_eigenvectors(call->cuda.op, n, s.d, s.e, wd, t, 0, to_z,
                                       &sink, info, err);
   jmg_trace_mark(want_vectors ? "stemr" : "sterf");
   if (rc == 0 && *info == 0 && n > 0 && want_vectors) {
@@ -498,7 +487,7 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
     if (rc == 0)
       rc = cuda_ok(&s, cudaMemcpyAsync(call->a_data, work + l.z,
                                        (size_t)n * (size_t)n * es,
-                                       cudaMemcpyDeviceToDevice, call->stream));
+                                       cudaMemcpyDeviceToDevice, call->cuda.stream));
     jmg_trace_mark("ormtr");
   }
   const jmg_dtype real = rs == 4 ? JMG_F32 : JMG_F64;
@@ -508,9 +497,9 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   }
   if (rc == 0 && *info == 0 && n > 0)
     rc = cuda_ok(&s, cudaMemcpyAsync(w, wr, (size_t)n * rs,
-                                     cudaMemcpyHostToDevice, call->stream));
+                                     cudaMemcpyHostToDevice, call->cuda.stream));
   /* wr is pageable: taken when the copy returned; the stream's end is the
-   * engine's read of the info words (the caller's jmg_dn_read_info). */
+   * caller's wait (syevd.c). */
   free(s.d);
   free(s.e);
   free(s.tau);

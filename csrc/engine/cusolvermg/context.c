@@ -223,7 +223,7 @@ static int mg_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   /* Measured on one H200 (N = 2048, 3000, 4096, 2026-11-23):
    * cusolverMgSyevd returns CUSOLVER_STATUS_INVALID_VALUE whenever T_A >
    * 1024, and is right below. */
-  if (strcmp(p->op, "syevd") == 0 && p->tile > 1024) {
+  if (p->op == JMG_OP_SYEVD && p->tile > 1024) {
     snprintf(why, why_len,
              "T_A=%lld > 1024: cusolverMgSyevd rejects wider tiles (choose "
              "T_A <= 1024)",

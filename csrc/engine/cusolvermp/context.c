@@ -624,7 +624,7 @@ int mp_eig_outputs(mp_call *c, void *w, const void *vectors, jmg_error *err) {
  * mp_one_gpu_view hands to cuSOLVERDn's routines. */
 static int mp_one_gpu_problem(const jmg_problem *p) {
   return p->nparts == 1 && !jmg_op_is_rectangular(p->op) &&
-         strcmp(p->op, "sygvd") != 0;
+         p->op != JMG_OP_SYGVD;
 }
 
 static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
@@ -654,7 +654,7 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
    * 512 with every block was right (scripts/sweep-cusolvermp.py,
    * docs/gpu-runs/2026-11-27-s15-h200x2/). The bound is set per rank, so
    * that more ranks are held to as many rows each; 4 ranks are unswept. */
-  if ((strcmp(p->op, "syevd") == 0 || strcmp(p->op, "sygvd") == 0) &&
+  if (jmg_op_is_eigensolver(p->op) &&
       p->n < MP_EIG_MIN_ROWS * (int64_t)p->nparts) {
     snprintf(why, why_len,
              "its eigensolver fails inside cuSOLVERMp below %d rows a GPU "
@@ -668,7 +668,7 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   /* qr moves each rank's rows of A between Aᵀ and A with cuBLAS geam,
    * whose sizes are ints (qr.c). */
   const int64_t part = jmg_problem_rows(p) / p->nparts;
-  if (strcmp(p->op, "qr") == 0 && (part > INT_MAX || p->n > INT_MAX)) {
+  if (p->op == JMG_OP_QR && (part > INT_MAX || p->n > INT_MAX)) {
     snprintf(why, why_len,
              "qr of a %lld x %lld A on %d GPUs: each GPU's %lld x %lld part "
              "is transposed by cuBLAS geam, whose sizes are 32-bit ints (at "
@@ -697,8 +697,7 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
 static int64_t mp_block(const jmg_engine *e, const jmg_problem *p) {
   (void)e;
   /* sygvd reduces to the standard problem and runs syevd's stedc. */
-  if (strcmp(p->op, "syevd") != 0 && strcmp(p->op, "sygvd") != 0)
-    return p->tile;
+  if (!jmg_op_is_eigensolver(p->op)) return p->tile;
   return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
@@ -712,7 +711,7 @@ static int mp_workspace(const jmg_engine *e, const jmg_problem *p,
   if (mp_one_gpu_problem(p))
     return jmg_cusolverdn_engine.workspace(&jmg_cusolverdn_engine, p, q,
                                            bytes, err);
-  return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "cuSOLVERMp",
+  return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op), "cuSOLVERMp",
                        "%d ranks: the library's workspace is asked on the "
                        "ranks' grid, inside the call",
                        p->nparts);

@@ -82,11 +82,11 @@ int jmg_lapack_supports(const jmg_engine *e, const jmg_problem *p, char *why,
     snprintf(why, why_len,
              "%s of a %lld x %lld A: M and N must fit LAPACK's 32-bit int "
              "(at most %d)",
-             p->op, (long long)rows, (long long)p->n, INT_MAX);
+             jmg_op_name(p->op), (long long)rows, (long long)p->n, INT_MAX);
   else
     snprintf(why, why_len, "%s of N=%lld: N must fit LAPACK's 32-bit int "
              "(at most %d)",
-             p->op, (long long)p->n, INT_MAX);
+             jmg_op_name(p->op), (long long)p->n, INT_MAX);
   return 0;
 }
 
