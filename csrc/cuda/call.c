@@ -160,11 +160,16 @@ int jmg_cuda_call_info(jmg_cuda_call *c, int rc, int *h_info, int count,
                            mine);
       if (rc == 0 && v != INT_MAX) h_info[i] = v;
     }
-    if (rc == 0 && mine < 0)
-      rc = jmg_error_set(err, JMG_ECUSOLVER, c->op, names[i],
-                         "argument %d was rejected", -mine);
+    if (rc == 0) rc = jmg_cuda_call_check_info(c, mine, names[i], err);
   }
   return named(c, rc, err);
+}
+
+int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info,
+                             const char *name, jmg_error *err) {
+  if (info >= 0) return 0;
+  return jmg_error_set(err, JMG_ECUSOLVER, c->op, name,
+                       "argument %d was rejected", -info);
 }
 
 int jmg_cuda_call_end(jmg_cuda_call *c, int rc, jmg_error *err) {

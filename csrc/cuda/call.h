@@ -170,6 +170,12 @@ int jmg_cuda_call_read_info(jmg_cuda_call *c, int *h_info, int count,
 int jmg_cuda_call_info(jmg_cuda_call *c, int rc, int *h_info, int count,
                        const char *const *names, jmg_error *err);
 
+/* A library's info read on the host (cuSOLVERMg returns it there): a
+ * negative one (an argument the library rejected) is an error naming
+ * `name`; else 0. jmg_cuda_call_info's rule for the device words. */
+int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info,
+                             const char *name, jmg_error *err);
+
 /* Ends the call: waits for pending work (its failure becomes the error
  * where rc is 0), returns the workspace and every buffer, unlocks the
  * handles, restores the current device, and names the op in err where rc
