@@ -165,8 +165,8 @@ int jmg_cuda_call_info(jmg_cuda_call *c, int rc, int *h_info, int count,
   return named(c, rc, err);
 }
 
-int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info,
-                             const char *name, jmg_error *err) {
+int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info, const char *name,
+                             jmg_error *err) {
   if (info >= 0) return 0;
   return jmg_error_set(err, JMG_ECUSOLVER, c->op, name,
                        "argument %d was rejected", -info);
@@ -178,10 +178,10 @@ int jmg_cuda_call_end(jmg_cuda_call *c, int rc, jmg_error *err) {
   if (c->pending) {
     jmg_error mine;
     jmg_error_clear(&mine);
-    const int s = c->group.n > 1
-                      ? c->mem->sync(&c->group, &mine)
-                      : JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op,
-                                     &mine);
+    const int s =
+        c->group.n > 1
+            ? c->mem->sync(&c->group, &mine)
+            : JMG_CUDA_TRY(cudaStreamSynchronize(c->stream), c->op, &mine);
     if (rc == 0 && s != 0) {
       jmg_error_copy(err, &mine);
       rc = s;

@@ -98,7 +98,7 @@ typedef struct jmg_cuda_call {
   const char *who; /* the library, as messages name it ("cuSOLVERDn") */
   char what[64];   /* the problem, for messages ("N=8192 float64"), or "" */
   jmg_mem_group group;
-  const jmg_mem *mem; /* cuda/mem.c */
+  const jmg_mem *mem;         /* cuda/mem.c */
   const jmg_cuda_device *dev; /* participant 0's */
   cudaStream_t stream;        /* participant 0's XLA stream */
   jmg_cuda_handles *h;        /* locked (JMG_CUDA_CALL_HANDLES), else NULL */
@@ -173,8 +173,8 @@ int jmg_cuda_call_info(jmg_cuda_call *c, int rc, int *h_info, int count,
 /* A library's info read on the host (cuSOLVERMg returns it there): a
  * negative one (an argument the library rejected) is an error naming
  * `name`; else 0. jmg_cuda_call_info's rule for the device words. */
-int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info,
-                             const char *name, jmg_error *err);
+int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info, const char *name,
+                             jmg_error *err);
 
 /* Ends the call: waits for pending work (its failure becomes the error
  * where rc is 0), returns the workspace and every buffer, unlocks the

@@ -127,7 +127,7 @@ typedef struct jmg_local_matrix {
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
   jmg_op op;
-  int nparts; /* participants (devices) in the call's group */
+  int nparts;     /* participants (devices) in the call's group */
   int nodes;      /* hosts the group spans (1: one node; the leader model
                    * needs one node, the local model runs on any) */
   jmg_dtype dtype;

@@ -117,8 +117,8 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
   }
   return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op),
                        "engine selection",
-                       "no engine runs %s on %d devices (%s)", what,
-                       p->nparts, used ? reasons : "no engines");
+                       "no engine runs %s on %d devices (%s)", what, p->nparts,
+                       used ? reasons : "no engines");
 }
 
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {

@@ -32,8 +32,7 @@ int jmg_dn_begin(jmg_dn_call *call, jmg_op op, const jmg_dist_matrix *a,
   /* Inputs were written on XLA's stream, and the ops layer's copies go on
    * it too: on the same stream nothing needs to wait. */
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(call->dn, c->stream), c->op,
-                          err);
+    rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(call->dn, c->stream), c->op, err);
   if (rc == 0)
     rc = JMG_CUBLAS_TRY(cublasSetStream(call->blas, c->stream), c->op, err);
   jmg_trace_mark("engine start");

@@ -223,11 +223,11 @@ static int xgesvd_transpose_in(jmg_dn_call *call, xgesvd *g, jmg_error *err) {
   g->x = jmg_cuda_call_part(c, g->x_at);
   if (g->want_xu) g->xu = jmg_cuda_call_part(c, g->xu_at);
   if (g->want_xvt) g->xvt = jmg_cuda_call_part(c, g->xvt_at);
-  return JMG_CUBLAS_TRY(jmg_cublas_geam(call->blas, call->a->dtype, CUBLAS_OP_T,
-                                        (int)g->cols, (int)g->rows,
-                                        call->a->data[0], (int)g->rows, g->x,
-                                        (int)g->cols),
-                        c->op, err);
+  return JMG_CUBLAS_TRY(
+      jmg_cublas_geam(call->blas, call->a->dtype, CUBLAS_OP_T, (int)g->cols,
+                      (int)g->rows, call->a->data[0], (int)g->rows, g->x,
+                      (int)g->cols),
+      c->op, err);
 }
 
 /* Wide: M's Vᴴ = X's Uᵀ (vt->n x cols), M's U = X's Vᴴᵀ (rows x rows). */
@@ -239,15 +239,14 @@ static int xgesvd_transpose_out(jmg_dn_call *call, const xgesvd *g,
   if (g->tall) return 0;
   if (vt != NULL)
     rc = JMG_CUBLAS_TRY(
-        jmg_cublas_geam(call->blas, t, CUBLAS_OP_T, (int)g->xu_cols,
-                        (int)g->xm, g->xu, (int)g->xm, vt->data[0],
-                        (int)g->xu_cols),
+        jmg_cublas_geam(call->blas, t, CUBLAS_OP_T, (int)g->xu_cols, (int)g->xm,
+                        g->xu, (int)g->xm, vt->data[0], (int)g->xu_cols),
         call->cuda.op, err);
   if (rc == 0 && u != NULL)
-    rc = JMG_CUBLAS_TRY(jmg_cublas_geam(call->blas, t, CUBLAS_OP_T, (int)g->xn,
-                                        (int)g->xn, g->xvt, (int)g->xn,
-                                        u->data[0], (int)g->rows),
-                        call->cuda.op, err);
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_geam(call->blas, t, CUBLAS_OP_T, (int)g->xn, (int)g->xn,
+                        g->xvt, (int)g->xn, u->data[0], (int)g->rows),
+        call->cuda.op, err);
   return rc;
 }
 

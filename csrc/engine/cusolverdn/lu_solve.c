@@ -67,8 +67,7 @@ int jmg_dn_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                          transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs, t,
                          call.a_data, n, ipiv, t, b, n, c->d_info + 1),
         c->op, err);
-  rc = jmg_cuda_call_info(&call.cuda, rc, h_info, nrhs > 0 ? 2 : 1, names,
-                          err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, h_info, nrhs > 0 ? 2 : 1, names, err);
   jmg_trace_mark("getrf+getrs");
   if (rc == 0) *info = h_info[0];
   return jmg_dn_end(&call, rc, err);

@@ -111,8 +111,8 @@ int jmg_dn_potri_query(jmg_dn_call *call, const jmg_workspace_query *q,
   potri_layout l;
   int rc = layout(call, &w, &l, err);
   /* With the Hermitian fill's scratch, taken after the inverse. */
-  *bytes = jmg_cuda_work_alloc_bytes(&w) +
-           jmg_cuda_hermitian_fill_bytes(call->a);
+  *bytes =
+      jmg_cuda_work_alloc_bytes(&w) + jmg_cuda_hermitian_fill_bytes(call->a);
   return rc;
 }
 
@@ -235,10 +235,10 @@ static int inverse_large(jmg_dn_call *call, const potri_layout *l,
 static int inverse(jmg_dn_call *call, const potri_layout *l, jmg_error *err) {
   const jmg_cuda_call *c = &call->cuda;
   if (large(call->a)) return inverse_large(call, l, err);
-  return JMG_CUSOLVER_TRY(potri(call, (int)call->a->n,
-                                jmg_cuda_call_part(c, l->solver_at), l->lwork,
-                                c->d_info + 1),
-                          c->op, err);
+  return JMG_CUSOLVER_TRY(
+      potri(call, (int)call->a->n, jmg_cuda_call_part(c, l->solver_at),
+            l->lwork, c->d_info + 1),
+      c->op, err);
 }
 
 int jmg_dn_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,

@@ -54,11 +54,9 @@ int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   if (rc == 0 && nrhs > 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXpotrs(call.dn, call.params, CUBLAS_FILL_MODE_LOWER, a->n,
-                         nrhs, t, call.a_data, a->n, t, b, a->n,
-                         c->d_info + 1),
+                         nrhs, t, call.a_data, a->n, t, b, a->n, c->d_info + 1),
         c->op, err);
-  rc = jmg_cuda_call_info(&call.cuda, rc, h_info, nrhs > 0 ? 2 : 1, names,
-                          err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, h_info, nrhs > 0 ? 2 : 1, names, err);
   jmg_trace_mark("potrf+potrs");
   *info = h_info[0];
   return jmg_dn_end(&call, rc, err);

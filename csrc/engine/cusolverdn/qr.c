@@ -96,11 +96,10 @@ static int layout(jmg_dn_call *call, jmg_cuda_work *w, qr_layout *l,
                          "cusolverDn<t>orgqr",
                          (long long)m64, (long long)n64);
   const int m = (int)m64, n = (int)n64;
-  int rc = JMG_CUSOLVER_TRY(
-      cusolverDnXgeqrf_bufferSize(call->dn, call->params, m64, n64, t, NULL,
-                                  m64, t, NULL, t, &l->geqrf_dev,
-                                  &w->host_bytes),
-      op, err);
+  int rc = JMG_CUSOLVER_TRY(cusolverDnXgeqrf_bufferSize(
+                                call->dn, call->params, m64, n64, t, NULL, m64,
+                                t, NULL, t, &l->geqrf_dev, &w->host_bytes),
+                            op, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(orgqr_call(call->dn, a->dtype, m, n, NULL, m, NULL,
                                      NULL, 0, NULL, &l->lwork),
@@ -127,8 +126,7 @@ int jmg_dn_qr_query(jmg_dn_call *call, const jmg_workspace_query *q,
 int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
               const jmg_dist_matrix *rt, int *info, jmg_error *err) {
   (void)e;
-  static const char *const names[] = {"cusolverDnXgeqrf",
-                                      "cusolverDn<t>orgqr"};
+  static const char *const names[] = {"cusolverDnXgeqrf", "cusolverDn<t>orgqr"};
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
   const size_t es = jmg_dtype_size(a->dtype);
   const int64_t n64 = a->n, m64 = a->local_cols;
@@ -151,7 +149,8 @@ int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
   const int m = (int)m64, n = (int)n64;
   if (rc == 0) rc = jmg_cuda_call_take(&call.cuda, &w, err);
   void *solver = jmg_cuda_call_part(c, l.solver_at);
-  char *x = jmg_cuda_call_part(c, l.x_at), *tau = jmg_cuda_call_part(c, l.tau_at);
+  char *x = jmg_cuda_call_part(c, l.x_at),
+       *tau = jmg_cuda_call_part(c, l.tau_at);
   cublasHandle_t blas = call.blas;
   /* 1. X = Mᵀ. */
   if (rc == 0)
@@ -169,11 +168,10 @@ int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
   /* 3. rt's first n columns = X's top n x n block transposed (R above
    * its diagonal, the reflectors below it), the columns past n zero. */
   if (rc == 0 && rcols > n64)
-    rc = JMG_CUDA_TRY(cudaMemsetAsync((char *)rt->data[0] +
-                                          (size_t)n * (size_t)n * es,
-                                      0, (size_t)n * (size_t)(rcols - n64) * es,
-                                      c->stream),
-                      op, err);
+    rc = JMG_CUDA_TRY(
+        cudaMemsetAsync((char *)rt->data[0] + (size_t)n * (size_t)n * es, 0,
+                        (size_t)n * (size_t)(rcols - n64) * es, c->stream),
+        op, err);
   if (rc == 0 && n > 0)
     rc = JMG_CUBLAS_TRY(jmg_cublas_geam(blas, a->dtype, CUBLAS_OP_T, n, n, x,
                                         m, rt->data[0], n),

@@ -123,10 +123,10 @@ static trd_layout layout_of(int64_t n, jmg_dtype t, int want_vectors,
   if (want_vectors) {
     /* a block of reflectors, unit diagonal: n x ORM_NB */
     l.vb = jmg_cuda_work_part(w, nn * ORM_NB * es);
-    l.w1 = jmg_cuda_work_part(w, ORM_NB * nn * es); /* V^H Z: ORM_NB x n */
-    l.w2 = jmg_cuda_work_part(w, ORM_NB * nn * es); /* T_b V^H Z */
-    l.td = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es);  /* T_b */
-    l.gd = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es);  /* V^H V */
+    l.w1 = jmg_cuda_work_part(w, ORM_NB * nn * es);     /* V^H Z: ORM_NB x n */
+    l.w2 = jmg_cuda_work_part(w, ORM_NB * nn * es);     /* T_b V^H Z */
+    l.td = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es); /* T_b */
+    l.gd = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es); /* V^H V */
   }
   return l;
 }
@@ -323,9 +323,10 @@ static int to_z(void *ctx, int64_t first, int64_t count, const void *chunk,
   trd *s = k->s;
   const size_t es = s->es;
   (void)err; /* s->err is the same */
-  int rc = cuda_ok(s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
-                                      (size_t)s->n * (size_t)count * es,
-                                      cudaMemcpyHostToDevice, s->call->cuda.stream));
+  int rc =
+      cuda_ok(s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
+                                 (size_t)s->n * (size_t)count * es,
+                                 cudaMemcpyHostToDevice, s->call->cuda.stream));
   /* The chunk's buffer is reused when this returns. */
   if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   return rc;
@@ -479,15 +480,15 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
     rc = jmg_tridiagonal_eigenvalues(call->cuda.op, n, s.d, s.e, wd, info, err);
   z_sink sink = {&s, work + l.z};
   if (rc == 0 && n > 0 && want_vectors)
-    rc = jmg_tridiagonal_eigenvectors(call->cuda.op, n, s.d, s.e, wd, t, 0, to_z,
-                                      &sink, info, err);
+    rc = jmg_tridiagonal_eigenvectors(call->cuda.op, n, s.d, s.e, wd, t, 0,
+                                      to_z, &sink, info, err);
   jmg_trace_mark(want_vectors ? "stemr" : "sterf");
   if (rc == 0 && *info == 0 && n > 0 && want_vectors) {
     rc = ormtr(&s, work, &l);
     if (rc == 0)
-      rc = cuda_ok(&s, cudaMemcpyAsync(call->a_data, work + l.z,
-                                       (size_t)n * (size_t)n * es,
-                                       cudaMemcpyDeviceToDevice, call->cuda.stream));
+      rc = cuda_ok(&s, cudaMemcpyAsync(
+                           call->a_data, work + l.z, (size_t)n * (size_t)n * es,
+                           cudaMemcpyDeviceToDevice, call->cuda.stream));
     jmg_trace_mark("ormtr");
   }
   const jmg_dtype real = rs == 4 ? JMG_F32 : JMG_F64;
@@ -496,8 +497,9 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
     c_store(real, (char *)wr + (size_t)j * rs, v);
   }
   if (rc == 0 && *info == 0 && n > 0)
-    rc = cuda_ok(&s, cudaMemcpyAsync(w, wr, (size_t)n * rs,
-                                     cudaMemcpyHostToDevice, call->cuda.stream));
+    rc =
+        cuda_ok(&s, cudaMemcpyAsync(w, wr, (size_t)n * rs,
+                                    cudaMemcpyHostToDevice, call->cuda.stream));
   /* wr is pageable: taken when the copy returned; the stream's end is the
    * caller's wait (syevd.c). */
   free(s.d);

@@ -40,26 +40,25 @@ static cusolverStatus_t sygvd_lwork(jmg_dn_call *c, const void *b, int n,
   }
 }
 
-static cusolverStatus_t sygvd(jmg_dn_call *c, void *b, int n,
-                              int want_vectors, void *w, void *work,
-                              int lwork) {
+static cusolverStatus_t sygvd(jmg_dn_call *c, void *b, int n, int want_vectors,
+                              void *w, void *work, int lwork) {
   int *info = c->cuda.d_info;
   const cusolverEigType_t it = CUSOLVER_EIG_TYPE_1;
   const cusolverEigMode_t jz = jobz(want_vectors);
   const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
   switch (c->a->dtype) {
     case JMG_F32:
-      return cusolverDnSsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              work, lwork, info);
+      return cusolverDnSsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
     case JMG_F64:
-      return cusolverDnDsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              work, lwork, info);
+      return cusolverDnDsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
     case JMG_C64:
-      return cusolverDnChegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              work, lwork, info);
+      return cusolverDnChegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
     default:
-      return cusolverDnZhegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              work, lwork, info);
+      return cusolverDnZhegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
   }
 }
 

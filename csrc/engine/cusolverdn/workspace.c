@@ -54,9 +54,8 @@ int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
                      jmg_error *err) {
   (void)e;
   const char *op = jmg_op_name(p->op);
-  const dn_query fn = (int)p->op >= 0 && p->op < JMG_NUM_OPS
-                          ? k_queries[p->op]
-                          : NULL;
+  const dn_query fn =
+      (int)p->op >= 0 && p->op < JMG_NUM_OPS ? k_queries[p->op] : NULL;
   if (fn == NULL)
     return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cuSOLVERDn",
                          "the workspace of %s is not asked ahead of a call "
@@ -64,15 +63,14 @@ int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
                          op);
   void *none = NULL;
   /* The matrix as the routine gets it: qr's is Aᵀ, N x M (engine.h). */
-  const jmg_dist_matrix a = {.ndev = 1,
-                             .n = p->n,
-                             .tile = p->tile,
-                             .local_cols = p->op == JMG_OP_QR
-                                               ? jmg_problem_rows(p)
-                                               : p->n,
-                             .dtype = p->dtype,
-                             .data = &none,
-                             .device_ctx = &none};
+  const jmg_dist_matrix a = {
+      .ndev = 1,
+      .n = p->n,
+      .tile = p->tile,
+      .local_cols = p->op == JMG_OP_QR ? jmg_problem_rows(p) : p->n,
+      .dtype = p->dtype,
+      .data = &none,
+      .device_ctx = &none};
   /* A frame that is not begun: no GPU locked, no stream; its op names the
    * errors. */
   jmg_dn_call call;

@@ -151,6 +151,7 @@ int jmg_mg_factor_for_solve(jmg_mg_call *call, void *const *b, int64_t nrhs,
   if (rc == 0) rc = factor(call, *desc_a, use_mg, h_info, err);
   if (rc == 0) rc = jmg_mg_sync_devices(a, call->cuda.op, err);
   jmg_trace_mark("potrf");
-  if (rc == 0) rc = jmg_cuda_call_check_info(&call->cuda, *h_info, "potrf", err);
+  if (rc == 0)
+    rc = jmg_cuda_call_check_info(&call->cuda, *h_info, "potrf", err);
   return rc;
 }

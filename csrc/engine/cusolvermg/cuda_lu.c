@@ -83,8 +83,8 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_handles *h, layout *l,
     if (host_i > host) host = host_i;
   }
   if (rc != 0) return rc;
-  l->panel = jmg_cuda_align((size_t)a->n * (size_t)a->tile *
-                                jmg_dtype_size(a->dtype));
+  l->panel =
+      jmg_cuda_align((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
   l->dn = jmg_cuda_align(dn > 0 ? dn : 1);
   l->piv = jmg_cuda_align((size_t)a->tile * sizeof(int64_t));
   l->info = jmg_cuda_align(sizeof(int));

@@ -46,11 +46,10 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                               a->tile, t, a->data[0], a->n, t, &dn, &host),
                           op, err);
   if (rc != 0) return rc;
-  l->panel = jmg_cuda_align((size_t)a->n * (size_t)a->tile *
-                                jmg_dtype_size(a->dtype));
+  l->panel =
+      jmg_cuda_align((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
   l->dn = jmg_cuda_align(dn > 0 ? dn : 1);
-  l->info =
-      jmg_cuda_align((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
+  l->info = jmg_cuda_align((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
   l->host = host;
   return 0;
 }

@@ -32,8 +32,8 @@ static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
   void *x[JMG_MG_MAX_DEVICES] = {0};
   cudaLibMgMatrixDesc_t desc_a = NULL;
   char *ones = NULL;
-  if (rc == 0) rc = jmg_cuda_call_buffer(c, JMG_HOST, (size_t)r * es,
-                                         (void **)&ones, err);
+  if (rc == 0)
+    rc = jmg_cuda_call_buffer(c, JMG_HOST, (size_t)r * es, (void **)&ones, err);
   for (int i = 0; rc == 0 && i < r; ++i)
     jmg_dtype_set_one(a->dtype, ones + (size_t)i * es);
   for (int d = 0; rc == 0 && d < a->ndev; ++d)

@@ -1,5 +1,6 @@
 /* potrs with cuSOLVERMg: the tiled factorization, then cuSOLVERMg's solves
- * in chunks of right-hand sides (mg.h), and the factor's diagonal when asked. */
+ * in chunks of right-hand sides (mg.h), and the factor's diagonal when asked.
+ */
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/device.h"

@@ -40,8 +40,7 @@ int jmg_mg_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
         c->op, err);
   if (rc == 0) rc = jmg_mg_sync_devices(a, c->op, err);
   jmg_trace_mark("syevd");
-  if (rc == 0)
-    rc = jmg_cuda_call_check_info(c, h_info, "cusolverMgSyevd", err);
+  if (rc == 0) rc = jmg_cuda_call_check_info(c, h_info, "cusolverMgSyevd", err);
   if (rc == 0 && h_info == 0) {
     rc = c->mem->copy(&c->group, w, 0, w_host, JMG_HOST, w_bytes, err);
     if (rc == 0) rc = c->mem->sync(&c->group, err);

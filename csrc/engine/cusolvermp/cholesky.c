@@ -19,15 +19,16 @@ int jmg_mp_cholesky_workspace(jmg_mp_call *c, int rc, jmg_mp_rhs *r, void *b,
   void *col = r != NULL ? jmg_mp_rhs_col(c, r, b, 0) : b;
   const jmg_mp_desc_t db = r != NULL ? r->desc : *da;
   if (rc == 0)
-    rc = jmg_mp_check(api->potrf_buffer_size(c->handle, lo, a->n, a->data, 1,
-                                             1, *da, c->type, &d1, &h1),
+    rc = jmg_mp_check(api->potrf_buffer_size(c->handle, lo, a->n, a->data, 1, 1,
+                                             *da, c->type, &d1, &h1),
                       c, "cusolverMpPotrf_bufferSize", err);
   if (rc == 0)
-    rc = jmg_mp_check(api->potrs_buffer_size(c->handle, lo, a->n, nrhs,
-                                             a->data, 1, 1, *da, col, 1, 1, db,
-                                             c->type, &d2, &h2),
-                      c, "cusolverMpPotrs_bufferSize", err);
-  if (rc == 0) rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
+    rc = jmg_mp_check(
+        api->potrs_buffer_size(c->handle, lo, a->n, nrhs, a->data, 1, 1, *da,
+                               col, 1, 1, db, c->type, &d2, &h2),
+        c, "cusolverMpPotrs_bufferSize", err);
+  if (rc == 0)
+    rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
   rc = jmg_mp_agree(c, rc, err);
   jmg_trace_mark("engine start");
   return rc;

@@ -68,7 +68,7 @@ int64_t jmg_mp_numroc(int64_t n, int64_t nb, int iproc, int nprocs) {
 }
 
 int jmg_mp_check(cusolverStatus_t st, const jmg_mp_call *c, const char *call,
-             jmg_error *err) {
+                 jmg_error *err) {
   if (st == CUSOLVER_STATUS_SUCCESS) return 0;
   return jmg_error_set(err, JMG_ECUSOLVER, c->cuda.op, call,
                        "%s (cuSOLVERMp %s, rank %d of %d)",
@@ -166,9 +166,8 @@ static int check_layout(const jmg_mp_call *c, int64_t m, jmg_error *err) {
                          "%lld x %lld",
                          a->rank, (long long)a->rows, (long long)a->cols,
                          (long long)a->ld, (long long)m, (long long)a->n,
-                         (long long)a->mb,
-                         a->grid_rows, a->grid_cols, (long long)rows,
-                         (long long)cols);
+                         (long long)a->mb, a->grid_rows, a->grid_cols,
+                         (long long)rows, (long long)cols);
   return 0;
 }
 
@@ -276,8 +275,8 @@ int jmg_mp_agree(jmg_mp_call *c, int rc, jmg_error *err) {
 int jmg_mp_handles(jmg_mp_call *c, jmg_error *err) {
   jmg_cuda_call *f = &c->cuda;
   if (f->h != NULL) return 0;
-  int rc = jmg_cuda_handles_acquire(f->group.device_ctx, 1, "cuSOLVERMp",
-                                    &f->h, err);
+  int rc = jmg_cuda_handles_acquire(f->group.device_ctx, 1, "cuSOLVERMp", &f->h,
+                                    err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(f->h->dn[0], f->stream), f->op,
                           err);
@@ -314,9 +313,10 @@ int jmg_mp_grid(jmg_mp_call *c, jmg_error *err) {
     return jmg_error_set(err, JMG_ENOMEM, c->cuda.op, "malloc",
                          "cannot allocate a grid entry");
   ncclComm_t nc = (ncclComm_t)a->comm_ops->native(a->comm);
-  int rc = jmg_mp_check(c->api->create_grid(c->handle, &e->grid, nc, a->grid_rows,
-                                        a->grid_cols, JMG_MP_GRID_COL_MAJOR),
-                    c, "cusolverMpCreateDeviceGrid", err);
+  int rc =
+      jmg_mp_check(c->api->create_grid(c->handle, &e->grid, nc, a->grid_rows,
+                                       a->grid_cols, JMG_MP_GRID_COL_MAJOR),
+                   c, "cusolverMpCreateDeviceGrid", err);
   if (rc != 0) {
     free(e);
     return rc;
@@ -331,7 +331,7 @@ int jmg_mp_grid(jmg_mp_call *c, jmg_error *err) {
 }
 
 int jmg_mp_desc(jmg_mp_call *c, int64_t m, int64_t n, int64_t mb, int64_t nb,
-            int64_t lld, jmg_mp_desc_t *out, jmg_error *err) {
+                int64_t lld, jmg_mp_desc_t *out, jmg_error *err) {
   *out = NULL;
   if (c->ndescs == (int)(sizeof c->descs / sizeof c->descs[0]))
     return jmg_error_set(err, JMG_EINTERNAL, c->cuda.op, "cuSOLVERMp",
@@ -362,7 +362,8 @@ int jmg_mp_agree_info(jmg_mp_call *c, int rc, const char *call, int *info,
 
 /* ---- the right-hand sides ---------------------------------------------- */
 
-int jmg_mp_rhs_take(jmg_mp_call *c, void *b, int64_t nrhs, jmg_mp_rhs *r, jmg_error *err) {
+int jmg_mp_rhs_take(jmg_mp_call *c, void *b, int64_t nrhs, jmg_mp_rhs *r,
+                    jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   memset(r, 0, sizeof *r);
   r->nrhs = nrhs;
@@ -376,11 +377,13 @@ int jmg_mp_rhs_take(jmg_mp_call *c, void *b, int64_t nrhs, jmg_mp_rhs *r, jmg_er
   }
   int rc = 0;
   if (c->mycol == 0)
-    rc = jmg_mp_take(c, (size_t)(r->local_rows * nrhs) * c->elem, &r->local, err);
+    rc = jmg_mp_take(c, (size_t)(r->local_rows * nrhs) * c->elem, &r->local,
+                     err);
   /* Every rank receives each owner's part in turn (row 0's is the
    * largest). */
   int64_t most = jmg_mp_numroc(a->n, a->mb, 0, a->grid_rows);
-  if (rc == 0) rc = jmg_mp_take(c, (size_t)(most * nrhs) * c->elem, &r->recv, err);
+  if (rc == 0)
+    rc = jmg_mp_take(c, (size_t)(most * nrhs) * c->elem, &r->recv, err);
   return rc;
 }
 
@@ -394,7 +397,8 @@ int jmg_mp_rhs_desc(jmg_mp_call *c, jmg_mp_rhs *r, jmg_error *err) {
   return rc;
 }
 
-void *jmg_mp_rhs_col(const jmg_mp_call *c, const jmg_mp_rhs *r, void *b, int64_t j) {
+void *jmg_mp_rhs_col(const jmg_mp_call *c, const jmg_mp_rhs *r, void *b,
+                     int64_t j) {
   if (r->local == NULL) return b; /* no row of it here */
   return (char *)r->local + (size_t)(j * r->lld) * c->elem;
 }
@@ -411,18 +415,19 @@ static int move_rows(jmg_mp_call *c, void *b, void *part, int64_t lld, int row,
     char *pb = (char *)b + (size_t)g0 * e;
     char *pp = (char *)part + (size_t)((k / R) * mb) * e;
     int rc = JMG_CUDA_TRY(
-        cudaMemcpy2DAsync(to_part ? (void *)pp : (void *)pb,
-                          (size_t)(to_part ? lld : n) * e,
-                          to_part ? (const void *)pb : (const void *)pp,
-                          (size_t)(to_part ? n : lld) * e, (size_t)len * e,
-                          (size_t)nrhs, cudaMemcpyDeviceToDevice, c->cuda.stream),
+        cudaMemcpy2DAsync(
+            to_part ? (void *)pp : (void *)pb, (size_t)(to_part ? lld : n) * e,
+            to_part ? (const void *)pb : (const void *)pp,
+            (size_t)(to_part ? n : lld) * e, (size_t)len * e, (size_t)nrhs,
+            cudaMemcpyDeviceToDevice, c->cuda.stream),
         c->cuda.op, err);
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-int jmg_mp_rhs_scatter(jmg_mp_call *c, const void *b, jmg_mp_rhs *r, jmg_error *err) {
+int jmg_mp_rhs_scatter(jmg_mp_call *c, const void *b, jmg_mp_rhs *r,
+                       jmg_error *err) {
   if (r->local == NULL || r->local == b || r->nrhs == 0) return 0;
   return move_rows(c, (void *)b, r->local, r->lld, c->myrow, r->nrhs, 1, err);
 }
@@ -438,8 +443,8 @@ int jmg_mp_rhs_gather(jmg_mp_call *c, void *b, jmg_mp_rhs *r, jmg_error *err) {
     /* Grid row `row` of column 0 is rank `row` (column-major mapping). */
     int64_t rows = jmg_mp_numroc(a->n, a->mb, row, a->grid_rows);
     void *buf = a->rank == row ? r->local : r->recv;
-    int rc = a->comm_ops->bcast(a->comm, buf, (size_t)(rows * r->nrhs) * e,
-                                row, a->device_ctx, c->cuda.op, err);
+    int rc = a->comm_ops->bcast(a->comm, buf, (size_t)(rows * r->nrhs) * e, row,
+                                a->device_ctx, c->cuda.op, err);
     if (rc == 0) rc = move_rows(c, b, buf, rows, row, r->nrhs, 0, err);
     if (rc != 0) return rc;
   }
@@ -454,10 +459,10 @@ int jmg_mp_rhs_solve(jmg_mp_call *c, void *b, jmg_mp_rhs *r, const char *call,
     int s = 0;
     rc = jmg_mp_zero_info(c, err);
     if (rc == 0)
-      rc = jmg_mp_check(solve(c, jmg_mp_rhs_col(c, r, b, j), cols,
-                              cols == r->width ? r->desc : r->last,
-                              c->cuda.d_info, ctx),
-                        c, call, err);
+      rc = jmg_mp_check(
+          solve(c, jmg_mp_rhs_col(c, r, b, j), cols,
+                cols == r->width ? r->desc : r->last, c->cuda.d_info, ctx),
+          c, call, err);
     rc = jmg_mp_agree_info(c, rc, call, &s, err);
     if (rc == 0 && s != 0)
       rc = jmg_error_set(err, JMG_ECUSOLVER, c->cuda.op, call,
@@ -477,12 +482,13 @@ int jmg_mp_diag_take(jmg_mp_call *c, void **d_diag, void **h_diag,
   const size_t bytes = (size_t)c->a->n * c->elem;
   *h_diag = NULL;
   int rc = jmg_mp_take(c, bytes, d_diag, err);
-  if (rc == 0) rc = jmg_cuda_call_buffer(&c->cuda, JMG_HOST, bytes, h_diag, err);
+  if (rc == 0)
+    rc = jmg_cuda_call_buffer(&c->cuda, JMG_HOST, bytes, h_diag, err);
   return rc;
 }
 
 int jmg_mp_diag(jmg_mp_call *c, const void *m, void *d_diag, void *h_diag,
-            jmg_error *err) {
+                jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const int64_t R = a->grid_rows, C = a->grid_cols, mb = a->mb, n = a->n;
   const size_t e = c->elem;
@@ -496,10 +502,11 @@ int jmg_mp_diag(jmg_mp_call *c, const void *m, void *d_diag, void *h_diag,
     const char *src = (const char *)m + ((size_t)((k / C) * mb) * (size_t)a->ld +
                                          (size_t)((k / R) * mb)) *
                                             e;
-    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(d + (size_t)(k * mb) * e, e, src,
-                                        (size_t)(a->ld + 1) * e, e, (size_t)len,
-                                        cudaMemcpyDeviceToDevice, c->cuda.stream),
-                      c->cuda.op, err);
+    rc = JMG_CUDA_TRY(
+        cudaMemcpy2DAsync(d + (size_t)(k * mb) * e, e, src,
+                          (size_t)(a->ld + 1) * e, e, (size_t)len,
+                          cudaMemcpyDeviceToDevice, c->cuda.stream),
+        c->cuda.op, err);
   }
   for (int64_t k0 = 0; rc == 0 && a->ranks > 1 && k0 < tiles;
        k0 += DIAG_GROUP) {
@@ -507,9 +514,9 @@ int jmg_mp_diag(jmg_mp_call *c, const void *m, void *d_diag, void *h_diag,
     for (int64_t k = k0; rc == 0 && k < tiles && k < k0 + DIAG_GROUP; ++k) {
       int owner = (int)((k % R) + (k % C) * R);
       int64_t len = n - k * mb < mb ? n - k * mb : mb;
-      rc = a->comm_ops->bcast(a->comm, d + (size_t)(k * mb) * e,
-                              (size_t)len * e, owner, a->device_ctx, c->cuda.op,
-                              err);
+      rc =
+          a->comm_ops->bcast(a->comm, d + (size_t)(k * mb) * e, (size_t)len * e,
+                             owner, a->device_ctx, c->cuda.op, err);
     }
     jmg_error ignored;
     int end = a->comm_ops->group_end(c->cuda.op, rc == 0 ? err : &ignored);
@@ -519,27 +526,31 @@ int jmg_mp_diag(jmg_mp_call *c, const void *m, void *d_diag, void *h_diag,
     rc = JMG_CUDA_TRY(cudaMemcpyAsync(h_diag, d, (size_t)n * e,
                                       cudaMemcpyDeviceToHost, c->cuda.stream),
                       c->cuda.op, err);
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->cuda.stream), c->cuda.op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->cuda.stream), c->cuda.op, err);
   return rc;
 }
 
-int jmg_mp_copy_part(jmg_mp_call *c, void *dst, const void *src, jmg_error *err) {
+int jmg_mp_copy_part(jmg_mp_call *c, void *dst, const void *src,
+                     jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   if (a->rows == 0 || a->cols == 0) return 0;
   size_t pitch = (size_t)a->ld * c->elem;
-  return JMG_CUDA_TRY(cudaMemcpy2DAsync(dst, pitch, src, pitch,
-                                        (size_t)a->rows * c->elem,
-                                        (size_t)a->cols,
-                                        cudaMemcpyDeviceToDevice, c->cuda.stream),
-                      c->cuda.op, err);
+  return JMG_CUDA_TRY(
+      cudaMemcpy2DAsync(dst, pitch, src, pitch, (size_t)a->rows * c->elem,
+                        (size_t)a->cols, cudaMemcpyDeviceToDevice,
+                        c->cuda.stream),
+      c->cuda.op, err);
 }
 
-int jmg_mp_eig_outputs(jmg_mp_call *c, void *w, const void *vectors, jmg_error *err) {
+int jmg_mp_eig_outputs(jmg_mp_call *c, void *w, const void *vectors,
+                       jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   int rc = a->comm_ops->bcast(a->comm, w,
                               (size_t)a->n * jmg_dtype_real_size(a->dtype), 0,
                               a->device_ctx, c->cuda.op, err);
-  if (rc == 0 && vectors != NULL) rc = jmg_mp_copy_part(c, a->data, vectors, err);
+  if (rc == 0 && vectors != NULL)
+    rc = jmg_mp_copy_part(c, a->data, vectors, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaStreamSynchronize(c->cuda.stream), c->cuda.op, err);
   return rc;

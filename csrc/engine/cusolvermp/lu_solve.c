@@ -99,10 +99,9 @@ static int workspace(jmg_mp_call *c, lu_bufs *u, void *b, jmg_mp_desc_t *da,
                       c, "cusolverMpGetrf_bufferSize", err);
   if (rc == 0)
     rc = jmg_mp_check(
-        api->getrs_buffer_size(c->handle, CUBLAS_OP_N, a->n, u->r.width, u->m,
-                               1, 1, *da, u->ipiv,
-                               jmg_mp_rhs_col(c, &u->r, b, 0), 1, 1, u->r.desc,
-                               c->type, &d2, &h2),
+        api->getrs_buffer_size(
+            c->handle, CUBLAS_OP_N, a->n, u->r.width, u->m, 1, 1, *da, u->ipiv,
+            jmg_mp_rhs_col(c, &u->r, b, 0), 1, 1, u->r.desc, c->type, &d2, &h2),
         c, "cusolverMpGetrs_bufferSize", err);
   if (rc == 0)
     rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
@@ -174,8 +173,7 @@ int jmg_mp_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
   if (rc == 0 && f == 0) {
     mp_getrs_ctx g = {da, u.m, u.ipiv};
-    rc = jmg_mp_rhs_solve(&c, b, &u.r, "cusolverMpGetrs", solve_chunk, &g,
-                          err);
+    rc = jmg_mp_rhs_solve(&c, b, &u.r, "cusolverMpGetrs", solve_chunk, &g, err);
     jmg_trace_mark("getrs");
   }
   if (rc == 0) *info = f;

@@ -80,7 +80,7 @@ int jmg_mp_take_work(jmg_mp_call *c, size_t d_bytes, size_t h_bytes,
  * descriptor on it (destroyed by jmg_mp_end). */
 int jmg_mp_grid(jmg_mp_call *c, jmg_error *err);
 int jmg_mp_desc(jmg_mp_call *c, int64_t m, int64_t n, int64_t mb, int64_t nb,
-            int64_t lld, jmg_mp_desc_t *out, jmg_error *err);
+                int64_t lld, jmg_mp_desc_t *out, jmg_error *err);
 /* A's own descriptor (from a's fields). */
 int jmg_mp_desc_a(jmg_mp_call *c, jmg_mp_desc_t *out, jmg_error *err);
 
@@ -152,23 +152,26 @@ typedef struct jmg_mp_rhs {
 } jmg_mp_rhs;
 
 /* Step 1: its buffers (b itself where it already is the part). */
-int jmg_mp_rhs_take(jmg_mp_call *c, void *b, int64_t nrhs, jmg_mp_rhs *r, jmg_error *err);
+int jmg_mp_rhs_take(jmg_mp_call *c, void *b, int64_t nrhs, jmg_mp_rhs *r,
+                    jmg_error *err);
 /* Step 2: the chunks' descriptors. */
 int jmg_mp_rhs_desc(jmg_mp_call *c, jmg_mp_rhs *r, jmg_error *err);
 /* What the library is given for the chunk that begins at column j (any
  * valid pointer where this rank holds none of it). */
-void *jmg_mp_rhs_col(const jmg_mp_call *c, const jmg_mp_rhs *r, void *b, int64_t j);
+void *jmg_mp_rhs_col(const jmg_mp_call *c, const jmg_mp_rhs *r, void *b,
+                     int64_t j);
 /* Step 3: b into this rank's part (local copies, on the stream), and the
  * solution from the owners' parts into every rank's b (collective). */
-int jmg_mp_rhs_scatter(jmg_mp_call *c, const void *b, jmg_mp_rhs *r, jmg_error *err);
+int jmg_mp_rhs_scatter(jmg_mp_call *c, const void *b, jmg_mp_rhs *r,
+                       jmg_error *err);
 int jmg_mp_rhs_gather(jmg_mp_call *c, void *b, jmg_mp_rhs *r, jmg_error *err);
 /* One chunk of a solve: the library's call for `ncols` right-hand sides at
  * `col`, described by col_desc (d_info, the call's info word, receives its
  * info), with what the routine passes as ctx. */
 typedef cusolverStatus_t (*jmg_mp_rhs_solve_fn)(jmg_mp_call *c, void *col,
-                                            int64_t ncols,
-                                            jmg_mp_desc_t col_desc,
-                                            int *d_info, void *ctx);
+                                                int64_t ncols,
+                                                jmg_mp_desc_t col_desc,
+                                                int *d_info, void *ctx);
 /* Steps 3 with the solves between: scatters b, solves each chunk in turn
  * (solve; the info agreed across ranks, a nonzero one after a successful
  * factorization an error naming call), gathers the solution into every
@@ -182,19 +185,22 @@ int jmg_mp_rhs_solve(jmg_mp_call *c, void *b, jmg_mp_rhs *r, const char *call,
  * broadcasts that segment (one broadcast per diagonal block, in NCCL groups
  * of 64), then the vector goes to the host. jmg_mp_diag_take (step 1) takes the
  * device vector (released by jmg_mp_end) and the host one (host memory the
- * call frees in jmg_mp_end too); jmg_mp_diag (step 3, collective) fills them and
- * waits. */
-int jmg_mp_diag_take(jmg_mp_call *c, void **d_diag, void **h_diag, jmg_error *err);
+ * call frees in jmg_mp_end too); jmg_mp_diag (step 3, collective) fills them
+ * and waits. */
+int jmg_mp_diag_take(jmg_mp_call *c, void **d_diag, void **h_diag,
+                     jmg_error *err);
 int jmg_mp_diag(jmg_mp_call *c, const void *m, void *d_diag, void *h_diag,
-            jmg_error *err);
+                jmg_error *err);
 
 /* Copies A's part (rows x cols, ld) from src to dst, both in A's layout. */
-int jmg_mp_copy_part(jmg_mp_call *c, void *dst, const void *src, jmg_error *err);
+int jmg_mp_copy_part(jmg_mp_call *c, void *dst, const void *src,
+                     jmg_error *err);
 
 /* An eigensolver's outputs once it succeeded (syevd, sygvd): the n
  * eigenvalues w broadcast from rank 0, the eigenvectors (`vectors`, in A's
  * layout; NULL: none asked) copied into A's part, the stream waited for. */
-int jmg_mp_eig_outputs(jmg_mp_call *c, void *w, const void *vectors, jmg_error *err);
+int jmg_mp_eig_outputs(jmg_mp_call *c, void *w, const void *vectors,
+                       jmg_error *err);
 
 /* Transposes between parts in A's layout (transpose.c): dst = srcᵀ
  * (conj 0) or srcᴴ (conj 1), src and dst distinct parts of this rank
@@ -208,12 +214,12 @@ typedef struct jmg_mp_stage {
 } jmg_mp_stage;
 int jmg_mp_transpose_take(jmg_mp_call *c, jmg_mp_stage *s, jmg_error *err);
 int jmg_mp_transpose(jmg_mp_call *c, const void *src, void *dst, int conj,
-                 jmg_mp_stage *s, jmg_error *err);
+                     jmg_mp_stage *s, jmg_error *err);
 /* dst = the Hermitian matrix of src's lower triangle: lower triangle and
  * diagonal from src, strict upper triangle the conjugate transpose of src's
  * strict lower one. Collective. */
-int jmg_mp_hermitian(jmg_mp_call *c, const void *src, void *dst, jmg_mp_stage *s,
-                 jmg_error *err);
+int jmg_mp_hermitian(jmg_mp_call *c, const void *src, void *dst,
+                     jmg_mp_stage *s, jmg_error *err);
 
 /* The routines (potrs.c, potri.c, syevd.c, sygvd.c, lu_solve.c, qr.c),
  * cuSOLVERMp's on any number of ranks; the table's potrs, potri, syevd and

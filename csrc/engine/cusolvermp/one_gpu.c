@@ -47,9 +47,9 @@ int jmg_mp_one_gpu_potrs(const jmg_engine *e, const jmg_local_matrix *a,
                          void *b, int64_t nrhs, void *diag, int *info,
                          jmg_error *err) {
   one_gpu o;
-  return one_gpu_of(a, &o) ? MP_ONE->leader.potrs(MP_ONE, &o.view, b, nrhs,
-                                                  diag, info, err)
-                           : jmg_mp_potrs(e, a, b, nrhs, diag, info, err);
+  return one_gpu_of(a, &o)
+             ? MP_ONE->leader.potrs(MP_ONE, &o.view, b, nrhs, diag, info, err)
+             : jmg_mp_potrs(e, a, b, nrhs, diag, info, err);
 }
 
 int jmg_mp_one_gpu_potri(const jmg_engine *e, const jmg_local_matrix *a,
@@ -60,12 +60,11 @@ int jmg_mp_one_gpu_potri(const jmg_engine *e, const jmg_local_matrix *a,
 }
 
 int jmg_mp_one_gpu_syevd(const jmg_engine *e, const jmg_local_matrix *a,
-                         void *w, int want_vectors, int *info,
-                         jmg_error *err) {
+                         void *w, int want_vectors, int *info, jmg_error *err) {
   one_gpu o;
-  return one_gpu_of(a, &o) ? MP_ONE->leader.syevd(MP_ONE, &o.view, w,
-                                                  want_vectors, info, err)
-                           : jmg_mp_syevd(e, a, w, want_vectors, info, err);
+  return one_gpu_of(a, &o)
+             ? MP_ONE->leader.syevd(MP_ONE, &o.view, w, want_vectors, info, err)
+             : jmg_mp_syevd(e, a, w, want_vectors, info, err);
 }
 
 int jmg_mp_one_gpu_lu_solve(const jmg_engine *e, const jmg_local_matrix *a,

@@ -22,8 +22,8 @@
 /* Step 3 after the factorization: w = A⁻¹ by cusolverMpLaset (w = I)
  * and cusolverMpPotrs on its n columns, then A = the Hermitian matrix of
  * w's lower triangle. */
-static int inverse(jmg_mp_call *c, jmg_mp_desc_t da, void *w,
-                   jmg_mp_stage *st, jmg_error *err) {
+static int inverse(jmg_mp_call *c, jmg_mp_desc_t da, void *w, jmg_mp_stage *st,
+                   jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const jmg_mp_api *api = c->api;
   const jmg_cuda_scalar zero = jmg_cuda_scalar_of(a->dtype, 0.0);
@@ -39,8 +39,8 @@ static int inverse(jmg_mp_call *c, jmg_mp_desc_t da, void *w,
   rc = jmg_mp_zero_info(c, err);
   if (rc == 0)
     rc = jmg_mp_check(
-        api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, a->n, a->data, 1,
-                   1, da, w, 1, 1, da, c->type, c->d_work, c->d_bytes,
+        api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, a->n, a->data, 1, 1,
+                   da, w, 1, 1, da, c->type, c->d_work, c->d_bytes,
                    c->cuda.host_work, c->h_bytes, c->cuda.d_info),
         c, "cusolverMpPotrs", err);
   rc = jmg_mp_agree_info(c, rc, "cusolverMpPotrs", &s, err);
@@ -63,7 +63,8 @@ int jmg_mp_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
   void *w = NULL;
   jmg_mp_desc_t da = NULL;
   int rc = jmg_mp_begin(&c, JMG_OP_POTRI, a, err);
-  if (rc == 0) rc = jmg_mp_take(&c, (size_t)(a->ld * a->cols) * c.elem, &w, err);
+  if (rc == 0)
+    rc = jmg_mp_take(&c, (size_t)(a->ld * a->cols) * c.elem, &w, err);
   if (rc == 0) rc = jmg_mp_transpose_take(&c, &st, err);
   rc = jmg_mp_agree(&c, rc, err);
   rc = jmg_mp_cholesky_workspace(&c, rc, NULL, w, &da, err);

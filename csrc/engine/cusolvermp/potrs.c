@@ -32,10 +32,10 @@ static cusolverStatus_t solve_chunk(jmg_mp_call *c, void *col, int64_t ncols,
                                     jmg_mp_desc_t col_desc, int *d_info,
                                     void *ctx) {
   const jmg_local_matrix *a = c->a;
-  return c->api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, ncols,
-                       a->data, 1, 1, (jmg_mp_desc_t)ctx, col, 1, 1, col_desc,
-                       c->type, c->d_work, c->d_bytes, c->cuda.host_work,
-                       c->h_bytes, d_info);
+  return c->api->potrs(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, ncols, a->data,
+                       1, 1, (jmg_mp_desc_t)ctx, col, 1, 1, col_desc, c->type,
+                       c->d_work, c->d_bytes, c->cuda.host_work, c->h_bytes,
+                       d_info);
 }
 
 int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
@@ -58,8 +58,7 @@ int jmg_mp_potrs(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0 && f == 0) {
     if (diag != NULL) rc = factor_diag(&c, d_diag, h_diag, diag, err);
     if (rc == 0)
-      rc = jmg_mp_rhs_solve(&c, b, &r, "cusolverMpPotrs", solve_chunk, da,
-                            err);
+      rc = jmg_mp_rhs_solve(&c, b, &r, "cusolverMpPotrs", solve_chunk, da, err);
     jmg_trace_mark("potrs");
   }
   if (rc == 0) *info = f;

@@ -149,18 +149,18 @@ static int gather_rt(jmg_mp_call *c, qr_call *q, jmg_error *err) {
     const int64_t i0 = kb * b, len = n - i0 < b ? n - i0 : b;
     const int64_t lr = (kb / q->ranks) * b; /* its first row in X */
     char *col = (char *)q->rtw + (size_t)i0 * (size_t)n * es;
-    lrc = JMG_CUBLAS_TRY(
-        jmg_cublas_geam(q->blas, a->dtype, CUBLAS_OP_T, (int)n, (int)len,
-                        (char *)q->x + (size_t)lr * es, (int)q->lc, col,
-                        (int)n),
-        op, err);
+    lrc =
+        JMG_CUBLAS_TRY(jmg_cublas_geam(q->blas, a->dtype, CUBLAS_OP_T, (int)n,
+                                       (int)len, (char *)q->x + (size_t)lr * es,
+                                       (int)q->lc, col, (int)n),
+                       op, err);
     /* Rᵀ's column i (R's row i): its rows above i are the reflectors. */
     for (int64_t j = 0; lrc == 0 && j < len; ++j)
       if (i0 + j > 0)
-        lrc = JMG_CUDA_TRY(cudaMemsetAsync(col + (size_t)j * (size_t)n * es, 0,
-                                           (size_t)(i0 + j) * es,
-                                           c->cuda.stream),
-                           op, err);
+        lrc =
+            JMG_CUDA_TRY(cudaMemsetAsync(col + (size_t)j * (size_t)n * es, 0,
+                                         (size_t)(i0 + j) * es, c->cuda.stream),
+                         op, err);
   }
   int rc = jmg_mp_agree(c, lrc, err);
   if (rc != 0) return rc;
@@ -203,12 +203,11 @@ static int transpose_part(jmg_mp_call *c, const qr_call *q, int to_a,
                           jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const int n = (int)q->n, lc = (int)q->lc;
-  return JMG_CUBLAS_TRY(
-      to_a ? jmg_cublas_geam(q->blas, a->dtype, CUBLAS_OP_T, n, lc, q->x, lc,
-                             a->data, n)
-           : jmg_cublas_geam(q->blas, a->dtype, CUBLAS_OP_T, lc, n, a->data, n,
-                             q->x, lc),
-      c->cuda.op, err);
+  return JMG_CUBLAS_TRY(to_a ? jmg_cublas_geam(q->blas, a->dtype, CUBLAS_OP_T,
+                                               n, lc, q->x, lc, a->data, n)
+                             : jmg_cublas_geam(q->blas, a->dtype, CUBLAS_OP_T,
+                                               lc, n, a->data, n, q->x, lc),
+                        c->cuda.op, err);
 }
 
 int jmg_mp_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,
@@ -221,8 +220,8 @@ int jmg_mp_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,
   int rc = check_part(a, &q, &g, err);
   /* jmg_mp_begin_mn's checks are g's; every rank calls it (a failure here
    * is told to the others by the agreement below). */
-  int brc = jmg_mp_begin_mn(&c, JMG_OP_QR, &g, m,
-                            rc == 0 ? err : &(jmg_error){0});
+  int brc =
+      jmg_mp_begin_mn(&c, JMG_OP_QR, &g, m, rc == 0 ? err : &(jmg_error){0});
   if (rc == 0) rc = brc;
   if (rc == 0) rc = take_buffers(&c, &q, err);
   rc = jmg_mp_agree(&c, rc, err);

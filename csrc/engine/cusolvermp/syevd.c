@@ -37,11 +37,11 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
     if (rc == 0) rc = jmg_mp_desc_a(&c, &da, err);
     if (rc == 0) rc = jmg_mp_desc_a(&c, &dq, err);
     if (rc == 0)
-      rc = jmg_mp_check(api->syevd_buffer_size(c.handle, compz,
-                                               CUBLAS_FILL_MODE_LOWER, a->n,
-                                               a->data, 1, 1, da, w, q, 1, 1,
-                                               dq, c.type, &d1, &h1),
-                        &c, "cusolverMpSyevd_bufferSize", err);
+      rc =
+          jmg_mp_check(api->syevd_buffer_size(
+                           c.handle, compz, CUBLAS_FILL_MODE_LOWER, a->n,
+                           a->data, 1, 1, da, w, q, 1, 1, dq, c.type, &d1, &h1),
+                       &c, "cusolverMpSyevd_bufferSize", err);
     if (rc == 0) rc = jmg_mp_take_work(&c, d1, h1, err);
     rc = jmg_mp_agree(&c, rc, err);
     jmg_trace_mark("engine start");
@@ -51,11 +51,11 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
   if (rc == 0) {
     rc = jmg_mp_zero_info(&c, err);
     if (rc == 0)
-      rc = jmg_mp_check(api->syevd(c.handle, compz, CUBLAS_FILL_MODE_LOWER,
-                                   a->n, a->data, 1, 1, da, w, q, 1, 1, dq,
-                                   c.type, c.d_work, c.d_bytes,
-                                   c.cuda.host_work, c.h_bytes, c.cuda.d_info),
-                        &c, "cusolverMpSyevd", err);
+      rc = jmg_mp_check(
+          api->syevd(c.handle, compz, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1,
+                     1, da, w, q, 1, 1, dq, c.type, c.d_work, c.d_bytes,
+                     c.cuda.host_work, c.h_bytes, c.cuda.d_info),
+          &c, "cusolverMpSyevd", err);
     rc = jmg_mp_agree_info(&c, rc, "cusolverMpSyevd", &f, err);
     jmg_trace_mark("syevd");
   }

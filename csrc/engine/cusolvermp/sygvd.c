@@ -42,16 +42,16 @@ static int workspace(jmg_mp_call *c, void *z, sygvd_descs *d, jmg_error *err) {
   if (rc == 0) rc = jmg_mp_desc_a(c, &d->db, err);
   if (rc == 0) rc = jmg_mp_desc_a(c, &d->dz, err);
   if (rc == 0)
-    rc = jmg_mp_check(api->sygvd_buffer_size(c->handle, k_itype, k_jobz,
-                                             CUBLAS_FILL_MODE_LOWER, a->n, 1, 1,
-                                             d->da, 1, 1, d->db, 1, 1, d->dz,
-                                             c->type, &d1, &h1),
-                      c, "cusolverMpSygvd_bufferSize", err);
+    rc = jmg_mp_check(
+        api->sygvd_buffer_size(c->handle, k_itype, k_jobz,
+                               CUBLAS_FILL_MODE_LOWER, a->n, 1, 1, d->da, 1, 1,
+                               d->db, 1, 1, d->dz, c->type, &d1, &h1),
+        c, "cusolverMpSygvd_bufferSize", err);
   if (rc == 0)
-    rc = jmg_mp_check(api->potrf_buffer_size(c->handle, CUBLAS_FILL_MODE_LOWER,
-                                             a->n, z, 1, 1, d->dz, c->type,
-                                             &d2, &h2),
-                      c, "cusolverMpPotrf_bufferSize", err);
+    rc = jmg_mp_check(
+        api->potrf_buffer_size(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, z, 1, 1,
+                               d->dz, c->type, &d2, &h2),
+        c, "cusolverMpPotrf_bufferSize", err);
   if (rc == 0)
     rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
   rc = jmg_mp_agree(c, rc, err);
@@ -67,11 +67,10 @@ static int workspace(jmg_mp_call *c, void *z, sygvd_descs *d, jmg_error *err) {
  * the eigenvectors' scratch anyway. */
 static int factor_b(jmg_mp_call *c, const jmg_local_matrix *b, void *z,
                     jmg_mp_desc_t dz, int *f, jmg_error *err) {
-  int rc = JMG_CUDA_TRY(cudaMemcpyAsync(z, b->data,
-                                        (size_t)b->ld * (size_t)b->cols * c->elem,
-                                        cudaMemcpyDeviceToDevice,
-                                        c->cuda.stream),
-                        c->cuda.op, err);
+  int rc = JMG_CUDA_TRY(
+      cudaMemcpyAsync(z, b->data, (size_t)b->ld * (size_t)b->cols * c->elem,
+                      cudaMemcpyDeviceToDevice, c->cuda.stream),
+      c->cuda.op, err);
   rc = jmg_mp_potrf(c, rc, z, dz, f, err); /* collective whatever rc */
   if (*f > 0) *f += (int)c->a->n;
   jmg_trace_mark("potrf of B");
@@ -89,12 +88,12 @@ int jmg_mp_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
   if (rc == 0 && (b->rows != a->rows || b->cols != a->cols ||
                   b->ld != a->ld || b->mb != a->mb || b->nb != a->nb ||
                   b->dtype != a->dtype))
-    rc = jmg_error_set(err, JMG_EINTERNAL, "sygvd", "cuSOLVERMp",
-                       "B's part (%lld x %lld, ld %lld) is not laid out as "
-                       "A's (%lld x %lld, ld %lld)",
-                       (long long)b->rows, (long long)b->cols,
-                       (long long)b->ld, (long long)a->rows,
-                       (long long)a->cols, (long long)a->ld);
+    rc =
+        jmg_error_set(err, JMG_EINTERNAL, "sygvd", "cuSOLVERMp",
+                      "B's part (%lld x %lld, ld %lld) is not laid out as "
+                      "A's (%lld x %lld, ld %lld)",
+                      (long long)b->rows, (long long)b->cols, (long long)b->ld,
+                      (long long)a->rows, (long long)a->cols, (long long)a->ld);
   if (rc == 0)
     rc = jmg_mp_take(&c, (size_t)a->ld * (size_t)a->cols * c.elem, &z, err);
   rc = jmg_mp_agree(&c, rc, err);

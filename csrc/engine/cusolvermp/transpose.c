@@ -71,7 +71,7 @@ int jmg_mp_transpose_take(jmg_mp_call *c, jmg_mp_stage *s, jmg_error *err) {
     rc = jmg_mp_take(c, (size_t)(a->nb * a->cols) * c->elem, &s->recv, err);
   if (rc == 0)
     rc = jmg_mp_take(c, (size_t)(a->nb * (a->nb + 1) / 2) * c->elem, &s->tri,
-                 err);
+                     err);
   if (rc == 0) rc = jmg_mp_handles(c, err);
   return rc;
 }
@@ -94,7 +94,7 @@ static int owner(const jmg_local_matrix *a, int64_t p, int64_t q) {
 }
 
 int jmg_mp_transpose(jmg_mp_call *c, const void *src, void *dst, int conj,
-                 jmg_mp_stage *s, jmg_error *err) {
+                     jmg_mp_stage *s, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const int64_t T = (a->n + a->nb - 1) / a->nb;
   const int64_t R = a->grid_rows, C = a->grid_cols;
@@ -110,8 +110,8 @@ int jmg_mp_transpose(jmg_mp_call *c, const void *src, void *dst, int conj,
       int64_t rows = block_len(a, p), cols = block_len(a, r);
       rc = JMG_CUBLAS_TRY(
           jmg_cublas_geam(h, a->dtype, op, (int)cols, (int)rows,
-               (const char *)src + block_off(c, p, r), (int)a->ld,
-               (char *)s->send + off, (int)cols),
+                          (const char *)src + block_off(c, p, r), (int)a->ld,
+                          (char *)s->send + off, (int)cols),
           c->cuda.op, err);
       off += (size_t)(rows * cols) * e;
     }
@@ -138,9 +138,9 @@ int jmg_mp_transpose(jmg_mp_call *c, const void *src, void *dst, int conj,
     for (int64_t q = c->mycol; receiving && rc == 0 && q < T; q += C) {
       int64_t rows = block_len(a, r), cols = block_len(a, q);
       rc = JMG_CUDA_TRY(
-          cudaMemcpy2DAsync((char *)dst + block_off(c, r, q),
-                            (size_t)a->ld * e, (char *)s->recv + off,
-                            (size_t)rows * e, (size_t)rows * e, (size_t)cols,
+          cudaMemcpy2DAsync((char *)dst + block_off(c, r, q), (size_t)a->ld * e,
+                            (char *)s->recv + off, (size_t)rows * e,
+                            (size_t)rows * e, (size_t)cols,
                             cudaMemcpyDeviceToDevice, c->cuda.stream),
           c->cuda.op, err);
       off += (size_t)(rows * cols) * e;
@@ -149,8 +149,8 @@ int jmg_mp_transpose(jmg_mp_call *c, const void *src, void *dst, int conj,
   return rc;
 }
 
-int jmg_mp_hermitian(jmg_mp_call *c, const void *src, void *dst, jmg_mp_stage *s,
-                 jmg_error *err) {
+int jmg_mp_hermitian(jmg_mp_call *c, const void *src, void *dst,
+                     jmg_mp_stage *s, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const int64_t T = (a->n + a->nb - 1) / a->nb;
   const int64_t R = a->grid_rows, C = a->grid_cols;

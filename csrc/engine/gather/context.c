@@ -33,9 +33,8 @@ static tile_at tile_of(const jmg_dist_matrix *a, int64_t k) {
 /* Copies between buf and a's shards: to_buf gathers (from the
  * block-cyclic shards), else scatters in layout. One lane per device (lane
  * d lies on device d), all devices at once; returns when all are done. */
-static int copy_all(jmg_gather_call *call, const jmg_dist_matrix *a,
-                    char *buf, int to_buf, jmg_gather_layout layout,
-                    jmg_error *err) {
+static int copy_all(jmg_gather_call *call, const jmg_dist_matrix *a, char *buf,
+                    int to_buf, jmg_gather_layout layout, jmg_error *err) {
   jmg_cuda_call *c = &call->cuda;
   const jmg_mem *m = c->mem;
   void *lanes = NULL;
@@ -83,9 +82,8 @@ static jmg_dist_matrix one_gpu(const jmg_gather_call *c, int64_t rows,
   return one;
 }
 
-int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op,
-                        const jmg_dist_matrix *a, jmg_gather_layout layout,
-                        jmg_error *err) {
+int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
+                        jmg_gather_layout layout, jmg_error *err) {
   memset(c, 0, sizeof *c);
   c->a = a;
   const int64_t cols = a->local_cols * a->ndev; /* n but for gesvd's */
@@ -99,9 +97,9 @@ int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op,
                          "(T_A %lld); it gathers several equal shards",
                          a->ndev, (long long)a->local_cols, (long long)a->n,
                          (long long)a->tile);
-  int rc = jmg_cuda_call_begin(&c->cuda, jmg_op_name(op), "cuSOLVERDn-gather",
-                               a->ndev, a->device_ctx, JMG_CUDA_CALL_HANDLES,
-                               err);
+  int rc =
+      jmg_cuda_call_begin(&c->cuda, jmg_op_name(op), "cuSOLVERDn-gather",
+                          a->ndev, a->device_ctx, JMG_CUDA_CALL_HANDLES, err);
   if (rc == 0) rc = jmg_cuda_call_buffer(&c->cuda, 0, c->bytes, &c->buf, err);
   if (rc != 0) return rc;
   jmg_trace_mark("gather buffer");

@@ -83,9 +83,8 @@ int jmg_gather_begin(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
 /* The same for an A in layout (jmg_gather_begin: the block-cyclic one):
  * gesvd's and qr's rectangular A, n x (ndev * local_cols), comes in the
  * contiguous layout (engine.h), and the buffer is that size. */
-int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op,
-                        const jmg_dist_matrix *a, jmg_gather_layout layout,
-                        jmg_error *err);
+int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
+                        jmg_gather_layout layout, jmg_error *err);
 
 /* Within a begun call c, a second N x N buffer on participant 0 holding b
  * (laid out as c's A, block-cyclic), viewed as c->second. sygvd's B.

@@ -66,8 +66,8 @@ const jmg_gather_row *jmg_gather_row_of(jmg_op op, jmg_dtype dtype,
                                         int nparts) {
   const int complex = jmg_dtype_is_complex(dtype);
   for (const jmg_gather_row *r = jmg_gather_rows; r->op != JMG_NUM_OPS; ++r)
-    if (r->op == op && r->complex == complex &&
-        nparts >= r->min_parts && nparts <= r->max_parts)
+    if (r->op == op && r->complex == complex && nparts >= r->min_parts &&
+        nparts <= r->max_parts)
       return r;
   return NULL;
 }

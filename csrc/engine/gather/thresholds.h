@@ -23,8 +23,7 @@ typedef struct jmg_gather_row {
 
 /* The row for (op, dtype, nparts), or NULL where the table has none (then
  * the gather engine is never preferred: the distributed engine runs). */
-const jmg_gather_row *jmg_gather_row_of(jmg_op op, jmg_dtype dtype,
-                                        int nparts);
+const jmg_gather_row *jmg_gather_row_of(jmg_op op, jmg_dtype dtype, int nparts);
 
 /* The table itself, terminated by a row whose op is JMG_NUM_OPS (for tests and
  * documentation). */

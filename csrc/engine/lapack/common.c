@@ -84,7 +84,8 @@ int jmg_lapack_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              "(at most %d)",
              jmg_op_name(p->op), (long long)rows, (long long)p->n, INT_MAX);
   else
-    snprintf(why, why_len, "%s of N=%lld: N must fit LAPACK's 32-bit int "
+    snprintf(why, why_len,
+             "%s of N=%lld: N must fit LAPACK's 32-bit int "
              "(at most %d)",
              jmg_op_name(p->op), (long long)p->n, INT_MAX);
   return 0;
