@@ -27,11 +27,7 @@ int jmg_mp_cholesky_workspace(jmg_mp_call *c, int rc, jmg_mp_rhs *r, void *b,
         api->potrs_buffer_size(c->handle, lo, a->n, nrhs, a->data, 1, 1, *da,
                                col, 1, 1, db, c->type, &d2, &h2),
         c, "cusolverMpPotrs_bufferSize", err);
-  if (rc == 0)
-    rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
-  rc = jmg_mp_agree(c, rc, err);
-  jmg_trace_mark("engine start");
-  return rc;
+  return jmg_mp_take_work(c, rc, d1, h1, d2, h2, err);
 }
 
 int jmg_mp_potrf(jmg_mp_call *c, int rc, void *m, jmg_mp_desc_t dm, int *f,

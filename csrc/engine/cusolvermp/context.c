@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
 #include "cuda/handles.h"
@@ -287,15 +288,17 @@ int jmg_mp_take(jmg_mp_call *c, size_t bytes, void **out, jmg_error *err) {
   return jmg_cuda_call_buffer(&c->cuda, 0, bytes, out, err);
 }
 
-int jmg_mp_take_work(jmg_mp_call *c, size_t d_bytes, size_t h_bytes,
-                     jmg_error *err) {
+int jmg_mp_take_work(jmg_mp_call *c, int rc, size_t d1, size_t h1, size_t d2,
+                     size_t h2, jmg_error *err) {
+  c->d_bytes = d1 > d2 ? d1 : d2;
+  c->h_bytes = h1 > h2 ? h1 : h2;
   /* The host workspace is never NULL, as the library had it before. */
-  jmg_cuda_work w = {.host_bytes = h_bytes > 0 ? h_bytes : 1};
-  const size_t at = jmg_cuda_work_part(&w, d_bytes);
-  int rc = jmg_cuda_call_take(&c->cuda, &w, err);
+  jmg_cuda_work w = {.host_bytes = c->h_bytes > 0 ? c->h_bytes : 1};
+  const size_t at = jmg_cuda_work_part(&w, c->d_bytes);
+  if (rc == 0) rc = jmg_cuda_call_take(&c->cuda, &w, err);
   c->d_work = jmg_cuda_call_part(&c->cuda, at);
-  c->d_bytes = d_bytes;
-  c->h_bytes = h_bytes;
+  rc = jmg_mp_agree(c, rc, err);
+  jmg_trace_mark("engine start");
   return rc;
 }
 

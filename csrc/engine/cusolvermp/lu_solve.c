@@ -103,11 +103,7 @@ static int workspace(jmg_mp_call *c, lu_bufs *u, void *b, jmg_mp_desc_t *da,
             c->handle, CUBLAS_OP_N, a->n, u->r.width, u->m, 1, 1, *da, u->ipiv,
             jmg_mp_rhs_col(c, &u->r, b, 0), 1, 1, u->r.desc, c->type, &d2, &h2),
         c, "cusolverMpGetrs_bufferSize", err);
-  if (rc == 0)
-    rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
-  rc = jmg_mp_agree(c, rc, err);
-  jmg_trace_mark("engine start");
-  return rc;
+  return jmg_mp_take_work(c, rc, d1, h1, d2, h2, err);
 }
 
 /* getrf of u->m, its info agreed, then the first zero pivot of U's

@@ -70,11 +70,13 @@ int jmg_mp_take(jmg_mp_call *c, size_t bytes, void **out, jmg_error *err);
  * not do itself (transposes, qr's Rᵀ). Not collective. */
 int jmg_mp_handles(jmg_mp_call *c, jmg_error *err);
 
-/* The library's workspaces (step 2): the device one a part of the frame's
- * workspace, before its info word (c->cuda.d_info), the host one from
- * malloc; d_bytes and h_bytes as the library asked them. */
-int jmg_mp_take_work(jmg_mp_call *c, size_t d_bytes, size_t h_bytes,
-                     jmg_error *err);
+/* Step 2's end: the library's workspaces, the larger of two routines'
+ * (d1, h1 and d2, h2; 0 for a routine not asked), taken where rc is 0 (the
+ * device one a part of the frame's workspace, before its info word
+ * c->cuda.d_info; the host one from malloc), then the step's agreement
+ * (collective whatever rc). */
+int jmg_mp_take_work(jmg_mp_call *c, int rc, size_t d1, size_t h1, size_t d2,
+                     size_t h2, jmg_error *err);
 
 /* Step 2: the grid of a's comm and shape (cached per GPU), and a
  * descriptor on it (destroyed by jmg_mp_end). */

@@ -100,11 +100,7 @@ static int workspace(jmg_mp_call *c, qr_call *q, jmg_error *err) {
     rc = jmg_mp_check(api->orgqr_buffer_size(c->handle, m, n, n, q->x, 1, 1,
                                              q->dx, q->tau, c->type, &d2, &h2),
                       c, "cusolverMpOrgqr_bufferSize", err);
-  if (rc == 0)
-    rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
-  rc = jmg_mp_agree(c, rc, err);
-  jmg_trace_mark("engine start");
-  return rc;
+  return jmg_mp_take_work(c, rc, d1, h1, d2, h2, err);
 }
 
 /* The library's geqrf (orgqr 0) or orgqr (1) on X where rc (the outcome

@@ -42,9 +42,7 @@ int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                            c.handle, compz, CUBLAS_FILL_MODE_LOWER, a->n,
                            a->data, 1, 1, da, w, q, 1, 1, dq, c.type, &d1, &h1),
                        &c, "cusolverMpSyevd_bufferSize", err);
-    if (rc == 0) rc = jmg_mp_take_work(&c, d1, h1, err);
-    rc = jmg_mp_agree(&c, rc, err);
-    jmg_trace_mark("engine start");
+    rc = jmg_mp_take_work(&c, rc, d1, h1, 0, 0, err);
   }
 
   int f = 0;

@@ -52,11 +52,7 @@ static int workspace(jmg_mp_call *c, void *z, sygvd_descs *d, jmg_error *err) {
         api->potrf_buffer_size(c->handle, CUBLAS_FILL_MODE_LOWER, a->n, z, 1, 1,
                                d->dz, c->type, &d2, &h2),
         c, "cusolverMpPotrf_bufferSize", err);
-  if (rc == 0)
-    rc = jmg_mp_take_work(c, d1 > d2 ? d1 : d2, h1 > h2 ? h1 : h2, err);
-  rc = jmg_mp_agree(c, rc, err);
-  jmg_trace_mark("engine start");
-  return rc;
+  return jmg_mp_take_work(c, rc, d1, h1, d2, h2, err);
 }
 
 /* B's Cholesky factor, of a copy in Z: cusolverMpSygvd answers a B that is
