@@ -314,8 +314,8 @@ static int plan_layout(jmg_local_view *v, int rc, int64_t *block,
                        v->engine->name, (long long)*block, (long long)io->n,
                        v->ranks, (long long)io->tile);
   if (rc == 0 && !rectangular)
-    rc = jmg_local_perm_init(&v->perm, io->n, v->ranks, layout_tile, v->op,
-                             err);
+    rc =
+        jmg_local_perm_init(&v->perm, io->n, v->ranks, layout_tile, v->op, err);
   v->grid_rows = call->grid_rows > 1 && !rectangular ? call->grid_rows : 1;
   if (rc == 0 && !rectangular)
     rc = jmg_local_regrid_init(&v->regrid, io->n, layout_tile, v->ranks,
@@ -332,8 +332,8 @@ static int run_steps(jmg_local_view *v, int rc, int64_t block, int *info,
   jmg_shard_io *io = v->io;
   int finite = 1;
   if (rc == 0)
-    rc = named(v, jmg_shard_finite(v->mem, &v->group, 0, desc, io, &finite, err),
-               err);
+    rc = named(
+        v, jmg_shard_finite(v->mem, &v->group, 0, desc, io, &finite, err), err);
   rc = jmg_local_agree(v, rc, "the op's first step", err);
   if (rc == 0) rc = agree_finite(v, &finite, err);
   jmg_trace_mark("finite check");
