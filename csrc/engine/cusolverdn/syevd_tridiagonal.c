@@ -335,8 +335,79 @@ static int to_z(void *ctx, int64_t first, int64_t count, const void *chunk,
 /* Z = Q Z (?ormtr / ?unmtr, lower, left, no transpose): Q = H(0) ... H(n-2),
  * H(j) acting on rows j+1 .. n-1 with v(j+1) = 1 and v below from A(:, j).
  * Host scratch: three ORM_NB x ORM_NB matrices. */
-static int ormtr(trd *s, char *work, const trd_layout *l) {
+/* The host scratch of the back-transformation: a block's top kb x kb
+ * (htop), V^H V (hg), and T_b and a column of it in double (tb, g). */
+typedef struct orm_host {
+  char *htop, *hg;
+  cplx *tb, *g;
+} orm_host;
+
+/* vb = V, the kb reflectors of the block at column j0: A(j0+1:n,
+ * j0:j0+kb), its top kb x kb made unit lower triangular (on the host). */
+static int block_reflectors(trd *s, int64_t j0, int64_t kb, char *vb,
+                            const orm_host *h) {
   const jmg_dtype t = s->t;
+  const size_t es = s->es;
+  const int64_t n = s->n, mm = n - 1 - j0;
+  const cudaStream_t st = s->call->cuda.stream;
+  int rc =
+      cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, AT(s->a, n, j0 + 1, j0),
+                                   (size_t)n * es, (size_t)mm * es, (size_t)kb,
+                                   cudaMemcpyDeviceToDevice, st));
+  if (rc == 0)
+    rc = cuda_ok(s, cudaMemcpy2DAsync(h->htop, (size_t)kb * es, vb,
+                                      (size_t)n * es, (size_t)kb * es,
+                                      (size_t)kb, cudaMemcpyDeviceToHost, st));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
+  if (rc != 0) return rc;
+  const cplx zero = {0.0, 0.0}, one = {1.0, 0.0};
+  for (int64_t c = 0; c < kb; ++c)
+    for (int64_t r = 0; r <= c; ++r)
+      c_store(t, h->htop + ((size_t)r + (size_t)c * (size_t)kb) * es,
+              r == c ? one : zero);
+  return cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, h->htop,
+                                      (size_t)kb * es, (size_t)kb * es,
+                                      (size_t)kb, cudaMemcpyHostToDevice, st));
+}
+
+/* td = T_b of the block at column j0 (?larft, forward, columnwise), made
+ * on the host from G = V^H V (gd, upper): T(c,c) = tau_c, T(0:c, c) =
+ * -tau_c T(0:c, 0:c) G(0:c, c). */
+static int larft(trd *s, int64_t j0, int64_t kb, int64_t mm, const char *vb,
+                 char *gd, char *td, const orm_host *h) {
+  const jmg_dtype t = s->t;
+  const size_t es = s->es;
+  int rc = blas_ok(s, jmg_cublas_herk_64(s->blas, t, CUBLAS_FILL_MODE_UPPER, kb,
+                                         mm, vb, s->n, 0.0, gd, kb));
+  if (rc == 0) rc = fetch(s, h->hg, gd, (size_t)(kb * kb) * es);
+  if (rc != 0) return rc;
+  cplx *tb = h->tb, *g = h->g;
+  const cplx zero = {0.0, 0.0};
+  for (int64_t c = 0; c < kb; ++c) {
+    const cplx tc = s->tau[j0 + c], mt = {-tc.re, -tc.im};
+    for (int64_t r = 0; r < c; ++r)
+      g[r + c * kb] = c_mul(
+          mt, c_load(t, h->hg + ((size_t)r + (size_t)c * (size_t)kb) * es));
+    for (int64_t r = 0; r < c; ++r) {
+      cplx sum = {0.0, 0.0};
+      for (int64_t q = r; q < c; ++q) {
+        const cplx p = c_mul(tb[r + q * kb], g[q + c * kb]);
+        sum.re += p.re;
+        sum.im += p.im;
+      }
+      tb[r + c * kb] = sum;
+    }
+    tb[c + c * kb] = tc;
+    for (int64_t r = c + 1; r < kb; ++r) tb[r + c * kb] = zero;
+  }
+  for (int64_t q = 0; q < kb * kb; ++q)
+    c_store(t, h->htop + (size_t)q * es, tb[q]);
+  return cuda_ok(s,
+                 cudaMemcpyAsync(td, h->htop, (size_t)(kb * kb) * es,
+                                 cudaMemcpyHostToDevice, s->call->cuda.stream));
+}
+
+static int ormtr(trd *s, char *work, const trd_layout *l) {
   const size_t es = s->es;
   const int64_t n = s->n, nref = n - 1;
   if (nref <= 0) return 0;
@@ -344,69 +415,20 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
        *w2 = work + l->w2, *td = work + l->td, *gd = work + l->gd;
   const size_t blk = (size_t)ORM_NB * ORM_NB * es;
   char *host = malloc(2 * blk);
-  cplx *tb = malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx));
-  cplx *g = malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx));
+  orm_host h = {host, host + blk,
+                malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx)),
+                malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx))};
   int rc = 0;
-  if (host == NULL || tb == NULL || g == NULL)
+  if (host == NULL || h.tb == NULL || h.g == NULL)
     rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->cuda.op, "malloc",
                        "cannot allocate the back-transformation's host "
                        "scratch");
-  char *htop = host, *hg = host + blk;
-  const cudaStream_t st = s->call->cuda.stream;
   const int64_t last = (nref - 1) / ORM_NB * ORM_NB;
   for (int64_t j0 = last; rc == 0 && j0 >= 0; j0 -= ORM_NB) {
     const int64_t kb = nref - j0 < ORM_NB ? nref - j0 : ORM_NB;
     const int64_t mm = n - 1 - j0;
-    /* V: A(j0+1:n, j0:j0+kb), its top kb x kb unit lower triangular */
-    rc = cuda_ok(s,
-                 cudaMemcpy2DAsync(vb, (size_t)n * es, AT(s->a, n, j0 + 1, j0),
-                                   (size_t)n * es, (size_t)mm * es, (size_t)kb,
-                                   cudaMemcpyDeviceToDevice, st));
-    if (rc == 0)
-      rc =
-          cuda_ok(s, cudaMemcpy2DAsync(htop, (size_t)kb * es, vb,
-                                       (size_t)n * es, (size_t)kb * es,
-                                       (size_t)kb, cudaMemcpyDeviceToHost, st));
-    if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
-    if (rc != 0) break;
-    const cplx zero = {0.0, 0.0}, one = {1.0, 0.0};
-    for (int64_t c = 0; c < kb; ++c)
-      for (int64_t r = 0; r <= c; ++r)
-        c_store(t, htop + ((size_t)r + (size_t)c * (size_t)kb) * es,
-                r == c ? one : zero);
-    rc = cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, htop, (size_t)kb * es,
-                                      (size_t)kb * es, (size_t)kb,
-                                      cudaMemcpyHostToDevice, st));
-    /* G = V^H V (upper), to the host */
-    if (rc == 0)
-      rc = blas_ok(s, jmg_cublas_herk_64(s->blas, t, CUBLAS_FILL_MODE_UPPER, kb,
-                                         mm, vb, n, 0.0, gd, kb));
-    if (rc == 0) rc = fetch(s, hg, gd, (size_t)(kb * kb) * es);
-    if (rc != 0) break;
-    /* T_b (?larft, forward, columnwise): T(c,c) = tau_c, T(0:c, c) =
-     * -tau_c T(0:c, 0:c) G(0:c, c). */
-    for (int64_t c = 0; c < kb; ++c) {
-      const cplx tc = s->tau[j0 + c], mt = {-tc.re, -tc.im};
-      for (int64_t r = 0; r < c; ++r)
-        g[r + c * kb] = c_mul(
-            mt, c_load(t, hg + ((size_t)r + (size_t)c * (size_t)kb) * es));
-      for (int64_t r = 0; r < c; ++r) {
-        cplx sum = {0.0, 0.0};
-        for (int64_t q = r; q < c; ++q) {
-          const cplx p = c_mul(tb[r + q * kb], g[q + c * kb]);
-          sum.re += p.re;
-          sum.im += p.im;
-        }
-        tb[r + c * kb] = sum;
-      }
-      tb[c + c * kb] = tc;
-      for (int64_t r = c + 1; r < kb; ++r) tb[r + c * kb] = zero;
-    }
-    for (int64_t q = 0; q < kb * kb; ++q)
-      c_store(t, htop + (size_t)q * es, tb[q]);
-    if (rc == 0)
-      rc = cuda_ok(s, cudaMemcpyAsync(td, htop, (size_t)(kb * kb) * es,
-                                      cudaMemcpyHostToDevice, st));
+    rc = block_reflectors(s, j0, kb, vb, &h);
+    if (rc == 0) rc = larft(s, j0, kb, mm, vb, gd, td, &h);
     /* Z(j0+1:n, :) -= V T_b (V^H Z(j0+1:n, :)) */
     char *zs = AT(z, n, j0 + 1, 0);
     if (rc == 0)
@@ -421,11 +443,26 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
   }
   /* The last block's host copies were from pageable memory (taken when
    * the call returned); wait before freeing nothing the GPU still reads. */
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   free(host);
-  free(tb);
-  free(g);
+  free(h.tb);
+  free(h.g);
   return rc;
+}
+
+/* sytrd with cuBLAS's atomics allowed: hemv is the reduction's time, and
+ * cuBLAS documents its implementation with atomics as generally
+ * significantly faster (its results may then differ in the last bits from
+ * run to run). The handle's mode is restored. */
+static int sytrd_atomics(trd *s, char *wp) {
+  cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
+  int rc = blas_ok(s, cublasGetAtomicsMode(s->blas, &atomics));
+  if (rc == 0)
+    rc = blas_ok(s, cublasSetAtomicsMode(s->blas, CUBLAS_ATOMICS_ALLOWED));
+  if (rc != 0) return rc;
+  rc = sytrd(s, wp);
+  const int r = blas_ok(s, cublasSetAtomicsMode(s->blas, atomics));
+  return rc != 0 ? rc : r;
 }
 
 int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
@@ -462,19 +499,7 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   if (rc == 0)
     rc = blas_ok(&s, cublasSetPointerMode(s.blas, CUBLAS_POINTER_MODE_HOST));
   char *work = call->cuda.work;
-  /* hemv is the reduction's time; cuBLAS documents its implementation with
-   * atomics as generally significantly faster (its results may then differ
-   * in the last bits from run to run). The handle's mode is restored. */
-  cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
-  if (rc == 0) rc = blas_ok(&s, cublasGetAtomicsMode(s.blas, &atomics));
-  if (rc == 0)
-    rc = blas_ok(&s, cublasSetAtomicsMode(s.blas, CUBLAS_ATOMICS_ALLOWED));
-  const int set_atomics = rc == 0;
-  if (rc == 0 && n > 0) rc = sytrd(&s, work + l.wp);
-  if (set_atomics) {
-    const int r = blas_ok(&s, cublasSetAtomicsMode(s.blas, atomics));
-    if (rc == 0) rc = r;
-  }
+  if (rc == 0 && n > 0) rc = sytrd_atomics(&s, work + l.wp);
   jmg_trace_mark("sytrd");
   if (rc == 0 && n > 0 && !want_vectors)
     rc = jmg_tridiagonal_eigenvalues(call->cuda.op, n, s.d, s.e, wd, info, err);
