@@ -198,8 +198,8 @@ static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
 /* Moves every unit of A from src to dst: unit slot s of src to slot map[s]
  * of dst (map NULL: to slot s; inverse: slot map[s] of src to slot s of dst).
  * Each device's copies go on a lane of its own (lane d lies on device d), so
- * that all devices copy at once. (One lane per pair of devices measured the
- * same on 4 H200s: README, "Results".) */
+ * that all devices copy at once. (One lane per pair of devices was no
+ * faster: README, "Results".) */
 static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
                       const int64_t *map, int inverse, jmg_error *err) {
   const jmg_mem *m = v->mem;

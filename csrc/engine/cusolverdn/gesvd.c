@@ -2,8 +2,7 @@
  * jnp.linalg.svd takes for the size (jax._src.lax.linalg,
  * _resolve_gpu_svd_implementation, jax 0.10: Jacobi when m and n are at
  * most 1024, else gesvd): so that jaxmg.gesvd on one GPU is not slower than
- * JAX's (an H100, float64, N = 1024: Xgesvd 0.15 s against JAX's 0.089 s,
- * bench/results/2026-11-24-h100x1-gesvd/).
+ * JAX's (Xgesvd alone was, at N = 1024: bench/results/2026-11-24-h100x1-gesvd/).
  *
  * Jacobi (cusolverDn<t>gesvdj, 32-bit, any m and n): S into s, U straight
  * into its output (or a scratch when not asked: the routine computes both),
@@ -104,8 +103,9 @@ static int dn_gesvdj(const jmg_dist_matrix *a, void *s,
     rc = JMG_CUSOLVER_TRY(cusolverDnCreateGesvdjInfo(&params), op, err);
   /* U where asked, else a scratch; V always in the workspace (Vᴴ is the
    * output). Without vectors too: the routine was seen to write them then
-   * (an H100, CUDA 13.0: with U and V pointing into A, the singular values
-   * came out wrong), so they get room of their own (at most 1024² each). */
+   * (with U and V pointing into A, the singular values came out wrong:
+   * bench/results/2026-11-24-h100x1-gesvd/), so they get room of their own
+   * (at most 1024² each). */
   size_t solver_at = 0, u_at = 0, v_at = 0;
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(gesvdj_call(call.dn, a->dtype, vectors, econ, m, n,

@@ -4,10 +4,9 @@
  * GPU: the contiguous layout the contract wants is the matrix as it lies.
  * The inverse from the factor L, two ways:
  * - N*N within INT_MAX: cusolverDn<t>potri (the 64-bit API has none).
- * - Beyond, where that routine fails (CUSOLVER_STATUS_INVALID_VALUE: N =
- *   46,336 ran and 46,400 failed on an H200, 2026-11-25), and so does
- *   cusolverDnXtrtri on the whole matrix (same N, same status, the same
- *   day): M = L^-1 by LAPACK's blocked TRTRI (lower), cuBLAS's 64-bit trmm
+ * - Beyond, where that routine fails (CUSOLVER_STATUS_INVALID_VALUE), and
+ *   so does cusolverDnXtrtri on the whole matrix (docs/gpu-notes.md,
+ *   "Memory on one H200"): M = L^-1 by LAPACK's blocked TRTRI (lower), cuBLAS's 64-bit trmm
  *   and trsm around cusolverDnXtrtri on each LAUUM_NB diagonal block, then
  *   A^-1 = M^H M by LAPACK's blocked LAUUM (lower) on cuBLAS's 64-bit trmm,
  *   gemm and herk, in place, with one LAUUM_NB^2 scratch for the diagonal

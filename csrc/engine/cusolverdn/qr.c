@@ -10,8 +10,8 @@
  *      reflectors below R's diagonal: below the diagonal R is left as it
  *      is (engine.h; core/qr.py zeroes it), and rt's columns past n are
  *      zeroed. (A trmm of triu(X)ᵀ onto the identity gave R clean, at n³
- *      flops: 11 ms of 114 at n = 8192 on an H100, 2026-11-25, which put
- *      qr at 0.90 of jnp.linalg.qr's speed);
+ *      flops, which held qr below jnp.linalg.qr's speed:
+ *      bench/results/2026-11-25-s12-h100-one-gpu);
  *   4. cusolverDn<t>orgqr / <t>ungqr on X: Q (m x n);
  *   5. Qᵀ into a's buffer, geam.
  * Memory beside A and R: one copy of A (X), tau, and the two routines'

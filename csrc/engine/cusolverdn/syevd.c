@@ -109,7 +109,8 @@ static int take_xsyevd(jmg_dn_call *call, jmg_dn_syevd_choice choice,
   jmg_cuda_work work = {0};
   int rc = xsyevd_layout(call, want_vectors, w, &work, at, bytes, err);
   /* A workspace that the GPU cannot hold beside A is not asked of XLA's
-   * allocator (which takes seconds to refuse one, with a warning). */
+   * allocator, which takes seconds to refuse one, with a warning
+   * (bench/results/2026-11-26-s14-h200-syevd-largest). */
   if (rc == 0 && choice == JMG_DN_SYEVD_AUTO &&
       !beside_a_on_the_gpu(call->a, *bytes)) {
     jmg_trace_mark("cusolverDnXsyevd's workspace exceeds the GPU");

@@ -6,8 +6,7 @@
  * cuSOLVER has no 64-bit sygvd (cusolverDnX*): these are its 32-bit
  * routines, whose n, lda and lwork are ints. The engine's `supports`
  * refuses sygvd where N * N exceeds INT_MAX, as the same API's potri fails
- * there (potri.c: N = 46,400 failed on an H200, 2026-11-25); the workspace
- * size comes back as an int of elements. */
+ * there (potri.c); the workspace size comes back as an int of elements. */
 #include <limits.h>
 
 #include "common/trace.h"

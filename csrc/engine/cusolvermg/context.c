@@ -190,9 +190,9 @@ static int mg_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              (long long)p->n);
     return 0;
   }
-  /* Measured on one H200 (N = 2048, 3000, 4096, 2026-11-23):
-   * cusolverMgSyevd returns CUSOLVER_STATUS_INVALID_VALUE whenever T_A >
-   * 1024, and is right below. */
+  /* cusolverMgSyevd returns CUSOLVER_STATUS_INVALID_VALUE whenever T_A >
+   * 1024, and is right below (docs/gpu-notes.md, "cuSOLVERMg's syevd and
+   * T_A"). */
   if (p->op == JMG_OP_SYEVD && p->tile > 1024) {
     snprintf(why, why_len,
              "T_A=%lld > 1024: cusolverMgSyevd rejects wider tiles (choose "

@@ -95,8 +95,8 @@ int jmg_mg_solve_chunked(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
                          jmg_error *err);
 
 /* cuSOLVERMg's potrs gives wrong entries past the 2048th right-hand side of
- * a B tile (seen on 2 and 4 H200s, CUDA 13.0: rows and columns past 2048 off
- * by 1e-4 relative), so right-hand sides go in chunks of at most this many. */
+ * a B tile (docs/gpu-notes.md, "Three defects of cuSOLVERMg 13.0"), so
+ * right-hand sides go in chunks of at most this many. */
 #define JMG_MG_MAX_RHS_CHUNK 2048
 
 int jmg_mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,

@@ -16,10 +16,10 @@ static cudaStream_t stream_of(const jmg_dist_matrix *a, int d) {
  * in place. A keeps its factor until every slab is done, then takes the
  * result: the inverse in the contiguous layout.
  *
- * cuSOLVERMg's potri is not used, nor potrs with B spread over the GPUs: on 2
- * and 4 H200s (CUDA 13.0) both gave entries wrong by 1e-4 relative in rows and
- * columns past 2048, for every T_A tried, while one GPU was right (the same
- * defect as potrs past 2048 right-hand sides, see JMG_MG_MAX_RHS_CHUNK). This
+ * cuSOLVERMg's potri is not used, nor potrs with B spread over the GPUs:
+ * on several GPUs both give wrong entries in rows and columns past 2048
+ * (docs/gpu-notes.md, "Three defects of cuSOLVERMg 13.0"; the same defect
+ * as potrs past 2048 right-hand sides, see JMG_MG_MAX_RHS_CHUNK). This
  * costs a second copy of the shard on every GPU. */
 static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
   jmg_mg_call call;

@@ -98,9 +98,9 @@ int jmg_mp_agree_factor(jmg_mp_call *c, int rc, cusolverStatus_t st,
                         const char *call, int *info, jmg_error *err) {
   /* This rank's info, whatever the status: cuSOLVERMp 0.8's potrf returns
    * CUSOLVER_STATUS_INTERNAL_ERROR for a matrix that is not positive
-   * definite (one H200, 2026-11-24,
-   * tests/gpu/test_gpu_cusolvermp.py::test_failures_are_status_and_nan),
-   * with info > 0 set; on several ranks, whether every rank gets the info,
+   * definite, with info > 0 set
+   * (tests/gpu/test_gpu_cusolvermp.py::test_failures_are_status_and_nan,
+   * docs/gpu-runs/2026-11-24-s8-h200-cusolvermp); on several ranks, whether every rank gets the info,
    * or the failed status, is not documented. */
   int h = 0;
   if (rc == 0) rc = jmg_cuda_call_read_info(&c->cuda, &h, 1, err);

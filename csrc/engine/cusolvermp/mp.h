@@ -136,7 +136,7 @@ int jmg_mp_potrf(jmg_mp_call *c, int rc, void *m, jmg_mp_desc_t dm, int *f,
  * row `row`. 0.7's documentation said potrs and getrs solve one right-hand
  * side per call ("Currently, this routine only supports NRHS=1"); 0.8.0's
  * library checks only NRHS >= 0 and JB + NRHS - 1 <= N_B (read from its
- * argument checks, libcusolverMp.so.0 0.8.0.3126, 2026-11-25), so jaxmg
+ * argument checks: docs/gpu-notes.md, cuSOLVERMp 0.8.0), so jaxmg
  * gives it whole chunks (tests/gpu: every column of up to 300 right-hand
  * sides checked). The columns sit side by side in this rank's part (ld
  * lld), which on a 1 x P grid is b itself on rank 0. Each rank has all of

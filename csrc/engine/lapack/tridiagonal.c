@@ -367,7 +367,8 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
  * cluster's end, however far: the chunk takes the whole cluster. The
  * eigenvalues looked at are only those of the windows (and of a cluster's
  * extent), by dstebz's bisection, the windows on threads: no O(n^2) serial
- * step (dsterf for all of them took about a third of the host's time). */
+ * step (dsterf for all of them was a large part of the host's time:
+ * bench/results/2026-11-26-s14-h200-syevd-largest). */
 #define WINDOW_HALF 8
 #define EXTEND_STEP 64
 
