@@ -9,8 +9,7 @@
 
 /* Names the op in an error that a lower layer left without one. */
 static int named(const jmg_local_view *v, int rc, jmg_error *err) {
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", v->op);
+  if (rc != 0) jmg_error_name_op(err, v->op);
   return rc;
 }
 
