@@ -51,14 +51,8 @@ static int gesdd_lwork(gesdd_args *g, size_t rsize, int *lwork,
   if (info != 0)
     return jmg_error_set(err, JMG_ELAPACK, "gesvd", "LAPACK gesdd",
                          "workspace query failed with info=%d", info);
-  const double lwork_d = rsize == 4 ? (double)qwork.f[0] : qwork.d[0];
-  if (!(lwork_d < (double)INT_MAX))
-    return jmg_error_set(err, JMG_EINVAL, "gesvd", "LAPACK gesdd",
-                         "its workspace (%g elements) exceeds LAPACK's 32-bit "
-                         "int",
-                         lwork_d);
-  *lwork = (int)lwork_d + 1;
-  return 0;
+  const double need = rsize == 4 ? (double)qwork.f[0] : qwork.d[0];
+  return jmg_lapack_lwork(need, "gesvd", "LAPACK gesdd", lwork, err);
 }
 
 /* LAPACK 3.7's rwork: 7 min(m,n) without vectors, else min(m,n) *

@@ -56,13 +56,7 @@ static int qr_lwork(const jmg_lapack_routines *r, int m, int n, void *full,
   if (*info != 0)
     return jmg_error_set(err, JMG_ELAPACK, "qr", "LAPACK geqrf/orgqr",
                          "workspace query failed with info=%d", *info);
-  if (!(need < (double)INT_MAX))
-    return jmg_error_set(err, JMG_EINVAL, "qr", "LAPACK geqrf",
-                         "its workspace (%g elements) exceeds LAPACK's 32-bit "
-                         "int",
-                         need);
-  *lwork = (int)need + 1;
-  return 0;
+  return jmg_lapack_lwork(need, "qr", "LAPACK geqrf", lwork, err);
 }
 
 /* Rᵀ (n x rcols, ld n) from geqrf's factors in full (m x n): column i is
