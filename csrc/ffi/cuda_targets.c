@@ -200,8 +200,9 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
 
 /* In order of preference: cuSOLVERDn where the group is one GPU (jaxlib's
  * own solver; cuSOLVERMg on one GPU ran well below JAX's speed,
- * bench/results/2026-11-23-h100x1-one-gpu); the gather to one GPU where a group of several is small enough
- * (engine/gather/thresholds.c); cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg
+ * bench/results/2026-11-23-h100x1-one-gpu); the gather to one GPU where a
+ * group of several is small enough (engine/gather/thresholds.c); cuSOLVERMg
+ * for several. JAXMG_ENGINE=cusolvermg
  * still picks cuSOLVERMg on one GPU, for comparison (README, "Engines").
  * cuSOLVERMp last: it takes what the leader engines refuse (a group across
  * nodes), or what JAXMG_ENGINE=cusolvermp sends it. */

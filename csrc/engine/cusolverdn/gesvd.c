@@ -2,7 +2,8 @@
  * jnp.linalg.svd takes for the size (jax._src.lax.linalg,
  * _resolve_gpu_svd_implementation, jax 0.10: Jacobi when m and n are at
  * most 1024, else gesvd): so that jaxmg.gesvd on one GPU is not slower than
- * JAX's (Xgesvd alone was, at N = 1024: bench/results/2026-11-24-h100x1-gesvd/).
+ * JAX's (Xgesvd alone was, at N = 1024:
+ * bench/results/2026-11-24-h100x1-gesvd/).
  *
  * Jacobi (cusolverDn<t>gesvdj, 32-bit, any m and n): S into s, U straight
  * into its output (or a scratch when not asked: the routine computes both),

@@ -6,8 +6,9 @@
  * - N*N within INT_MAX: cusolverDn<t>potri (the 64-bit API has none).
  * - Beyond, where that routine fails (CUSOLVER_STATUS_INVALID_VALUE), and
  *   so does cusolverDnXtrtri on the whole matrix (docs/gpu-notes.md,
- *   "Memory on one H200"): M = L^-1 by LAPACK's blocked TRTRI (lower), cuBLAS's 64-bit trmm
- *   and trsm around cusolverDnXtrtri on each LAUUM_NB diagonal block, then
+ *   "Memory on one H200"): M = L^-1 by LAPACK's blocked TRTRI (lower),
+ *   cuBLAS's 64-bit trmm and trsm around cusolverDnXtrtri on each LAUUM_NB
+ *   diagonal block, then
  *   A^-1 = M^H M by LAPACK's blocked LAUUM (lower) on cuBLAS's 64-bit trmm,
  *   gemm and herk, in place, with one LAUUM_NB^2 scratch for the diagonal
  *   blocks. */

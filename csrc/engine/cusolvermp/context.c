@@ -100,8 +100,8 @@ int jmg_mp_agree_factor(jmg_mp_call *c, int rc, cusolverStatus_t st,
    * CUSOLVER_STATUS_INTERNAL_ERROR for a matrix that is not positive
    * definite, with info > 0 set
    * (tests/gpu/test_gpu_cusolvermp.py::test_failures_are_status_and_nan,
-   * docs/gpu-runs/2026-11-24-s8-h200-cusolvermp); on several ranks, whether every rank gets the info,
-   * or the failed status, is not documented. */
+   * docs/gpu-runs/2026-11-24-s8-h200-cusolvermp); on several ranks, whether
+   * every rank gets the info, or the failed status, is not documented. */
   int h = 0;
   if (rc == 0) rc = jmg_cuda_call_read_info(&c->cuda, &h, 1, err);
   const int soft = rc == 0 && st != CUSOLVER_STATUS_SUCCESS;

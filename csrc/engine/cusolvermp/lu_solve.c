@@ -5,10 +5,10 @@
  * A singular A: cuSOLVERMp 0.8's getrf returns info 0 for a matrix with an
  * exactly zero pivot (all ones, or a zero row and column, gave info 0 and
  * NaN from getrs: docs/gpu-notes.md, cuSOLVERMp 0.8.0), where LAPACK's
- * names the first one. So the ranks read U's diagonal after getrf (jmg_mp_diag) and take the
- * first pivot that is exactly zero, or not finite (what a finite A gets
- * only from a division by a zero pivot), as info: the other engines'
- * status. getrs is then not called.
+ * names the first one. So the ranks read U's diagonal after getrf
+ * (jmg_mp_diag) and take the first pivot that is exactly zero, or not
+ * finite (what a finite A gets only from a division by a zero pivot), as
+ * info: the other engines' status. getrs is then not called.
  *
  * The transposed solve (transpose 1: Aᵀ X = B, not conjugated): getrs
  * solves only with A itself ("Only CUBLAS_OP_N is currently supported",
