@@ -176,7 +176,8 @@ int jmg_cuda_call_info(jmg_cuda_call *c, int rc, int *h_info, int count,
 int jmg_cuda_call_check_info(const jmg_cuda_call *c, int info, const char *name,
                              jmg_error *err);
 
-/* Ends the call: waits for pending work (its failure becomes the error
+/* Ends the call: waits for pending work (the call's stream; every
+ * participant's where the call has several; its failure becomes the error
  * where rc is 0), returns the workspace and every buffer, unlocks the
  * handles, restores the current device, and names the op in err where rc
  * is not 0. Returns rc (or the wait's failure). */
