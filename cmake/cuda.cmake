@@ -14,6 +14,7 @@ message(STATUS "Building libjaxmg_cuda.so (CUDA ${CUDAToolkit_VERSION}, ${JAXMG_
 add_library(jaxmg_cuda SHARED
   csrc/ffi/cuda_targets.c
   csrc/cuda/check.c
+  csrc/cuda/call.c
   csrc/cuda/handles.c
   csrc/cuda/mem.c
   csrc/engine/cuda_hermitian.c
@@ -57,7 +58,9 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermp/syevd.c
   csrc/engine/cusolvermp/sygvd.c
   csrc/engine/cusolvermp/lu_solve.c
-  csrc/engine/cusolvermp/qr.c)
+  csrc/engine/cusolvermp/qr.c
+  csrc/engine/cusolvermp/cholesky.c
+  csrc/engine/cusolvermp/one_gpu.c)
 # NCCL and cuSOLVERMp are dlopen'ed (cuda/comm_nccl.c,
 # engine/cusolvermp/loader.c): no link to either, only -ldl. Their headers:
 # nccl.h from the toolkit; cusolverMp.h is not needed (engine/cusolvermp/

@@ -36,6 +36,11 @@ int jmg_error_set(jmg_error *err, jmg_status code, const char *op,
   return -(int)code;
 }
 
+void jmg_error_name_op(jmg_error *err, const char *op) {
+  if (err != NULL && op != NULL && err->op[0] == '\0')
+    copy_field(err->op, sizeof err->op, op);
+}
+
 int jmg_error_sys(jmg_error *err, jmg_status code, const char *op,
                   const char *call, int errnum, const char *what) {
   char b[128];

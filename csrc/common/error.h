@@ -71,7 +71,10 @@ int jmg_error_set(jmg_error *err, jmg_status code, const char *op,
 #endif
     ;
 
-/* Copies src into dst (both caller-owned). */
+/* Names op in err where no op is named yet: the first op named is kept
+ * (an inner call's, which is the more precise). */
+void jmg_error_name_op(jmg_error *err, const char *op);
+
 /* For a failed system call: "what: <strerror(errnum)>", with code. */
 int jmg_error_sys(jmg_error *err, jmg_status code, const char *op,
                   const char *call, int errnum, const char *what);
@@ -80,6 +83,7 @@ int jmg_error_sys(jmg_error *err, jmg_status code, const char *op,
  * (shared memory is memory), else JMG_EINTERNAL. */
 jmg_status jmg_errno_status(int errnum);
 
+/* Copies src into dst (both caller-owned). */
 void jmg_error_copy(jmg_error *dst, const jmg_error *src);
 
 /* The code's name ("JMG_EINVAL") and description ("invalid argument"). */

@@ -191,7 +191,6 @@ int jmg_cuda_hermitian_fill(const jmg_dist_matrix *a,
   }
   free(sc);
   free(ones);
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", op);
+  if (rc != 0) jmg_error_name_op(err, op);
   return rc;
 }

@@ -74,6 +74,7 @@
 #include "common/config.h"
 #include "common/dtype.h"
 #include "common/error.h"
+#include "common/op.h"
 
 typedef enum {
   JMG_MODEL_LEADER, /* one leader over a global view of all shards */
@@ -125,8 +126,7 @@ typedef struct jmg_local_matrix {
 
 /* What selection looks at: one call's problem. */
 typedef struct jmg_problem {
-  const char *op; /* "potrs", "potri", "syevd", "lu_solve", "gesvd",
-                   * "sygvd", "qr" */
+  jmg_op op;
   int nparts;     /* participants (devices) in the call's group */
   int nodes;      /* hosts the group spans (1: one node; the leader model
                    * needs one node, the local model runs on any) */
@@ -142,19 +142,18 @@ static inline int64_t jmg_problem_rows(const jmg_problem *p) {
   return p->m > 0 ? p->m : p->n;
 }
 
-/* Whether op's A is M x N (gesvd, qr) rather than square. */
-int jmg_op_is_rectangular(const char *op);
-
 struct jmg_engine;
 
 /* A workspace query's options beside the problem (engine's `workspace`). */
 typedef struct jmg_workspace_query {
   int64_t nrhs;     /* potrs, lu_solve: B's columns */
   int want_vectors; /* syevd, sygvd */
-  /* syevd on one GPU (cuSOLVERDn's routines): whose workspace, as
-   * JMG_DN_SYEVD_* of engine/cusolverdn/dn.h: 0 the solver JAXMG_SYEVD
-   * picks (cusolverDnXsyevd's when unset), 1 cusolverDnXsyevd's, 2 jaxmg's
-   * tridiagonal path's. */
+  /* Where an engine has several routines for the op, which one's workspace
+   * to tell: 0 the one the engine would run (its own choice, by its own
+   * settings); other values are the engine's, named in its folder (today
+   * only cuSOLVERDn's syevd: engine/cusolverdn/dn.h, jmg_dn_syevd_choice).
+   * An engine with one routine for the op ignores it. The ctypes query
+   * passes the Python layer's number through (ffi/handler.h). */
   int syevd_solver;
 } jmg_workspace_query;
 
@@ -318,7 +317,7 @@ typedef struct jmg_engine {
 } jmg_engine;
 
 /* Whether e has a routine for op (in its model's set). */
-int jmg_engine_has(const jmg_engine *e, const char *op);
+int jmg_engine_has(const jmg_engine *e, jmg_op op);
 
 /* The block size e lays A out in for p (its `block`, else p->tile). */
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p);

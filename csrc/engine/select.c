@@ -5,38 +5,40 @@
 
 #include "engine/engine.h"
 
-int jmg_engine_has(const jmg_engine *e, const char *op) {
+int jmg_engine_has(const jmg_engine *e, jmg_op op) {
   const int leader = e->model == JMG_MODEL_LEADER;
-  if (strcmp(op, "potrs") == 0)
-    return leader ? e->leader.potrs != NULL : e->local.potrs != NULL;
-  if (strcmp(op, "potri") == 0)
-    return leader ? e->leader.potri != NULL : e->local.potri != NULL;
-  if (strcmp(op, "syevd") == 0)
-    return leader ? e->leader.syevd != NULL : e->local.syevd != NULL;
-  if (strcmp(op, "lu_solve") == 0)
-    return leader ? e->leader.lu_solve != NULL : e->local.lu_solve != NULL;
-  if (strcmp(op, "sygvd") == 0)
-    return leader ? e->leader.sygvd != NULL : e->local.sygvd != NULL;
-  /* No engine of the local model has gesvd (engine/cusolvermp/ says why). */
-  if (strcmp(op, "gesvd") == 0) return leader && e->leader.gesvd != NULL;
-  if (strcmp(op, "qr") == 0)
-    return leader ? e->leader.qr != NULL : e->local.qr != NULL;
+  switch (op) {
+    case JMG_OP_POTRS:
+      return leader ? e->leader.potrs != NULL : e->local.potrs != NULL;
+    case JMG_OP_POTRI:
+      return leader ? e->leader.potri != NULL : e->local.potri != NULL;
+    case JMG_OP_SYEVD:
+      return leader ? e->leader.syevd != NULL : e->local.syevd != NULL;
+    case JMG_OP_LU_SOLVE:
+      return leader ? e->leader.lu_solve != NULL : e->local.lu_solve != NULL;
+    case JMG_OP_SYGVD:
+      return leader ? e->leader.sygvd != NULL : e->local.sygvd != NULL;
+    /* No engine of the local model has gesvd (engine/cusolvermp/ says
+     * why). */
+    case JMG_OP_GESVD:
+      return leader && e->leader.gesvd != NULL;
+    case JMG_OP_QR:
+      return leader ? e->leader.qr != NULL : e->local.qr != NULL;
+    case JMG_NUM_OPS:
+      break;
+  }
   return 0;
-}
-
-int jmg_op_is_rectangular(const char *op) {
-  return strcmp(op, "gesvd") == 0 || strcmp(op, "qr") == 0;
 }
 
 /* "qr float32 M=40000 N=1024 T_A=1024" (M only for an M x N A), for
  * messages. */
 static void describe(const jmg_problem *p, char *out, size_t len) {
   if (jmg_op_is_rectangular(p->op))
-    snprintf(out, len, "%s %s M=%lld N=%lld T_A=%lld", p->op,
+    snprintf(out, len, "%s %s M=%lld N=%lld T_A=%lld", jmg_op_name(p->op),
              jmg_dtype_name(p->dtype), (long long)jmg_problem_rows(p),
              (long long)p->n, (long long)p->tile);
   else
-    snprintf(out, len, "%s %s N=%lld T_A=%lld", p->op,
+    snprintf(out, len, "%s %s N=%lld T_A=%lld", jmg_op_name(p->op),
              jmg_dtype_name(p->dtype), (long long)p->n, (long long)p->tile);
 }
 
@@ -45,7 +47,7 @@ static void describe(const jmg_problem *p, char *out, size_t len) {
 static int runs(const jmg_engine *e, const jmg_problem *p, int by_default,
                 char *why, size_t len) {
   if (!jmg_engine_has(e, p->op)) {
-    snprintf(why, len, "it has no %s", p->op);
+    snprintf(why, len, "it has no %s", jmg_op_name(p->op));
     return 0;
   }
   /* The leader reaches every shard's memory from one node (peer pointers,
@@ -85,14 +87,15 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
     for (int i = 0; engines[i] != NULL; ++i) {
       if (strcmp(engines[i]->name, cfg->engine) != 0) continue;
       if (!runs(engines[i], p, 0, why, sizeof why))
-        return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "JAXMG_ENGINE",
+        return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op),
+                             "JAXMG_ENGINE",
                              "engine \"%s\" cannot run %s on %d devices: "
                              "%s (engines here: %s)",
                              cfg->engine, what, p->nparts, why, names);
       *out = engines[i];
       return 0;
     }
-    return jmg_error_set(err, JMG_EINVAL, p->op, "JAXMG_ENGINE",
+    return jmg_error_set(err, JMG_EINVAL, jmg_op_name(p->op), "JAXMG_ENGINE",
                          "\"%s\" is not an engine of this platform (engines "
                          "here: %s)",
                          cfg->engine, names);
@@ -112,9 +115,10 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
       if (w > 0) used += (size_t)w;
     }
   }
-  return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "engine selection",
-                       "no engine runs %s on %d devices (%s)", what,
-                       p->nparts, used ? reasons : "no engines");
+  return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op),
+                       "engine selection",
+                       "no engine runs %s on %d devices (%s)", what, p->nparts,
+                       used ? reasons : "no engines");
 }
 
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {
@@ -130,21 +134,18 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
                  char *out, size_t len) {
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
-  static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve",
-                                    "gesvd", "sygvd", "qr"};
-  const char *known = NULL;
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
-    if (strcmp(op, ops[i]) == 0) known = ops[i];
+  jmg_op known = JMG_OP_POTRS;
+  const int op_found = jmg_op_by_name(op, &known) == 0;
   int t = -1;
   for (int i = 0; i < JMG_NUM_DTYPES; ++i)
     if (strcmp(dtype, jmg_dtype_name((jmg_dtype)i)) == 0) t = i;
-  if (known == NULL || t < 0) {
+  if (!op_found || t < 0) {
     snprintf(out, len, "unknown op \"%s\" or dtype \"%s\"", op, dtype);
     return -1;
   }
   /* A square A has no rows of its own to name. */
   if (m < 0 || (!jmg_op_is_rectangular(known) && m != 0 && m != n)) {
-    snprintf(out, len, "%s takes a square A: M=%lld for N=%lld", known,
+    snprintf(out, len, "%s takes a square A: M=%lld for N=%lld", op,
              (long long)m, (long long)n);
     return -1;
   }

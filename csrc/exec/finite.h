@@ -7,7 +7,8 @@
  * on every shard, and the status is JMG_INFO_NONFINITE (common/error.h), the
  * same on every engine. No library is called on such a matrix because some
  * fail on it rather than say so (cusolverMpSyevd: CUSOLVER_STATUS_INTERNAL_
- * ERROR on a NaN, one H200, 2026-11-24), others return status 0 with NaN
+ * ERROR on a NaN, docs/gpu-notes.md, cuSOLVERMp 0.8.0), others return
+ * status 0 with NaN
  * outputs (an Inf on the diagonal, every eigensolver) or a status whose
  * meaning differs from op to op (LAPACK's potrf: the NaN's column; gesdd:
  * -4). The look costs one read of A (on GPUs one cuBLAS gemv). */

@@ -94,7 +94,7 @@ static int view_init(jmg_leader_view *v, const jmg_op_call *call,
   const int64_t plan_tile = nparts == 1 ? first->n : first->tile;
   int rc = jmg_cyclic_plan_init(&v->plan, first->n, nparts, plan_tile, err);
   if (rc != 0) {
-    snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_error_name_op(err, op);
     view_free(v);
   }
   return rc;
@@ -198,8 +198,8 @@ static int permute_in_place(jmg_leader_view *v, jmg_cyclic_direction dir,
 /* Moves every unit of A from src to dst: unit slot s of src to slot map[s]
  * of dst (map NULL: to slot s; inverse: slot map[s] of src to slot s of dst).
  * Each device's copies go on a lane of its own (lane d lies on device d), so
- * that all devices copy at once. (One lane per pair of devices measured the
- * same on 4 H200s: README, "Results".) */
+ * that all devices copy at once. (One lane per pair of devices was no
+ * faster: README, "Results".) */
 static int move_units(jmg_leader_view *v, void *const *dst, void *const *src,
                       const int64_t *map, int inverse, jmg_error *err) {
   const jmg_mem *m = v->mem;
@@ -270,8 +270,7 @@ int jmg_leader_permute(jmg_leader_view *v, jmg_cyclic_direction dir,
   } else {
     rc = permute_in_place(v, dir, err);
   }
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", v->op);
+  if (rc != 0) jmg_error_name_op(err, v->op);
   char what[48];
   snprintf(what, sizeof what, "%s %s",
            dir == JMG_TO_CYCLIC ? "permute" : "permute back", how);
@@ -287,8 +286,7 @@ int jmg_leader_permute_matrix(jmg_leader_view *v, void *const *data,
   other.a_data = (void **)(uintptr_t)data;
   other.a.data = data;
   int rc = permute_in_place(&other, dir, err);
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", v->op);
+  if (rc != 0) jmg_error_name_op(err, v->op);
   jmg_trace_mark(dir == JMG_TO_CYCLIC ? "permute second matrix"
                                       : "permute second matrix back");
   return rc;
@@ -302,8 +300,7 @@ int jmg_leader_home(jmg_leader_view *v, jmg_error *err) {
       for (int d = 0; d < v->ndev; ++d) v->a_data[d] = v->home[d];
     jmg_trace_mark("home");
   }
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", v->op);
+  if (rc != 0) jmg_error_name_op(err, v->op);
   return rc;
 }
 
@@ -384,8 +381,7 @@ int jmg_leader_run(void *ctx, void *const *posts, int nparts, jmg_error *err) {
   } else if (rc == 0) {
     rc = call->op->leader(&v, &info, err);
   }
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", v.op);
+  if (rc != 0) jmg_error_name_op(err, v.op);
   if (rc == 0) rc = finish(&v, info, err);
   view_free(&v);
   return rc;

@@ -9,8 +9,7 @@
 
 /* Names the op in an error that a lower layer left without one. */
 static int named(const jmg_local_view *v, int rc, jmg_error *err) {
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", v->op);
+  if (rc != 0) jmg_error_name_op(err, v->op);
   return rc;
 }
 
@@ -267,24 +266,107 @@ static int agree_finite(jmg_local_view *v, int *finite, jmg_error *err) {
   return 0;
 }
 
+/* This participant's view of the call, before any layout. */
+static void view_of(jmg_op_call *call, jmg_shard_io *io, jmg_local_view *v) {
+  memset(v, 0, sizeof *v);
+  v->op = call->op->name;
+  v->desc = call->op;
+  v->engine = call->engine;
+  v->call = call;
+  v->config = &call->config;
+  v->io = io;
+  v->mem = call->mem;
+  v->device_ctx = io->device_ctx;
+  v->group.n = 1;
+  v->group.device_ctx = &v->device_ctx;
+  v->comm_ops = call->comm_ops;
+  v->rank = call->shard;
+  v->ranks = call->key.nparts;
+}
+
+/* The engine's blocks (engine.h, block): T_A, unless its library cannot
+ * take T_A. Π and the grid are planned in them; on one rank Π is the
+ * identity and the block any (the engine holds the whole matrix). A
+ * rectangular A (qr's: op_desc.h, rows_scalar) stays in its contiguous
+ * layout, as in the leader model: no Π, no grid; its steps and its
+ * engine's routine take the parts as they are (engine.h). */
+static int plan_layout(jmg_local_view *v, int rc, int64_t *block,
+                       jmg_error *err) {
+  const jmg_shard_io *io = v->io;
+  const jmg_op_call *call = v->call;
+  const jmg_problem problem = {.op = v->desc->id,
+                               .nparts = v->ranks,
+                               .nodes = 1,
+                               .dtype = io->dtype,
+                               .n = io->n,
+                               .tile = io->tile};
+  *block = v->engine != NULL && rc == 0 ? jmg_engine_block(v->engine, &problem)
+                                        : io->tile;
+  const int64_t layout_tile = v->ranks == 1 ? io->n : *block;
+  const int rectangular = v->desc->rows_scalar > 0;
+  if (rc == 0 && !rectangular &&
+      (*block < 1 || *block > io->n ||
+       (v->ranks > 1 && (io->n / v->ranks) % *block != 0)))
+    rc = jmg_error_set(err, JMG_EINTERNAL, v->op, "layout",
+                       "engine %s chose blocks of %lld for N=%lld on %d ranks "
+                       "(T_A=%lld): they must divide the shard",
+                       v->engine->name, (long long)*block, (long long)io->n,
+                       v->ranks, (long long)io->tile);
+  if (rc == 0 && !rectangular)
+    rc =
+        jmg_local_perm_init(&v->perm, io->n, v->ranks, layout_tile, v->op, err);
+  v->grid_rows = call->grid_rows > 1 && !rectangular ? call->grid_rows : 1;
+  if (rc == 0 && !rectangular)
+    rc = jmg_local_regrid_init(&v->regrid, io->n, layout_tile, v->ranks,
+                               v->grid_rows, v->rank, v->op, err);
+  return rc;
+}
+
+/* The op's local steps on this rank's part of A (in blocks of block), or
+ * NaN outputs where A has a NaN or an Inf entry on any rank: no solver on
+ * any, NaN outputs on every one (exec/finite.h). *info the solver's. */
+static int run_steps(jmg_local_view *v, int rc, int64_t block, int *info,
+                     jmg_error *err) {
+  const jmg_op_desc *desc = v->desc;
+  jmg_shard_io *io = v->io;
+  int finite = 1;
+  if (rc == 0)
+    rc = named(
+        v, jmg_shard_finite(v->mem, &v->group, 0, desc, io, &finite, err), err);
+  rc = jmg_local_agree(v, rc, "the op's first step", err);
+  if (rc == 0) rc = agree_finite(v, &finite, err);
+  jmg_trace_mark("finite check");
+  if (rc == 0 && !finite) {
+    *info = JMG_INFO_NONFINITE;
+    rc = named(v, jmg_shard_nan_outputs(v->mem, &v->group, 0, desc, io, err),
+               err);
+    jmg_trace_mark("A not finite: no solver");
+    return rc;
+  }
+  if (rc != 0) return rc;
+  v->a.rank = v->rank;
+  v->a.ranks = v->ranks;
+  v->a.one_process = v->call->key.pids == NULL; /* no pids: SPMD */
+  v->a.comm_ops = v->comm_ops;
+  v->a.comm = v->comm;
+  v->a.n = io->n;
+  v->a.mb = v->a.nb = block;
+  v->a.dtype = io->dtype;
+  v->a.data = io->a;
+  v->a.device_ctx = io->device_ctx;
+  describe_a(v, 0);
+  if (desc->rows_scalar > 0) { /* n x local_cols, the columns of Aᵀ */
+    v->a.mb = v->a.nb = io->local_cols;
+    v->a.rows = v->a.ld = io->n;
+    v->a.cols = io->local_cols;
+  }
+  return desc->local(v, info, err);
+}
+
 int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
   const jmg_op_desc *desc = call->op;
   jmg_local_view v;
-  memset(&v, 0, sizeof v);
-  v.op = desc->name;
-  v.desc = desc;
-  v.engine = call->engine;
-  v.call = call;
-  v.config = &call->config;
-  v.io = io;
-  v.mem = call->mem;
-  v.device_ctx = io->device_ctx;
-  v.group.n = 1;
-  v.group.device_ctx = &v.device_ctx;
-  v.comm_ops = call->comm_ops;
-  v.rank = call->shard;
-  v.ranks = call->key.nparts;
-
+  view_of(call, io, &v);
   /* What could fail here fails before the first collective, and is told to
    * the others by the agreement. */
   int rc = jmg_op_check_local(desc, io, v.ranks, err);
@@ -292,36 +374,8 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
     rc = jmg_error_set(err, JMG_EUNSUPPORTED, v.op, "local model",
                        "the op has no steps in the local model (engine %s)",
                        v.engine->name);
-  /* The engine's blocks (engine.h, block): T_A, unless its library cannot
-   * take T_A. Π and the grid are planned in them; on one rank Π is the
-   * identity and the block any (the engine holds the whole matrix). */
-  const jmg_problem problem = {.op = v.op,
-                               .nparts = v.ranks,
-                               .nodes = 1,
-                               .dtype = io->dtype,
-                               .n = io->n,
-                               .tile = io->tile};
-  const int64_t block = v.engine != NULL && rc == 0
-                            ? jmg_engine_block(v.engine, &problem)
-                            : io->tile;
-  const int64_t layout_tile = v.ranks == 1 ? io->n : block;
-  /* A rectangular A (qr's: op_desc.h, rows_scalar) stays in its contiguous
-   * layout, as in the leader model: no Π, no grid; its steps and its
-   * engine's routine take the parts as they are (engine.h). */
-  const int rectangular = desc->rows_scalar > 0;
-  if (rc == 0 && !rectangular && (block < 1 || block > io->n ||
-                  (v.ranks > 1 && (io->n / v.ranks) % block != 0)))
-    rc = jmg_error_set(err, JMG_EINTERNAL, v.op, "layout",
-                       "engine %s chose blocks of %lld for N=%lld on %d ranks "
-                       "(T_A=%lld): they must divide the shard",
-                       v.engine->name, (long long)block, (long long)io->n,
-                       v.ranks, (long long)io->tile);
-  if (rc == 0 && !rectangular)
-    rc = jmg_local_perm_init(&v.perm, io->n, v.ranks, layout_tile, v.op, err);
-  v.grid_rows = call->grid_rows > 1 && !rectangular ? call->grid_rows : 1;
-  if (rc == 0 && !rectangular)
-    rc = jmg_local_regrid_init(&v.regrid, io->n, layout_tile, v.ranks,
-                               v.grid_rows, v.rank, v.op, err);
+  int64_t block = io->tile;
+  rc = plan_layout(&v, rc, &block, err);
   jmg_error open_err;
   int orc = open_comm(call, io->device_ctx, &v.comm,
                       rc == 0 ? err : &open_err);
@@ -336,42 +390,8 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
                   (long long)io->tile, v.ranks, v.grid_rows,
                   v.ranks / v.grid_rows, (long long)block, v.rank);
   jmg_trace_engine(v.engine->name);
-  /* A with a NaN or an Inf entry on any rank: no solver on any, NaN
-   * outputs on every one (exec/finite.h). */
-  int finite = 1;
-  if (rc == 0)
-    rc = named(&v,
-               jmg_shard_finite(v.mem, &v.group, 0, desc, io, &finite, err),
-               err);
-  rc = jmg_local_agree(&v, rc, "the op's first step", err);
-  if (rc == 0) rc = agree_finite(&v, &finite, err);
-  jmg_trace_mark("finite check");
-
   int info = 0;
-  if (rc == 0 && !finite) {
-    info = JMG_INFO_NONFINITE;
-    rc = named(&v, jmg_shard_nan_outputs(v.mem, &v.group, 0, desc, io, err),
-               err);
-    jmg_trace_mark("A not finite: no solver");
-  } else if (rc == 0) {
-    v.a.rank = v.rank;
-    v.a.ranks = v.ranks;
-    v.a.one_process = call->key.pids == NULL; /* no pids: SPMD */
-    v.a.comm_ops = v.comm_ops;
-    v.a.comm = v.comm;
-    v.a.n = io->n;
-    v.a.mb = v.a.nb = block;
-    v.a.dtype = io->dtype;
-    v.a.data = io->a;
-    v.a.device_ctx = io->device_ctx;
-    describe_a(&v, 0);
-    if (rectangular) { /* n x local_cols, the columns of Aᵀ */
-      v.a.mb = v.a.nb = io->local_cols;
-      v.a.rows = v.a.ld = io->n;
-      v.a.cols = io->local_cols;
-    }
-    rc = desc->local(&v, &info, err);
-  }
+  rc = run_steps(&v, rc, block, &info, err);
   if (rc == 0) {
     const int32_t status = (int32_t)info;
     rc = jmg_local_write(&v, io->status, &status, sizeof status, err);

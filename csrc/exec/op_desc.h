@@ -25,6 +25,7 @@
 
 #include "common/dtype.h"
 #include "common/error.h"
+#include "common/op.h"
 
 /* What every participant hands to a call: the call as it sees it, and its
  * buffers, in the engine's memory (host on CPU, the device on GPU), all
@@ -123,7 +124,8 @@ struct jmg_leader_view;
 struct jmg_local_view;
 
 typedef struct jmg_op_desc {
-  const char *name; /* "potrs" */
+  jmg_op id;        /* what the layers below tell it by */
+  const char *name; /* "potrs": jmg_op_name(id), for messages and keys */
   size_t io_size;   /* of the op's io struct */
   int nbufs;
   jmg_op_buf bufs[JMG_OP_MAX_BUFS];

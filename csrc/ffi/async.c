@@ -78,7 +78,7 @@ XLA_FFI_Error *jmg_ffi_run_async(XLA_FFI_CallFrame *frame,
   if (e != NULL) {
     jmg_ffi_consume_error(frame->api, e, JMG_EINTERNAL, "XLA_FFI_Future_Create",
                           err);
-    snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_error_name_op(err, op);
     jmg_op_abort(call, err);
     if (ctx != NULL) platform->free_device_ctx(ctx);
     free(p);

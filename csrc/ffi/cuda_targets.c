@@ -172,7 +172,8 @@ static int cuda_make_device_ctx(XLA_FFI_CallFrame *frame, void **ctx,
  * per-thread last-error state behind a call that returned success; XLA's
  * next kernel launch on this thread then fails ("There was an error before
  * calling cuModuleGetFunction (1): cudaErrorInvalidValue", seen after
- * cuSOLVERMp calls with one process per GPU on 2 H100s, 2026-11-25). Every
+ * cuSOLVERMp calls with one process per GPU:
+ * docs/gpu-runs/2026-11-25-s11-h100x2-cusolvermp). Every
  * call of jaxmg's own is checked (and jmg_cuda_check clears what fails), so
  * what is pending here is a library's: cleared, and named under
  * JAXMG_TRACE. A sticky error (the context lost) is not cleared by this and
@@ -198,9 +199,10 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
 }
 
 /* In order of preference: cuSOLVERDn where the group is one GPU (jaxlib's
- * own solver; cuSOLVERMg on one GPU ran at 0.14x to 0.88x JAX's speed,
- * issue 18); the gather to one GPU where a group of several is small enough
- * (engine/gather/thresholds.c); cuSOLVERMg for several. JAXMG_ENGINE=cusolvermg
+ * own solver; cuSOLVERMg on one GPU ran well below JAX's speed,
+ * bench/results/2026-11-23-h100x1-one-gpu); the gather to one GPU where a
+ * group of several is small enough (engine/gather/thresholds.c); cuSOLVERMg
+ * for several. JAXMG_ENGINE=cusolvermg
  * still picks cuSOLVERMg on one GPU, for comparison (README, "Engines").
  * cuSOLVERMp last: it takes what the leader engines refuse (a group across
  * nodes), or what JAXMG_ENGINE=cusolvermp sends it. */

@@ -218,7 +218,7 @@ int jmg_ffi_run_id(XLA_FFI_CallFrame *frame, const char *op, int64_t *out,
   XLA_FFI_Error *e = api->XLA_FFI_RunId_Get(&args);
   if (e != NULL) {
     jmg_ffi_consume_error(api, e, JMG_EINTERNAL, "XLA_FFI_RunId_Get", err);
-    snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_error_name_op(err, op);
     return -JMG_EINTERNAL;
   }
   *out = args.run_id;

@@ -33,7 +33,7 @@ static XLA_FFI_Error *run(XLA_FFI_CallFrame *frame,
     rc = platform->copy_local(ctx, a_out.data, a->data, bytes, err);
   }
   if (rc != 0) {
-    if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
+    jmg_error_name_op(err, op);
     jmg_op_abort(call, err);
     if (ctx != NULL) platform->free_device_ctx(ctx);
     return jmg_ffi_error(frame, err);

@@ -87,6 +87,136 @@ static int plan_local(XLA_FFI_CallFrame *frame,
   return 0;
 }
 
+/* The attributes every call reads, in the order they are checked. */
+typedef struct plan_attrs {
+  int32_t position; /* group * nparts + shard */
+  int64_t mesh_id, call_id, job_id, nodes;
+} plan_attrs;
+
+/* The shard position operand and the attributes mesh_id, T_A (into io) and
+ * the optional call_id, scratch and job_id. */
+static int read_attrs(XLA_FFI_CallFrame *frame,
+                      const jmg_ffi_platform *platform, const char *op,
+                      const jmg_ffi_head *head, jmg_shard_io *io,
+                      plan_attrs *at, jmg_error *err) {
+  at->position = -1;
+  int rc = jmg_ffi_expect_dtype(&head->shard, XLA_FFI_DataType_S32, op,
+                                "the shard index", err);
+  if (rc == 0)
+    rc = platform->read_shard(frame, head->shard.data, &at->position, err);
+  if (rc == 0 && at->position < 0)
+    rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                       "shard position %d is negative", (int)at->position);
+  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &at->mesh_id, err);
+  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "T_A", &io->tile, err);
+  /* The call site: the Python layer numbers every traced call, so that two
+   * calls in one program never meet, whatever order the devices reach them
+   * in (XLA:CPU runs independent calls in different orders on different
+   * devices). Frames built by hand may leave it out: one site. */
+  if (rc == 0 && jmg_ffi_has_attr(frame, "call_id"))
+    rc = jmg_ffi_attr_i64(frame, op, "call_id", &at->call_id, err);
+  /* The Python layer says whether a scratch shard is likely to fit; frames
+   * built by hand may leave it out: allowed. */
+  int64_t scratch = 1;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "scratch"))
+    rc = jmg_ffi_attr_i64(frame, op, "scratch", &scratch, err);
+  io->scratch_ok = scratch != 0;
+  if (rc == 0 && jmg_ffi_has_attr(frame, "job_id"))
+    rc = jmg_ffi_attr_i64(frame, op, "job_id", &at->job_id, err);
+  return rc;
+}
+
+/* The key's run id, and the rendezvous. MPMD (job_id != 0): XLA's run ids
+ * are per process and do not match across processes. The key's run id is
+ * then the job's identity, which every process of one job run shares and no
+ * other job has; the call site (call_id, numbered alike in every process,
+ * see _shard.py) and the sequence number (every process executes a call
+ * site's calls in the same order) tell its calls apart. The participants
+ * meet in the process rendezvous (which also hears an abort before the
+ * engine is chosen); buffers are shared once the engine's model is known
+ * (jmg_ffi_plan: the local model uses neither). */
+static int plan_run(XLA_FFI_CallFrame *frame, const char *op,
+                    const plan_attrs *at, jmg_op_call *call, jmg_error *err) {
+  if (at->job_id == 0) return jmg_ffi_run_id(frame, op, &call->key.run_id, err);
+  call->key.run_id = at->job_id;
+  call->rdv = jmg_rendezvous_processes();
+  return 0;
+}
+
+/* The rest of the key: the processes of this group's shards (MPMD calls
+ * from the Python layer name the process of every shard of every group,
+ * pids, groups x nparts, so that a process that dies before it reaches the
+ * call fails the others at once), one identity for the device group and
+ * the call site (groups are independent calls, and so are call sites),
+ * this participant's shard, and the sequence number (taken last: from
+ * here on failures go through jmg_op_abort). */
+static int plan_key(XLA_FFI_CallFrame *frame, const char *op,
+                    const plan_attrs *at, int nparts, jmg_op_call *call,
+                    uint64_t *group_out, jmg_error *err) {
+  const int shard = at->position % nparts;
+  const uint64_t group = (uint64_t)(at->position / nparts);
+  if (at->job_id != 0 && jmg_ffi_has_attr(frame, "pids")) {
+    const int64_t *pids = NULL;
+    size_t npids = 0;
+    int rc = jmg_ffi_attr_i64_array(frame, op, "pids", &pids, &npids, err);
+    if (rc == 0 && (npids % (size_t)nparts != 0 || group >= npids / nparts))
+      rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
+                         "attribute pids has %zu entries: not one per shard "
+                         "of group %llu of %d shards",
+                         npids, (unsigned long long)group, nparts);
+    if (rc != 0) return rc;
+    call->key.pids = pids + group * (uint64_t)nparts;
+  }
+  call->key.mesh_id =
+      (int64_t)((uint64_t)at->mesh_id ^ (group * UINT64_C(0x9E3779B97F4A7C15)) ^
+                ((uint64_t)at->call_id * UINT64_C(0xC2B2AE3D27D4EB4F)));
+  call->shard = shard;
+  call->key.seq =
+      jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);
+  *group_out = group;
+  return 0;
+}
+
+/* The engine that runs the call: chosen here and nowhere else, from the
+ * op, the group, the problem and the settings (engine/select.c). Every
+ * participant chooses alike. The hosts the group spans: the attribute
+ * nodes (absent: one). */
+static int choose_engine(XLA_FFI_CallFrame *frame,
+                         const jmg_ffi_platform *platform,
+                         const jmg_ffi_head *head, const jmg_shard_io *io,
+                         jmg_op_call *call, jmg_error *err) {
+  const char *op = call->op->name;
+  int64_t nodes = 1;
+  if (jmg_ffi_has_attr(frame, "nodes")) {
+    int rc = jmg_ffi_attr_i64(frame, op, "nodes", &nodes, err);
+    if (rc != 0) return rc;
+  }
+  const jmg_problem problem = {.op = call->op->id,
+                               .nparts = head->nparts,
+                               .nodes = (int)nodes,
+                               .dtype = io->dtype,
+                               .n = io->n,
+                               .m = head->m,
+                               .tile = io->tile};
+  return jmg_engine_select(platform->engines, &problem, &call->config,
+                           &call->engine, err);
+}
+
+/* MPMD in the leader model: buffers travel through share/. */
+static int plan_share(const jmg_ffi_platform *platform, jmg_op_call *call,
+                      jmg_error *err) {
+  if (platform->share == NULL)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, call->op->name,
+                         "FFI call frame",
+                         "the %s platform cannot share buffers between "
+                         "processes (MPMD)",
+                         platform->name);
+  static pthread_once_t swept = PTHREAD_ONCE_INIT;
+  pthread_once(&swept, sweep_stale);
+  call->share = platform->share();
+  return 0;
+}
+
 int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
                  const jmg_op_desc *desc, const jmg_ffi_head *head,
                  jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
@@ -97,118 +227,28 @@ int jmg_ffi_plan(XLA_FFI_CallFrame *frame, const jmg_ffi_platform *platform,
   io->dtype = head->dtype;
   io->n = head->n;
   io->local_cols = head->local_cols;
-  const int nparts = head->nparts;
   jmg_config_read(&call->config);
-
   call->mem = platform->mem();
   call->rdv = platform->rendezvous();
   call->timeout_s = call->config.rendezvous_timeout_s;
   call->key.op = op;
-  call->key.nparts = nparts;
+  call->key.nparts = head->nparts;
   /* The position operand is group * nparts + shard: the shard is this
    * device's index along the sharded mesh axes, the group its index along
    * the other axes (a mesh ("S", "T") with A sharded over "T" solves one
    * independent copy per value of "S"). */
-  int32_t position = -1;
-  int64_t mesh_id = 0;
-  int rc = jmg_ffi_expect_dtype(&head->shard, XLA_FFI_DataType_S32, op,
-                                "the shard index", err);
-  if (rc == 0)
-    rc = platform->read_shard(frame, head->shard.data, &position, err);
-  if (rc == 0 && position < 0)
-    rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                       "shard position %d is negative", (int)position);
-  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "mesh_id", &mesh_id, err);
-  if (rc == 0) rc = jmg_ffi_attr_i64(frame, op, "T_A", &io->tile, err);
-  /* The call site: the Python layer numbers every traced call, so that two
-   * calls in one program never meet, whatever order the devices reach them
-   * in (XLA:CPU runs independent calls in different orders on different
-   * devices). Frames built by hand may leave it out: one site. */
-  int64_t call_id = 0;
-  if (rc == 0 && jmg_ffi_has_attr(frame, "call_id"))
-    rc = jmg_ffi_attr_i64(frame, op, "call_id", &call_id, err);
-  /* The Python layer says whether a scratch shard is likely to fit; frames
-   * built by hand may leave it out: allowed. */
-  int64_t scratch = 1;
-  if (rc == 0 && jmg_ffi_has_attr(frame, "scratch"))
-    rc = jmg_ffi_attr_i64(frame, op, "scratch", &scratch, err);
-  io->scratch_ok = scratch != 0;
-  int64_t job_id = 0;
-  if (rc == 0 && jmg_ffi_has_attr(frame, "job_id"))
-    rc = jmg_ffi_attr_i64(frame, op, "job_id", &job_id, err);
-  if (rc == 0 && job_id != 0) {
-    /* MPMD: XLA's run ids are per process and do not match across
-     * processes. The key's run id is then the job's identity, which every
-     * process of one job run shares and no other job has; the call site
-     * (call_id, numbered alike in every process, see _shard.py) and the
-     * sequence number (every process executes a call site's calls in the
-     * same order) tell its calls apart. The participants meet in the
-     * process rendezvous (which also hears an abort before the engine is
-     * chosen); buffers are shared once the engine's model is known (below:
-     * the local model uses neither). */
-    call->key.run_id = job_id;
-    call->rdv = jmg_rendezvous_processes();
-  } else if (rc == 0) {
-    rc = jmg_ffi_run_id(frame, op, &call->key.run_id, err);
-  }
+  plan_attrs at = {0};
+  uint64_t group = 0;
+  int rc = read_attrs(frame, platform, op, head, io, &at, err);
+  if (rc == 0) rc = plan_run(frame, op, &at, call, err);
+  if (rc == 0) rc = plan_key(frame, op, &at, head->nparts, call, &group, err);
   if (rc != 0) return rc;
-  const int shard = position % nparts;
-  const uint64_t group = (uint64_t)(position / nparts);
-  /* MPMD calls from the Python layer name the process of every shard of
-   * every group (pids, groups x nparts), so that a process that dies before
-   * it reaches the call fails the others at once. */
-  if (job_id != 0 && jmg_ffi_has_attr(frame, "pids")) {
-    const int64_t *pids = NULL;
-    size_t npids = 0;
-    rc = jmg_ffi_attr_i64_array(frame, op, "pids", &pids, &npids, err);
-    if (rc == 0 && (npids % (size_t)nparts != 0 || group >= npids / nparts))
-      rc = jmg_error_set(err, JMG_EINVAL, op, "FFI call frame",
-                         "attribute pids has %zu entries: not one per shard "
-                         "of group %llu of %d shards",
-                         npids, (unsigned long long)group, nparts);
-    if (rc != 0) return rc;
-    call->key.pids = pids + group * (uint64_t)nparts;
-  }
-  /* One identity for the device group and the call site: groups are
-   * independent calls, and so are call sites. */
-  call->key.mesh_id =
-      (int64_t)((uint64_t)mesh_id ^ (group * UINT64_C(0x9E3779B97F4A7C15)) ^
-                ((uint64_t)call_id * UINT64_C(0xC2B2AE3D27D4EB4F)));
-  call->shard = shard;
-  call->key.seq =
-      jmg_rdv_next_seq(op, call->key.mesh_id, shard, call->key.run_id);
-  /* The engine that runs the call: chosen here and nowhere else, from the
-   * op, the group, the problem and the settings (engine/select.c). Every
-   * participant chooses alike; a refusal releases the others. */
-  /* The hosts the group spans (the Python layer says; absent: one). */
-  int64_t nodes = 1;
-  if (jmg_ffi_has_attr(frame, "nodes") &&
-      jmg_ffi_attr_i64(frame, op, "nodes", &nodes, err) != 0)
-    return jmg_op_abort(call, err);
-  const jmg_problem problem = {.op = op,
-                               .nparts = nparts,
-                               .nodes = (int)nodes,
-                               .dtype = io->dtype,
-                               .n = io->n,
-                               .m = head->m,
-                               .tile = io->tile};
-  if (jmg_engine_select(platform->engines, &problem, &call->config,
-                        &call->engine, err) != 0)
+  /* A sequence number is taken: a refusal from here releases the others. */
+  if (choose_engine(frame, platform, head, io, call, err) != 0)
     return jmg_op_abort(call, err);
   if (call->engine->model == JMG_MODEL_LOCAL)
     return plan_local(frame, platform, call, group, err);
-  if (job_id != 0) {
-    /* MPMD in the leader model: buffers travel through share/. */
-    if (platform->share == NULL) {
-      jmg_error_set(err, JMG_EUNSUPPORTED, op, "FFI call frame",
-                    "the %s platform cannot share buffers between processes "
-                    "(MPMD)",
-                    platform->name);
-      return jmg_op_abort(call, err);
-    }
-    static pthread_once_t swept = PTHREAD_ONCE_INIT;
-    pthread_once(&swept, sweep_stale);
-    call->share = platform->share();
-  }
+  if (at.job_id != 0 && plan_share(platform, call, err) != 0)
+    return jmg_op_abort(call, err);
   return 0;
 }

@@ -38,7 +38,7 @@ int jmg_local_perm_init(jmg_local_perm *p, int64_t n, int ranks, int64_t tile,
                          ranks, (long long)n, (long long)tile);
   int rc = jmg_cyclic_plan_init(&p->plan, n, ranks, tile, err);
   if (rc != 0) {
-    snprintf(err->op, sizeof err->op, "%s", op ? op : "");
+    jmg_error_name_op(err, op);
     return rc;
   }
   p->n = n;

@@ -66,6 +66,7 @@ enum {                               /* its scalars */
 static int gesvd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_gesvd_op = {
+    .id = JMG_OP_GESVD,
     .name = "gesvd",
     .io_size = sizeof(gesvd_io),
     .nbufs = 3,

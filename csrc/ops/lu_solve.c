@@ -41,6 +41,7 @@ static int lu_solve_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_lu_solve_op = {
+    .id = JMG_OP_LU_SOLVE,
     .name = "lu_solve",
     .io_size = sizeof(lu_solve_io),
     .nbufs = 2,

@@ -14,6 +14,7 @@ static int potri_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int potri_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_potri_op = {
+    .id = JMG_OP_POTRI,
     .name = "potri",
     .io_size = sizeof(jmg_shard_io),
     .leader = potri_leader,

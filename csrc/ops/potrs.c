@@ -35,6 +35,7 @@ static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_potrs_op = {
+    .id = JMG_OP_POTRS,
     .name = "potrs",
     .io_size = sizeof(potrs_io),
     .nbufs = 3,

@@ -47,6 +47,7 @@ static int qr_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int qr_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_qr_op = {
+    .id = JMG_OP_QR,
     .name = "qr",
     .io_size = sizeof(qr_io),
     .nbufs = 1,

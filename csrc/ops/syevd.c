@@ -29,6 +29,7 @@ static int syevd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int syevd_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_syevd_op = {
+    .id = JMG_OP_SYEVD,
     .name = "syevd",
     .io_size = sizeof(syevd_io),
     .nbufs = 1,

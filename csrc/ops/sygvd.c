@@ -41,6 +41,7 @@ static int sygvd_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int sygvd_local(jmg_local_view *v, int *info_out, jmg_error *err);
 
 const jmg_op_desc jmg_sygvd_op = {
+    .id = JMG_OP_SYGVD,
     .name = "sygvd",
     .io_size = sizeof(sygvd_io),
     .nbufs = 2,

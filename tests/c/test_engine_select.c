@@ -63,7 +63,7 @@ static const jmg_engine g_local = {
 static const jmg_engine *const g_engines[] = {&g_first, &g_narrow, &g_wide,
                                               &g_local, NULL};
 
-static jmg_problem problem(const char *op, int64_t tile) {
+static jmg_problem problem(jmg_op op, int64_t tile) {
   jmg_problem p = {.op = op,
                    .nparts = 4,
                    .nodes = 1,
@@ -85,17 +85,17 @@ TEST(engine_select_takes_the_first_engine_that_supports_the_problem) {
   const jmg_engine *e = NULL;
   jmg_error err;
   jmg_error_clear(&err);
-  jmg_problem p = problem("potrs", 16);
+  jmg_problem p = problem(JMG_OP_POTRS, 16);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_first);
-  p = problem("syevd", 8);
+  p = problem(JMG_OP_SYEVD, 8);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_narrow);
   /* narrow refuses T_A = 16: the next that has syevd runs it. */
-  p = problem("syevd", 16);
+  p = problem(JMG_OP_SYEVD, 16);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_wide);
-  p = problem("potri", 16);
+  p = problem(JMG_OP_POTRI, 16);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_local);
 }
@@ -106,13 +106,13 @@ TEST(engine_select_sends_groups_across_nodes_to_the_local_model) {
   jmg_error err;
   jmg_error_clear(&err);
   /* potri: only the local engine has it, on one node or several. */
-  jmg_problem p = problem("potri", 16);
+  jmg_problem p = problem(JMG_OP_POTRI, 16);
   p.nodes = 3;
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_local);
   /* potrs: the leader engines that run it on one node refuse 2 nodes, and
    * the error says why. */
-  p = problem("potrs", 16);
+  p = problem(JMG_OP_POTRS, 16);
   p.nodes = 2;
   CHECK(jmg_engine_select(g_engines, &p, &cfg, &e, &err) < 0);
   CHECK_CONTAINS(err.msg, "spans 2 nodes");
@@ -124,7 +124,7 @@ TEST(engine_select_honours_jaxmg_engine) {
   jmg_error err;
   jmg_error_clear(&err);
   /* first would run it, and comes first. */
-  jmg_problem p = problem("potrs", 4);
+  jmg_problem p = problem(JMG_OP_POTRS, 4);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), 0);
   CHECK(e == &g_narrow);
 }
@@ -134,7 +134,7 @@ TEST(engine_select_unknown_jaxmg_engine_names_the_engines_there_are) {
   const jmg_engine *e = &g_first;
   jmg_error err;
   jmg_error_clear(&err);
-  jmg_problem p = problem("potrs", 16);
+  jmg_problem p = problem(JMG_OP_POTRS, 16);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), -JMG_EINVAL);
   CHECK(e == NULL);
   CHECK_CONTAINS(err.op, "potrs");
@@ -149,7 +149,7 @@ TEST(engine_select_jaxmg_engine_that_cannot_run_the_call_is_an_error) {
   jmg_error_clear(&err);
   /* Refused by its supports: no fall back to wide. */
   jmg_config cfg = config("narrow");
-  jmg_problem p = problem("syevd", 16);
+  jmg_problem p = problem(JMG_OP_SYEVD, 16);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
   CHECK(e == NULL);
   CHECK_CONTAINS(err.call, "JAXMG_ENGINE");
@@ -158,7 +158,7 @@ TEST(engine_select_jaxmg_engine_that_cannot_run_the_call_is_an_error) {
   /* Without a routine for the op. */
   jmg_error_clear(&err);
   cfg = config("wide");
-  p = problem("potrs", 4);
+  p = problem(JMG_OP_POTRS, 4);
   CHECK_EQ(jmg_engine_select(g_engines, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
   CHECK_CONTAINS(err.msg, "has no potrs");
 }
@@ -170,7 +170,7 @@ TEST(engine_select_without_any_engine_for_the_problem_names_each_reason) {
   const jmg_engine *e = NULL;
   jmg_error err;
   jmg_error_clear(&err);
-  jmg_problem p = problem("syevd", 16);
+  jmg_problem p = problem(JMG_OP_SYEVD, 16);
   CHECK_EQ(jmg_engine_select(engines, &p, &cfg, &e, &err), -JMG_EUNSUPPORTED);
   CHECK(e == NULL);
   CHECK_CONTAINS(err.op, "syevd");
@@ -182,11 +182,11 @@ TEST(engine_select_without_any_engine_for_the_problem_names_each_reason) {
 }
 
 TEST(engine_has_looks_at_the_routines_of_the_engines_model) {
-  CHECK(jmg_engine_has(&g_narrow, "syevd"));
-  CHECK(!jmg_engine_has(&g_first, "syevd"));
-  CHECK(jmg_engine_has(&g_local, "potri"));
-  CHECK(!jmg_engine_has(&g_local, "potrs"));
-  CHECK(!jmg_engine_has(&g_first, "lu_solve"));
+  CHECK(jmg_engine_has(&g_narrow, JMG_OP_SYEVD));
+  CHECK(!jmg_engine_has(&g_first, JMG_OP_SYEVD));
+  CHECK(jmg_engine_has(&g_local, JMG_OP_POTRI));
+  CHECK(!jmg_engine_has(&g_local, JMG_OP_POTRS));
+  CHECK(!jmg_engine_has(&g_first, JMG_OP_LU_SOLVE));
 }
 
 /* Like cuSOLVERDn: a group of one device only. */
@@ -214,7 +214,7 @@ TEST(engine_select_one_device_engine_first_then_the_group_engine) {
   jmg_error err;
   jmg_error_clear(&err);
   /* One device: the one-device engine, whatever the tile. */
-  jmg_problem p = {.op = "syevd",
+  jmg_problem p = {.op = JMG_OP_SYEVD,
                    .nparts = 1,
                    .nodes = 1,
                    .dtype = JMG_F64,
@@ -305,8 +305,8 @@ static int fake_workspace(const jmg_engine *e, const jmg_problem *p,
                           const jmg_workspace_query *q, size_t *bytes,
                           jmg_error *err) {
   (void)e;
-  if (strcmp(p->op, "potrs") != 0)
-    return jmg_error_set(err, JMG_EUNSUPPORTED, p->op, "fake",
+  if (p->op != JMG_OP_POTRS)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op), "fake",
                          "not asked ahead");
   *bytes = (size_t)(p->n * p->n * 3 + q->nrhs);
   return 0;
@@ -359,7 +359,8 @@ TEST(engine_workspace_asks_the_chosen_engine_or_says_why_not) {
 #include "engine/gather/thresholds.h"
 
 TEST(gather_thresholds_one_row_per_case_with_its_source) {
-  static const char *const ops[] = {"potrs", "potri", "syevd", "lu_solve"};
+  static const jmg_op ops[] = {JMG_OP_POTRS, JMG_OP_POTRI, JMG_OP_SYEVD,
+                               JMG_OP_LU_SOLVE};
   static const jmg_dtype dtypes[] = {JMG_F32, JMG_F64, JMG_C64, JMG_C128};
   /* Every op and dtype on 2 to 4 GPUs has exactly one row; 1 GPU and more
    * than 4 (nothing measured) have none. */
@@ -368,8 +369,9 @@ TEST(gather_thresholds_one_row_per_case_with_its_source) {
       for (int parts = 1; parts <= 9; ++parts) {
         const jmg_gather_row *r = jmg_gather_row_of(ops[o], dtypes[t], parts);
         int matches = 0;
-        for (const jmg_gather_row *q = jmg_gather_rows; q->op != NULL; ++q)
-          matches += strcmp(q->op, ops[o]) == 0 &&
+        for (const jmg_gather_row *q = jmg_gather_rows; q->op != JMG_NUM_OPS;
+             ++q)
+          matches += q->op == ops[o] &&
                      q->complex == jmg_dtype_is_complex(dtypes[t]) &&
                      parts >= q->min_parts && parts <= q->max_parts;
         if (parts >= 2 && parts <= 4) {
@@ -380,7 +382,7 @@ TEST(gather_thresholds_one_row_per_case_with_its_source) {
           CHECK_EQ(matches, 0);
         }
       }
-  for (const jmg_gather_row *q = jmg_gather_rows; q->op != NULL; ++q) {
+  for (const jmg_gather_row *q = jmg_gather_rows; q->op != JMG_NUM_OPS; ++q) {
     CHECK(q->min_parts >= 2 && q->min_parts <= q->max_parts);
     CHECK(q->below >= 4096 && q->below <= 32768);
     CHECK(q->source != NULL && strlen(q->source) > 20);
@@ -391,20 +393,20 @@ TEST(gather_thresholds_one_row_per_case_with_its_source) {
 
 TEST(gather_thresholds_hold_the_measured_sizes) {
   /* bench/results/2026-11-21-h200x4 and DESIGN.md (thresholds.c). */
-  CHECK_EQ(jmg_gather_row_of("potrs", JMG_F64, 4)->below, 16384);
-  CHECK_EQ(jmg_gather_row_of("potrs", JMG_F32, 2)->below, 16384);
-  CHECK(jmg_gather_row_of("potrs", JMG_F64, 4)->measured);
-  CHECK_EQ(jmg_gather_row_of("syevd", JMG_F64, 4)->below, 32768);
-  CHECK(jmg_gather_row_of("syevd", JMG_F64, 4)->measured);
-  CHECK(!jmg_gather_row_of("syevd", JMG_F64, 2)->measured);
-  CHECK_EQ(jmg_gather_row_of("potri", JMG_C128, 4)->below, 32768);
-  CHECK(!jmg_gather_row_of("lu_solve", JMG_F64, 4)->measured);
-  CHECK(!jmg_gather_row_of("potrs", JMG_C128, 4)->measured);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRS, JMG_F64, 4)->below, 16384);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRS, JMG_F32, 2)->below, 16384);
+  CHECK(jmg_gather_row_of(JMG_OP_POTRS, JMG_F64, 4)->measured);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 4)->below, 32768);
+  CHECK(jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 4)->measured);
+  CHECK(!jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 2)->measured);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_C128, 4)->below, 32768);
+  CHECK(!jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 4)->measured);
+  CHECK(!jmg_gather_row_of(JMG_OP_POTRS, JMG_C128, 4)->measured);
 }
 
 TEST(gather_prefers_small_problems_on_several_devices_only) {
   char why[160];
-  jmg_problem p = {.op = "potrs",
+  jmg_problem p = {.op = JMG_OP_POTRS,
                    .nparts = 4,
                    .nodes = 1,
                    .dtype = JMG_F64,
@@ -447,7 +449,7 @@ static const jmg_engine g_gather = {
 static const jmg_engine *const g_cuda_gather[] = {&g_dn, &g_gather, &g_narrow,
                                                   NULL};
 
-static const jmg_engine *chosen(const char *engine, const char *op, int nparts,
+static const jmg_engine *chosen(const char *engine, jmg_op op, int nparts,
                                 int64_t n, int64_t tile, jmg_error *err) {
   const jmg_config cfg = config(engine);
   const jmg_engine *e = NULL;
@@ -465,30 +467,30 @@ static const jmg_engine *chosen(const char *engine, const char *op, int nparts,
 TEST(engine_select_gathers_small_problems_on_several_devices) {
   jmg_error err;
   /* One device: the one-device engine at every size. */
-  CHECK(chosen("", "potrs", 1, 1024, 8, &err) == &g_dn);
-  CHECK(chosen("", "potrs", 1, 65536, 8, &err) == &g_dn);
+  CHECK(chosen("", JMG_OP_POTRS, 1, 1024, 8, &err) == &g_dn);
+  CHECK(chosen("", JMG_OP_POTRS, 1, 65536, 8, &err) == &g_dn);
   /* Several, below the table's size: gathered; from it on: distributed. */
-  CHECK(chosen("", "potrs", 4, 8192, 8, &err) == &g_gather);
-  CHECK(chosen("", "potrs", 2, 16376, 8, &err) == &g_gather);
-  CHECK(chosen("", "potrs", 4, 16384, 8, &err) == &g_narrow);
-  CHECK(chosen("", "syevd", 4, 16384, 8, &err) == &g_gather);
-  CHECK(chosen("", "syevd", 4, 32768, 8, &err) == &g_narrow);
+  CHECK(chosen("", JMG_OP_POTRS, 4, 8192, 8, &err) == &g_gather);
+  CHECK(chosen("", JMG_OP_POTRS, 2, 16376, 8, &err) == &g_gather);
+  CHECK(chosen("", JMG_OP_POTRS, 4, 16384, 8, &err) == &g_narrow);
+  CHECK(chosen("", JMG_OP_SYEVD, 4, 16384, 8, &err) == &g_gather);
+  CHECK(chosen("", JMG_OP_SYEVD, 4, 32768, 8, &err) == &g_narrow);
   /* More devices than the table has rows for: distributed. */
-  CHECK(chosen("", "potrs", 8, 1024, 8, &err) == &g_narrow);
+  CHECK(chosen("", JMG_OP_POTRS, 8, 1024, 8, &err) == &g_narrow);
   /* A tile the distributed engine refuses: the gather engine refuses it too
    * (it could not fall back), and the error names both reasons. */
-  CHECK(chosen("", "syevd", 4, 4096, 16, &err) == NULL);
+  CHECK(chosen("", JMG_OP_SYEVD, 4, 4096, 16, &err) == NULL);
   CHECK_CONTAINS(err.msg, "gather: T_A=16 > 8");
   CHECK_CONTAINS(err.msg, "narrow: T_A=16 > 8");
   /* JAXMG_ENGINE forces either, below and above the table's size. */
-  CHECK(chosen("narrow", "potrs", 4, 1024, 8, &err) == &g_narrow);
-  CHECK(chosen("gather", "potrs", 4, 65536, 8, &err) == &g_gather);
-  CHECK(chosen("gather", "potrs", 1, 1024, 8, &err) == NULL);
+  CHECK(chosen("narrow", JMG_OP_POTRS, 4, 1024, 8, &err) == &g_narrow);
+  CHECK(chosen("gather", JMG_OP_POTRS, 4, 65536, 8, &err) == &g_gather);
+  CHECK(chosen("gather", JMG_OP_POTRS, 1, 1024, 8, &err) == NULL);
   CHECK_CONTAINS(err.msg, "one GPU: nothing to gather");
   /* Groups across nodes: no leader engine, the gather engine neither. */
   const jmg_config cfg = config("");
   const jmg_engine *e = NULL;
-  jmg_problem p = {.op = "potrs",
+  jmg_problem p = {.op = JMG_OP_POTRS,
                    .nparts = 4,
                    .nodes = 2,
                    .dtype = JMG_F64,

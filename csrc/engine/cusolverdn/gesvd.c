@@ -2,7 +2,7 @@
  * jnp.linalg.svd takes for the size (jax._src.lax.linalg,
  * _resolve_gpu_svd_implementation, jax 0.10: Jacobi when m and n are at
  * most 1024, else gesvd): so that jaxmg.gesvd on one GPU is not slower than
- * JAX's (an H100, float64, N = 1024: Xgesvd 0.15 s against JAX's 0.089 s,
+ * JAX's (Xgesvd alone was, at N = 1024:
  * bench/results/2026-11-24-h100x1-gesvd/).
  *
  * Jacobi (cusolverDn<t>gesvdj, 32-bit, any m and n): S into s, U straight
@@ -20,18 +20,13 @@
  * its Vᴴ is U2ᵀ (plain transposes: no conjugation, since Xᵀ = M exactly),
  * each transposed out of the workspace into its output by cuBLAS (geam). */
 #include <limits.h>
+#include <string.h>
 
 #include "common/trace.h"
 #include "cuda/blas.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
 #include "engine/cusolverdn/dn.h"
-
-#define DN_GESVD_ALIGN 256
-
-static size_t aligned(size_t bytes) {
-  return (bytes + DN_GESVD_ALIGN - 1) / DN_GESVD_ALIGN * DN_GESVD_ALIGN;
-}
 
 /* The largest m and n that Jacobi takes (JAX's rule, above). */
 #define DN_GESVDJ_MAX 1024
@@ -86,11 +81,11 @@ static cusolverStatus_t gesvdj_call(cusolverDnHandle_t h, jmg_dtype t,
   return CUSOLVER_STATUS_INVALID_VALUE;
 }
 
-/* The Jacobi path (above): a is rows x cols, both <= DN_GESVDJ_MAX. */
+/* The Jacobi path (above): a is rows x cols, both <= DN_GESVDJ_MAX. Its
+ * workspace: [gesvdj's | U's scratch where U is not asked | V]. */
 static int dn_gesvdj(const jmg_dist_matrix *a, void *s,
                      const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
                      int full, int *info, jmg_error *err) {
-  const char *op = "gesvd";
   const size_t es = jmg_dtype_size(a->dtype);
   const int m = (int)a->n, n = (int)a->local_cols, k = m < n ? m : n;
   const int econ = !full;
@@ -98,56 +93,51 @@ static int dn_gesvdj(const jmg_dist_matrix *a, void *s,
   const int vectors = u != NULL || vt != NULL;
   static const char *const names[] = {"cusolverDn<t>gesvdj"};
   jmg_dn_call call;
+  jmg_cuda_work w = {0};
   gesvdjInfo_t params = NULL;
   int lwork = 0, h_info = 0;
   *info = 0;
-  int rc = jmg_dn_begin_call(&call, op, a, err);
+  int rc = jmg_dn_begin(&call, JMG_OP_GESVD, a, err);
+  const jmg_cuda_call *c = &call.cuda;
+  const char *op = c->op;
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(cusolverDnCreateGesvdjInfo(&params), op, err);
   /* U where asked, else a scratch; V always in the workspace (Vᴴ is the
    * output). Without vectors too: the routine was seen to write them then
-   * (an H100, CUDA 13.0: with U and V pointing into A, the singular values
-   * came out wrong), so they get room of their own (at most 1024² each). */
-  const size_t solver_off = 0;
-  size_t u_off = 0, v_off = 0, total = 0;
-  void *d_u = NULL, *d_v = NULL;
+   * (with U and V pointing into A, the singular values came out wrong:
+   * bench/results/2026-11-24-h100x1-gesvd/), so they get room of their own
+   * (at most 1024² each). */
+  size_t solver_at = 0, u_at = 0, v_at = 0;
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(gesvdj_call(call.dn, a->dtype, vectors, econ, m, n,
                                       a->data[0], s, a->data[0], m, a->data[0],
                                       n, NULL, 0, NULL, &lwork, params),
                           op, err);
   if (rc == 0) {
-    total = aligned((size_t)lwork * es);
-    if (u == NULL) u_off = total, total += aligned((size_t)m * ucols * es);
-    v_off = total, total += aligned((size_t)n * vcols * es);
-    rc = jmg_dn_take_workspace(&call, total, 0, err);
+    solver_at = jmg_cuda_work_part(&w, (size_t)lwork * es);
+    if (u == NULL) u_at = jmg_cuda_work_part(&w, (size_t)m * ucols * es);
+    v_at = jmg_cuda_work_part(&w, (size_t)n * vcols * es);
+    rc = jmg_cuda_call_take(&call.cuda, &w, err);
   }
-  jmg_trace_mark("workspace");
-  if (rc == 0) {
-    char *work = (char *)call.work;
-    d_u = u != NULL ? u->data[0] : work + u_off;
-    d_v = work + v_off;
+  void *d_u = u != NULL ? u->data[0] : jmg_cuda_call_part(c, u_at);
+  void *d_v = jmg_cuda_call_part(c, v_at);
+  if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         gesvdj_call(call.dn, a->dtype, vectors, econ, m, n, a->data[0], s, d_u,
-                    m, d_v, n, work + solver_off, lwork, call.d_info, NULL,
-                    params),
+                    m, d_v, n, jmg_cuda_call_part(c, solver_at), lwork,
+                    c->d_info, NULL, params),
         op, err);
-  }
-  if (rc == 0 && vt != NULL) { /* Vᴴ (vcols x n) = V (n x vcols)ᴴ */
-    rc = JMG_CUBLAS_TRY(cublasSetStream(call.h->blas[0], call.stream), op, err);
-    if (rc == 0)
-      rc =
-          JMG_CUBLAS_TRY(jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_C,
-                                         vcols, n, d_v, n, vt->data[0], vcols),
-                         op, err);
-  }
-  if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
+  if (rc == 0 && vt != NULL) /* Vᴴ (vcols x n) = V (n x vcols)ᴴ */
+    rc = JMG_CUBLAS_TRY(jmg_cublas_geam(call.blas, a->dtype, CUBLAS_OP_C, vcols,
+                                        n, d_v, n, vt->data[0], vcols),
+                        op, err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, &h_info, 1, names, err);
   jmg_trace_mark("gesvdj");
   *info = h_info;
-  jmg_dn_end_call(&call); /* waits for the stream where work is pending */
+  rc = jmg_dn_end(&call, rc, err); /* waits for the stream where pending */
   if (params != NULL) {
     jmg_error ignored;
-    int d = JMG_CUSOLVER_TRY(cusolverDnDestroyGesvdjInfo(params), op,
+    int d = JMG_CUSOLVER_TRY(cusolverDnDestroyGesvdjInfo(params), "gesvd",
                              rc == 0 ? err : &ignored);
     if (rc == 0) rc = d;
   }
@@ -160,100 +150,141 @@ int jmg_dn_gesvd_fits(int64_t m, int64_t n) {
   return m <= n || (m <= INT_MAX && n <= INT_MAX);
 }
 
+/* cusolverDnXgesvd's call on X, the matrix cuSOLVER decomposes: M (tall)
+ * or Mᵀ (wide); xm >= xn. Tall: X is M itself and the factors go straight
+ * to the outputs. Wide: X, its U and its Vᴴ are parts of the workspace. */
+typedef struct xgesvd {
+  int tall;
+  int64_t rows, cols, xm, xn;
+  int want_xu, want_xvt; /* which of X's factors the outputs need */
+  int64_t xu_cols;       /* X's U: xm x xu_cols */
+  signed char jobu, jobvt;
+  void *x, *xu, *xvt;
+  int64_t ldxu, ldxvt;
+  size_t solver_at, solver_bytes, x_at, xu_at, xvt_at;
+} xgesvd;
+
+static xgesvd xgesvd_of(const jmg_dist_matrix *a, const jmg_dist_matrix *u,
+                        const jmg_dist_matrix *vt, int full) {
+  xgesvd g;
+  memset(&g, 0, sizeof g);
+  g.rows = a->n;
+  g.cols = a->local_cols;
+  g.tall = g.rows >= g.cols;
+  g.xm = g.tall ? g.rows : g.cols;
+  g.xn = g.tall ? g.cols : g.rows;
+  g.want_xu = g.tall ? u != NULL : vt != NULL;
+  g.want_xvt = g.tall ? vt != NULL : u != NULL;
+  g.xu_cols = full ? g.xm : g.xn;
+  g.jobu = !g.want_xu ? 'N' : full ? 'A' : 'S';
+  g.jobvt = !g.want_xvt ? 'N' : 'S'; /* X's Vᴴ: xn x xn */
+  g.x = a->data[0];
+  g.ldxu = g.ldxvt = 1;
+  if (g.tall) {
+    if (g.want_xu) g.xu = u->data[0], g.ldxu = g.rows;
+    if (g.want_xvt) g.xvt = vt->data[0], g.ldxvt = g.xn;
+  } else {
+    g.ldxu = g.want_xu ? g.xm : 1;
+    g.ldxvt = g.want_xvt ? g.xn : 1;
+  }
+  return g;
+}
+
+/* The workspace: [cuSOLVER's | X | X's U | X's Vᴴ] (the last three wide
+ * only). cuSOLVER asks for its workspace with the pointers it will get:
+ * in the wide case those in the workspace are not known yet, and the query
+ * does not read them. */
+static int xgesvd_layout(jmg_dn_call *call, xgesvd *g, void *s,
+                         jmg_cuda_work *w, jmg_error *err) {
+  const jmg_dist_matrix *a = call->a;
+  const cudaDataType t = jmg_cuda_data_type(a->dtype),
+                     rt = jmg_cuda_real_data_type(a->dtype);
+  const size_t es = jmg_dtype_size(a->dtype);
+  int rc = JMG_CUSOLVER_TRY(
+      cusolverDnXgesvd_bufferSize(call->dn, call->params, g->jobu, g->jobvt,
+                                  g->xm, g->xn, t, g->x, g->xm, rt, s, t, g->xu,
+                                  g->ldxu, t, g->xvt, g->ldxvt, t,
+                                  &g->solver_bytes, &w->host_bytes),
+      call->cuda.op, err);
+  g->solver_at = jmg_cuda_work_part(w, g->solver_bytes);
+  if (!g->tall) {
+    g->x_at = jmg_cuda_work_part(w, (size_t)g->xm * (size_t)g->xn * es);
+    if (g->want_xu)
+      g->xu_at = jmg_cuda_work_part(w, (size_t)g->xm * (size_t)g->xu_cols * es);
+    if (g->want_xvt)
+      g->xvt_at = jmg_cuda_work_part(w, (size_t)g->xn * (size_t)g->xn * es);
+  }
+  return rc;
+}
+
+/* Wide: X = Mᵀ, made in its part of the taken workspace. */
+static int xgesvd_transpose_in(jmg_dn_call *call, xgesvd *g, jmg_error *err) {
+  const jmg_cuda_call *c = &call->cuda;
+  if (g->tall) return 0;
+  g->x = jmg_cuda_call_part(c, g->x_at);
+  if (g->want_xu) g->xu = jmg_cuda_call_part(c, g->xu_at);
+  if (g->want_xvt) g->xvt = jmg_cuda_call_part(c, g->xvt_at);
+  return JMG_CUBLAS_TRY(
+      jmg_cublas_geam(call->blas, call->a->dtype, CUBLAS_OP_T, (int)g->cols,
+                      (int)g->rows, call->a->data[0], (int)g->rows, g->x,
+                      (int)g->cols),
+      c->op, err);
+}
+
+/* Wide: M's Vᴴ = X's Uᵀ (vt->n x cols), M's U = X's Vᴴᵀ (rows x rows). */
+static int xgesvd_transpose_out(jmg_dn_call *call, const xgesvd *g,
+                                const jmg_dist_matrix *u,
+                                const jmg_dist_matrix *vt, jmg_error *err) {
+  const jmg_dtype t = call->a->dtype;
+  int rc = 0;
+  if (g->tall) return 0;
+  if (vt != NULL)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_geam(call->blas, t, CUBLAS_OP_T, (int)g->xu_cols, (int)g->xm,
+                        g->xu, (int)g->xm, vt->data[0], (int)g->xu_cols),
+        call->cuda.op, err);
+  if (rc == 0 && u != NULL)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_geam(call->blas, t, CUBLAS_OP_T, (int)g->xn, (int)g->xn,
+                        g->xvt, (int)g->xn, u->data[0], (int)g->rows),
+        call->cuda.op, err);
+  return rc;
+}
+
 int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                  const jmg_dist_matrix *u, const jmg_dist_matrix *vt, int full,
                  int *info, jmg_error *err) {
   (void)e;
   if (a->n <= DN_GESVDJ_MAX && a->local_cols <= DN_GESVDJ_MAX)
     return dn_gesvdj(a, s, u, vt, full, info, err);
-  const char *op = "gesvd";
+  static const char *const names[] = {"cusolverDnXgesvd"};
   const cudaDataType t = jmg_cuda_data_type(a->dtype),
                      rt = jmg_cuda_real_data_type(a->dtype);
-  const size_t es = jmg_dtype_size(a->dtype);
-  const int64_t rows = a->n, cols = a->local_cols;
-  const int tall = rows >= cols;
-  /* X, the matrix cuSOLVER decomposes: M (tall) or Mᵀ; xm >= xn. */
-  const int64_t xm = tall ? rows : cols, xn = tall ? cols : rows;
-  /* Which of X's factors the outputs need (see above). */
-  const int want_xu = tall ? u != NULL : vt != NULL;
-  const int want_xvt = tall ? vt != NULL : u != NULL;
-  const int64_t xu_cols = full ? xm : xn; /* X's U: xm x xu_cols */
-  const signed char jobu = !want_xu ? 'N' : full ? 'A' : 'S';
-  const signed char jobvt = !want_xvt ? 'N' : 'S'; /* X's Vᴴ: xn x xn */
-  static const char *const names[] = {"cusolverDnXgesvd"};
+  xgesvd g = xgesvd_of(a, u, vt, full);
   jmg_dn_call call;
-  size_t dev_bytes = 0, host_bytes = 0;
+  jmg_cuda_work w = {0};
   int h_info = 0;
   *info = 0;
-  int rc = jmg_dn_begin_call(&call, op, a, err);
-  if (rc == 0 && !jmg_dn_gesvd_fits(cols, rows))
-    rc = jmg_error_set(err, JMG_EINVAL, op, "cuBLAS",
+  int rc = jmg_dn_begin(&call, JMG_OP_GESVD, a, err);
+  const jmg_cuda_call *c = &call.cuda;
+  if (rc == 0 && !jmg_dn_gesvd_fits(g.cols, g.rows))
+    rc = jmg_error_set(err, JMG_EINVAL, c->op, "cuBLAS",
                        "a wide %lld x %lld matrix is transposed by cuBLAS, "
                        "whose sizes are 32-bit ints",
-                       (long long)rows, (long long)cols);
-  /* Tall: X is M itself and the factors go straight to the outputs. Wide:
-   * X, its U and its Vᴴ live in the workspace (their offsets below). */
-  const size_t x_bytes = tall ? 0 : aligned((size_t)xm * (size_t)xn * es);
-  const size_t xu_bytes =
-      tall || !want_xu ? 0 : aligned((size_t)xm * (size_t)xu_cols * es);
-  const size_t xvt_bytes =
-      tall || !want_xvt ? 0 : aligned((size_t)xn * (size_t)xn * es);
-  void *x = a->data[0], *xu = NULL, *xvt = NULL;
-  int64_t ldxu = 1, ldxvt = 1;
-  if (tall) {
-    if (want_xu) xu = u->data[0], ldxu = rows;
-    if (want_xvt) xvt = vt->data[0], ldxvt = xn;
-  } else {
-    ldxu = want_xu ? xm : 1;
-    ldxvt = want_xvt ? xn : 1;
-  }
-  /* cuSOLVER asks for its workspace with the pointers it will get: in the
-   * wide case those in the workspace are not known yet, and the query does
-   * not read them. */
+                       (long long)g.rows, (long long)g.cols);
+  if (rc == 0) rc = xgesvd_layout(&call, &g, s, &w, err);
+  if (rc == 0) rc = jmg_cuda_call_take(&call.cuda, &w, err);
+  if (rc == 0) rc = xgesvd_transpose_in(&call, &g, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgesvd_bufferSize(call.dn, call.params, jobu, jobvt, xm, xn,
-                                    t, x, xm, rt, s, t, xu, ldxu, t, xvt, ldxvt,
-                                    t, &dev_bytes, &host_bytes),
-        op, err);
-  const size_t solver_bytes = aligned(dev_bytes);
-  if (rc == 0)
-    rc = jmg_dn_take_workspace(
-        &call, solver_bytes + x_bytes + xu_bytes + xvt_bytes, host_bytes, err);
-  jmg_trace_mark("workspace");
-  if (rc == 0 && !tall) {
-    char *at = (char *)call.work + solver_bytes;
-    x = at;
-    if (want_xu) xu = at + x_bytes;
-    if (want_xvt) xvt = at + x_bytes + xu_bytes;
-    rc = JMG_CUBLAS_TRY(cublasSetStream(call.h->blas[0], call.stream), op, err);
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(
-          jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_T, (int)cols,
-                          (int)rows, a->data[0], (int)rows, x, (int)cols),
-          op, err);
-  }
-  if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXgesvd(call.dn, call.params, jobu, jobvt, xm, xn, t, x, xm,
-                         rt, s, t, xu, ldxu, t, xvt, ldxvt, t, call.work,
-                         dev_bytes, call.host_work, call.host_bytes,
-                         call.d_info),
-        op, err);
-  /* Wide: M's Vᴴ = X's Uᵀ (vt->n x cols), M's U = X's Vᴴᵀ (rows x rows). */
-  if (rc == 0 && !tall && vt != NULL)
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_T, (int)xu_cols,
-                        (int)xm, xu, (int)xm, vt->data[0], (int)xu_cols),
-        op, err);
-  if (rc == 0 && !tall && u != NULL)
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_geam(call.h->blas[0], a->dtype, CUBLAS_OP_T, (int)xn,
-                        (int)xn, xvt, (int)xn, u->data[0], (int)rows),
-        op, err);
-  if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
+        cusolverDnXgesvd(call.dn, call.params, g.jobu, g.jobvt, g.xm, g.xn, t,
+                         g.x, g.xm, rt, s, t, g.xu, g.ldxu, t, g.xvt, g.ldxvt,
+                         t, jmg_cuda_call_part(c, g.solver_at), g.solver_bytes,
+                         c->host_work, c->host_bytes, c->d_info),
+        c->op, err);
+  if (rc == 0) rc = xgesvd_transpose_out(&call, &g, u, vt, err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, &h_info, 1, names, err);
   jmg_trace_mark("gesvd");
   *info = h_info;
-  jmg_dn_end_call(&call);
-  return rc;
+  return jmg_dn_end(&call, rc, err);
 }

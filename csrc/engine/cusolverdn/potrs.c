@@ -1,26 +1,46 @@
 /* potrs with cuSOLVERDn: cusolverDnXpotrf, then cusolverDnXpotrs on B in
- * place (dn.h), and the factor's diagonal when asked. One wait, at the end: the
- * solve runs whatever the factorization found, and the ops layer replaces X by
- * NaN when it was not positive definite. */
+ * place (dn.h), and the factor's diagonal when asked. One wait, at the end:
+ * the solve runs whatever the factorization found, and the ops layer
+ * replaces X by NaN when it was not positive definite. */
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/dtype.h"
 #include "engine/cusolverdn/dn.h"
 
+/* [potrf's workspace], and cuSOLVER's host workspace. */
+static int layout(jmg_dn_call *call, jmg_cuda_work *w, size_t *potrf_at,
+                  size_t *potrf_bytes, jmg_error *err) {
+  int rc = jmg_dn_potrf_workspace(call, potrf_bytes, &w->host_bytes, err);
+  *potrf_at = jmg_cuda_work_part(w, *potrf_bytes);
+  return rc;
+}
+
+int jmg_dn_potrs_query(jmg_dn_call *call, const jmg_workspace_query *q,
+                       size_t *bytes, jmg_error *err) {
+  (void)q;
+  jmg_cuda_work w = {0};
+  size_t at = 0, potrf = 0;
+  int rc = layout(call, &w, &at, &potrf, err);
+  *bytes = jmg_cuda_work_alloc_bytes(&w);
+  return rc;
+}
+
 int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                  int64_t nrhs, void *diag, int *info, jmg_error *err) {
   (void)e;
-  const char *op = "potrs";
-  const cudaDataType t = jmg_cuda_data_type(a->dtype);
   static const char *const names[] = {"cusolverDnXpotrf", "cusolverDnXpotrs"};
+  const cudaDataType t = jmg_cuda_data_type(a->dtype);
   jmg_dn_call call;
-  size_t dev_bytes = 0, host_bytes = 0;
+  jmg_cuda_work w = {0};
+  size_t potrf_at = 0, potrf_bytes = 0;
   int h_info[2] = {0, 0};
-  int rc = jmg_dn_begin_call(&call, op, a, err);
-  if (rc == 0) rc = jmg_dn_potrf_workspace(&call, &dev_bytes, &host_bytes, err);
-  if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
-  jmg_trace_mark("workspace");
-  if (rc == 0) rc = jmg_dn_potrf(&call, 0, err);
+  int rc = jmg_dn_begin(&call, JMG_OP_POTRS, a, err);
+  const jmg_cuda_call *c = &call.cuda;
+  if (rc == 0) rc = layout(&call, &w, &potrf_at, &potrf_bytes, err);
+  if (rc == 0) rc = jmg_cuda_call_take(&call.cuda, &w, err);
+  if (rc == 0)
+    rc = jmg_dn_potrf(&call, jmg_cuda_call_part(c, potrf_at), potrf_bytes, 0,
+                      err);
   /* The diagonal's real parts (the first member of a complex element), one
    * strided copy on the stream, finished by the wait below. */
   const size_t elem = jmg_dtype_size(a->dtype);
@@ -29,18 +49,15 @@ int jmg_dn_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
     rc = JMG_CUDA_TRY(
         cudaMemcpy2DAsync(diag, rsize, call.a_data, ((size_t)a->n + 1) * elem,
                           rsize, (size_t)a->n, cudaMemcpyDeviceToHost,
-                          call.stream),
-        op, err);
+                          c->stream),
+        c->op, err);
   if (rc == 0 && nrhs > 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXpotrs(call.dn, call.params, CUBLAS_FILL_MODE_LOWER, a->n,
-                         nrhs, t, call.a_data, a->n, t, b, a->n,
-                         call.d_info + 1),
-        op, err);
-  if (rc == 0)
-    rc = jmg_dn_read_info(&call, h_info, nrhs > 0 ? 2 : 1, names, err);
+                         nrhs, t, call.a_data, a->n, t, b, a->n, c->d_info + 1),
+        c->op, err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, h_info, nrhs > 0 ? 2 : 1, names, err);
   jmg_trace_mark("potrf+potrs");
   *info = h_info[0];
-  jmg_dn_end_call(&call);
-  return rc;
+  return jmg_dn_end(&call, rc, err);
 }

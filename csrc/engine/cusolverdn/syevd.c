@@ -16,22 +16,28 @@ static cusolverEigMode_t jobz(int want_vectors) {
   return want_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
 }
 
-int jmg_dn_syevd_workspace(jmg_dn_call *call, int want_vectors, void *w,
-                           size_t *device_bytes, size_t *host_bytes,
-                           jmg_error *err) {
+/* cusolverDnXsyevd's workspace, for w (NULL in a query): its device bytes
+ * as one part of work, its host bytes. */
+static int xsyevd_layout(jmg_dn_call *call, int want_vectors, void *w,
+                         jmg_cuda_work *work, size_t *at, size_t *bytes,
+                         jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
   const cudaDataType t = jmg_cuda_data_type(a->dtype),
                      rt = jmg_cuda_real_data_type(a->dtype);
-  *device_bytes = *host_bytes = 0;
-  return JMG_CUSOLVER_TRY(
+  *bytes = 0;
+  int rc = JMG_CUSOLVER_TRY(
       cusolverDnXsyevd_bufferSize(call->dn, call->params, jobz(want_vectors),
                                   CUBLAS_FILL_MODE_LOWER, a->n, t, call->a_data,
-                                  a->n, rt, w, t, device_bytes, host_bytes),
-      call->op, err);
+                                  a->n, rt, w, t, bytes, &work->host_bytes),
+      call->cuda.op, err);
+  *at = jmg_cuda_work_part(work, *bytes);
+  return rc;
 }
 
-int jmg_dn_syevd_solver(const char *op, jmg_dn_syevd_choice *choice,
-                        jmg_error *err) {
+/* The solver JAXMG_SYEVD names (AUTO where unset or "auto"). A malformed
+ * value is JMG_EINVAL naming the variable. */
+static int solver_of_config(const char *op, jmg_dn_syevd_choice *choice,
+                            jmg_error *err) {
   jmg_config c;
   jmg_config_read(&c);
   if (c.syevd[0] == '\0' || strcmp(c.syevd, "auto") == 0)
@@ -48,19 +54,36 @@ int jmg_dn_syevd_solver(const char *op, jmg_dn_syevd_choice *choice,
   return 0;
 }
 
+/* The workspace query's answer: cusolverDnXsyevd's, which runs where it
+ * fits (JAXMG_SYEVD unset), or the tridiagonal path's where it is asked
+ * for (q->syevd_solver, else JAXMG_SYEVD). */
+int jmg_dn_syevd_query(jmg_dn_call *call, const jmg_workspace_query *q,
+                       size_t *bytes, jmg_error *err) {
+  jmg_dn_syevd_choice choice = (jmg_dn_syevd_choice)q->syevd_solver;
+  jmg_cuda_work w = {0};
+  size_t at = 0, xsyevd = 0;
+  int rc = 0;
+  if (choice == JMG_DN_SYEVD_AUTO)
+    rc = solver_of_config(call->cuda.op, &choice, err);
+  if (rc == 0 && choice == JMG_DN_SYEVD_TRIDIAGONAL)
+    jmg_dn_syevd_tridiagonal_workspace(call->a->n, call->a->dtype,
+                                       q->want_vectors, &w);
+  else if (rc == 0)
+    rc = xsyevd_layout(call, q->want_vectors, NULL, &w, &at, &xsyevd, err);
+  *bytes = jmg_cuda_work_alloc_bytes(&w);
+  return rc;
+}
+
 /* The tridiagonal path on a call whose workspace is not taken yet. */
 static int run_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
                            int *info, jmg_error *err) {
-  int rc = jmg_dn_take_workspace(
-      call,
-      jmg_dn_syevd_tridiagonal_bytes(call->a->n, call->a->dtype, want_vectors),
-      0, err);
-  jmg_trace_mark("workspace");
+  jmg_cuda_work work = {0};
+  jmg_dn_syevd_tridiagonal_workspace(call->a->n, call->a->dtype, want_vectors,
+                                     &work);
+  int rc = jmg_cuda_call_take(&call->cuda, &work, err);
   if (rc == 0) rc = jmg_dn_syevd_tridiagonal(call, w, want_vectors, info, err);
   /* Its last copies are on the stream: done when this returns. */
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaStreamSynchronize(call->stream), call->op, err);
-  if (rc == 0) call->pending = 0;
+  if (rc == 0) rc = jmg_cuda_call_sync(&call->cuda, err);
   return rc;
 }
 
@@ -76,59 +99,66 @@ static int beside_a_on_the_gpu(const jmg_dist_matrix *a, size_t bytes) {
   return a_bytes <= total_b && bytes <= total_b - a_bytes;
 }
 
+/* cusolverDnXsyevd's workspace taken for the call, where the choice lets
+ * it: *tridiagonal 1 where AUTO finds it too large for the GPU, or XLA's
+ * allocator refuses its device part (nothing was written; a host
+ * workspace that malloc refused stays the error). */
+static int take_xsyevd(jmg_dn_call *call, jmg_dn_syevd_choice choice,
+                       int want_vectors, void *w, size_t *at, size_t *bytes,
+                       int *tridiagonal, jmg_error *err) {
+  jmg_cuda_work work = {0};
+  int rc = xsyevd_layout(call, want_vectors, w, &work, at, bytes, err);
+  /* A workspace that the GPU cannot hold beside A is not asked of XLA's
+   * allocator, which takes seconds to refuse one, with a warning
+   * (bench/results/2026-11-26-s14-h200-syevd-largest). */
+  if (rc == 0 && choice == JMG_DN_SYEVD_AUTO &&
+      !beside_a_on_the_gpu(call->a, *bytes)) {
+    jmg_trace_mark("cusolverDnXsyevd's workspace exceeds the GPU");
+    *tridiagonal = 1;
+    return 0;
+  }
+  if (rc == 0) rc = jmg_cuda_call_take(&call->cuda, &work, err);
+  if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO &&
+      call->cuda.work == NULL) {
+    jmg_trace_mark("no room for cusolverDnXsyevd's workspace");
+    jmg_error_clear(err);
+    *tridiagonal = 1;
+    return 0;
+  }
+  return rc;
+}
+
 int jmg_dn_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err) {
   (void)e;
-  const char *op = "syevd";
+  static const char *const names[] = {"cusolverDnXsyevd"};
   const cudaDataType t = jmg_cuda_data_type(a->dtype),
                      rt = jmg_cuda_real_data_type(a->dtype);
-  static const char *const names[] = {"cusolverDnXsyevd"};
   jmg_dn_call call;
   jmg_dn_syevd_choice choice = JMG_DN_SYEVD_AUTO;
-  size_t dev_bytes = 0, host_bytes = 0;
+  size_t at = 0, bytes = 0;
   int h_info = 0;
   *info = 0;
-  int rc = jmg_dn_syevd_solver(op, &choice, err);
+  int rc = solver_of_config("syevd", &choice, err);
   if (rc != 0) return rc;
-  rc = jmg_dn_begin_call(&call, op, a, err);
+  rc = jmg_dn_begin(&call, JMG_OP_SYEVD, a, err);
+  const jmg_cuda_call *c = &call.cuda;
   int tridiagonal = choice == JMG_DN_SYEVD_TRIDIAGONAL;
   if (rc == 0 && !tridiagonal)
-    rc = jmg_dn_syevd_workspace(&call, want_vectors, w, &dev_bytes, &host_bytes,
-                                err);
-  /* A workspace that the GPU cannot hold beside A is not asked of XLA's
-   * allocator (whose refusal of 176 GiB took 10 s on an H200, with a
-   * warning). */
-  if (rc == 0 && choice == JMG_DN_SYEVD_AUTO &&
-      !beside_a_on_the_gpu(a, dev_bytes)) {
-    jmg_trace_mark("cusolverDnXsyevd's workspace exceeds the GPU");
-    tridiagonal = 1;
-  }
-  if (rc == 0 && !tridiagonal) {
-    rc = jmg_dn_take_workspace(&call, dev_bytes, host_bytes, err);
-    /* cuSOLVER's device workspace does not fit beside A: the path that
-     * needs less (nothing was written; a host workspace that malloc
-     * refused stays the error). */
-    if (rc == -(int)JMG_ENOMEM && choice == JMG_DN_SYEVD_AUTO &&
-        call.work == NULL) {
-      jmg_trace_mark("no room for cusolverDnXsyevd's workspace");
-      tridiagonal = 1;
-      rc = 0;
-    }
-  }
-  if (rc == 0 && tridiagonal) {
-    rc = run_tridiagonal(&call, w, want_vectors, info, err);
-  } else if (rc == 0) {
-    jmg_trace_mark("workspace");
+    rc = take_xsyevd(&call, choice, want_vectors, w, &at, &bytes, &tridiagonal,
+                     err);
+  if (rc == 0 && tridiagonal)
+    return jmg_dn_end(&call, run_tridiagonal(&call, w, want_vectors, info, err),
+                      err);
+  if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXsyevd(call.dn, call.params, jobz(want_vectors),
                          CUBLAS_FILL_MODE_LOWER, a->n, t, call.a_data, a->n, rt,
-                         w, t, call.work, call.work_bytes, call.host_work,
-                         call.host_bytes, call.d_info),
-        op, err);
-    if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
-    jmg_trace_mark("syevd");
-    *info = h_info;
-  }
-  jmg_dn_end_call(&call);
-  return rc;
+                         w, t, jmg_cuda_call_part(c, at), bytes, c->host_work,
+                         c->host_bytes, c->d_info),
+        c->op, err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, &h_info, 1, names, err);
+  jmg_trace_mark("syevd");
+  *info = h_info;
+  return jmg_dn_end(&call, rc, err);
 }

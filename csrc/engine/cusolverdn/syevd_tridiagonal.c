@@ -37,7 +37,6 @@
 
 #define TRD_NB 64  /* the reduction's panel (LAPACK's ?latrd block) */
 #define ORM_NB 128 /* the back-transformation's block of reflectors */
-#define TRD_ALIGN 256
 
 typedef struct cplx {
   double re, im;
@@ -107,45 +106,34 @@ static void c_store(jmg_dtype t, void *p, cplx v) {
   }
 }
 
-static size_t aligned(size_t bytes) {
-  return (bytes + TRD_ALIGN - 1) / TRD_ALIGN * TRD_ALIGN;
-}
-
-/* Where each buffer sits in the call's device workspace (byte offsets). */
+/* Where each buffer sits in the call's device workspace (byte offsets of
+ * its parts, cuda/call.h). */
 typedef struct trd_layout {
-  size_t z, wp, vb, w1, w2, td, gd, total;
+  size_t z, wp, vb, w1, w2, td, gd;
 } trd_layout;
 
-static trd_layout layout_of(int64_t n, jmg_dtype t, int want_vectors) {
+static trd_layout layout_of(int64_t n, jmg_dtype t, int want_vectors,
+                            jmg_cuda_work *w) {
   const size_t es = jmg_dtype_size(t), nn = (size_t)n;
   trd_layout l;
   memset(&l, 0, sizeof l);
-  size_t at = 0;
+  if (want_vectors) /* T's eigenvectors, then A's: n x n */
+    l.z = jmg_cuda_work_part(w, nn * nn * es);
+  l.wp = jmg_cuda_work_part(w, nn * TRD_NB * es); /* ?latrd's W: n x TRD_NB */
   if (want_vectors) {
-    l.z = at; /* T's eigenvectors, then A's: n x n */
-    at += aligned(nn * nn * es);
+    /* a block of reflectors, unit diagonal: n x ORM_NB */
+    l.vb = jmg_cuda_work_part(w, nn * ORM_NB * es);
+    l.w1 = jmg_cuda_work_part(w, ORM_NB * nn * es);     /* V^H Z: ORM_NB x n */
+    l.w2 = jmg_cuda_work_part(w, ORM_NB * nn * es);     /* T_b V^H Z */
+    l.td = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es); /* T_b */
+    l.gd = jmg_cuda_work_part(w, ORM_NB * ORM_NB * es); /* V^H V */
   }
-  l.wp = at; /* ?latrd's W: n x TRD_NB */
-  at += aligned(nn * TRD_NB * es);
-  if (want_vectors) {
-    l.vb = at; /* a block of reflectors, unit diagonal: n x ORM_NB */
-    at += aligned(nn * ORM_NB * es);
-    l.w1 = at; /* V^H Z: ORM_NB x n */
-    at += aligned(ORM_NB * nn * es);
-    l.w2 = at; /* T_b V^H Z */
-    at += aligned(ORM_NB * nn * es);
-    l.td = at; /* T_b */
-    at += aligned(ORM_NB * ORM_NB * es);
-    l.gd = at; /* V^H V */
-    at += aligned(ORM_NB * ORM_NB * es);
-  }
-  l.total = at;
   return l;
 }
 
-size_t jmg_dn_syevd_tridiagonal_bytes(int64_t n, jmg_dtype dtype,
-                                      int want_vectors) {
-  return layout_of(n, dtype, want_vectors).total;
+void jmg_dn_syevd_tridiagonal_workspace(int64_t n, jmg_dtype dtype,
+                                        int want_vectors, jmg_cuda_work *w) {
+  (void)layout_of(n, dtype, want_vectors, w);
 }
 
 /* One run's state. */
@@ -165,18 +153,18 @@ typedef struct trd {
   ((char *)(base) + ((size_t)(r) + (size_t)(c) * (size_t)(ld)) * es)
 
 static int blas_ok(trd *s, cublasStatus_t st) {
-  return JMG_CUBLAS_TRY(st, s->call->op, s->err);
+  return JMG_CUBLAS_TRY(st, s->call->cuda.op, s->err);
 }
 
 static int cuda_ok(trd *s, cudaError_t st) {
-  return JMG_CUDA_TRY(st, s->call->op, s->err);
+  return JMG_CUDA_TRY(st, s->call->cuda.op, s->err);
 }
 
 /* Brings `bytes` from the device to the host and waits for them. */
 static int fetch(trd *s, void *host, const void *dev, size_t bytes) {
   int rc = cuda_ok(s, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost,
-                                      s->call->stream));
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
+                                      s->call->cuda.stream));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   return rc;
 }
 
@@ -227,7 +215,7 @@ static int larfg(trd *s, void *p, int64_t len, double *beta, cplx *tau) {
   /* From pageable memory: the copy has taken buf when it returns. */
   if (rc == 0)
     rc = cuda_ok(s, cudaMemcpyAsync(p, buf, es, cudaMemcpyHostToDevice,
-                                    s->call->stream));
+                                    s->call->cuda.stream));
   return rc;
 }
 
@@ -308,14 +296,14 @@ static int sytrd(trd *s, char *wp) {
   /* The diagonal (its real parts: her2k and hemv keep them real). */
   void *diag = rc == 0 ? malloc((size_t)n * es) : NULL;
   if (rc == 0 && diag == NULL)
-    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->op, "malloc",
+    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->cuda.op, "malloc",
                        "cannot allocate T's diagonal (%lld elements)",
                        (long long)n);
   if (rc == 0)
     rc = cuda_ok(s, cudaMemcpy2DAsync(diag, es, s->a, ((size_t)n + 1) * es, es,
                                       (size_t)n, cudaMemcpyDeviceToHost,
-                                      s->call->stream));
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
+                                      s->call->cuda.stream));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   for (int64_t j = 0; rc == 0 && j < n; ++j)
     s->d[j] = c_load(s->t, (char *)diag + (size_t)j * es).re;
   free(diag);
@@ -335,19 +323,91 @@ static int to_z(void *ctx, int64_t first, int64_t count, const void *chunk,
   trd *s = k->s;
   const size_t es = s->es;
   (void)err; /* s->err is the same */
-  int rc = cuda_ok(s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
-                                      (size_t)s->n * (size_t)count * es,
-                                      cudaMemcpyHostToDevice, s->call->stream));
+  int rc =
+      cuda_ok(s, cudaMemcpyAsync(AT(k->z, s->n, 0, first), chunk,
+                                 (size_t)s->n * (size_t)count * es,
+                                 cudaMemcpyHostToDevice, s->call->cuda.stream));
   /* The chunk's buffer is reused when this returns. */
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->stream));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   return rc;
 }
 
 /* Z = Q Z (?ormtr / ?unmtr, lower, left, no transpose): Q = H(0) ... H(n-2),
  * H(j) acting on rows j+1 .. n-1 with v(j+1) = 1 and v below from A(:, j).
  * Host scratch: three ORM_NB x ORM_NB matrices. */
-static int ormtr(trd *s, char *work, const trd_layout *l) {
+/* The host scratch of the back-transformation: a block's top kb x kb
+ * (htop), V^H V (hg), and T_b and a column of it in double (tb, g). */
+typedef struct orm_host {
+  char *htop, *hg;
+  cplx *tb, *g;
+} orm_host;
+
+/* vb = V, the kb reflectors of the block at column j0: A(j0+1:n,
+ * j0:j0+kb), its top kb x kb made unit lower triangular (on the host). */
+static int block_reflectors(trd *s, int64_t j0, int64_t kb, char *vb,
+                            const orm_host *h) {
   const jmg_dtype t = s->t;
+  const size_t es = s->es;
+  const int64_t n = s->n, mm = n - 1 - j0;
+  const cudaStream_t st = s->call->cuda.stream;
+  int rc =
+      cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, AT(s->a, n, j0 + 1, j0),
+                                   (size_t)n * es, (size_t)mm * es, (size_t)kb,
+                                   cudaMemcpyDeviceToDevice, st));
+  if (rc == 0)
+    rc = cuda_ok(s, cudaMemcpy2DAsync(h->htop, (size_t)kb * es, vb,
+                                      (size_t)n * es, (size_t)kb * es,
+                                      (size_t)kb, cudaMemcpyDeviceToHost, st));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
+  if (rc != 0) return rc;
+  const cplx zero = {0.0, 0.0}, one = {1.0, 0.0};
+  for (int64_t c = 0; c < kb; ++c)
+    for (int64_t r = 0; r <= c; ++r)
+      c_store(t, h->htop + ((size_t)r + (size_t)c * (size_t)kb) * es,
+              r == c ? one : zero);
+  return cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, h->htop,
+                                      (size_t)kb * es, (size_t)kb * es,
+                                      (size_t)kb, cudaMemcpyHostToDevice, st));
+}
+
+/* td = T_b of the block at column j0 (?larft, forward, columnwise), made
+ * on the host from G = V^H V (gd, upper): T(c,c) = tau_c, T(0:c, c) =
+ * -tau_c T(0:c, 0:c) G(0:c, c). */
+static int larft(trd *s, int64_t j0, int64_t kb, int64_t mm, const char *vb,
+                 char *gd, char *td, const orm_host *h) {
+  const jmg_dtype t = s->t;
+  const size_t es = s->es;
+  int rc = blas_ok(s, jmg_cublas_herk_64(s->blas, t, CUBLAS_FILL_MODE_UPPER, kb,
+                                         mm, vb, s->n, 0.0, gd, kb));
+  if (rc == 0) rc = fetch(s, h->hg, gd, (size_t)(kb * kb) * es);
+  if (rc != 0) return rc;
+  cplx *tb = h->tb, *g = h->g;
+  const cplx zero = {0.0, 0.0};
+  for (int64_t c = 0; c < kb; ++c) {
+    const cplx tc = s->tau[j0 + c], mt = {-tc.re, -tc.im};
+    for (int64_t r = 0; r < c; ++r)
+      g[r + c * kb] = c_mul(
+          mt, c_load(t, h->hg + ((size_t)r + (size_t)c * (size_t)kb) * es));
+    for (int64_t r = 0; r < c; ++r) {
+      cplx sum = {0.0, 0.0};
+      for (int64_t q = r; q < c; ++q) {
+        const cplx p = c_mul(tb[r + q * kb], g[q + c * kb]);
+        sum.re += p.re;
+        sum.im += p.im;
+      }
+      tb[r + c * kb] = sum;
+    }
+    tb[c + c * kb] = tc;
+    for (int64_t r = c + 1; r < kb; ++r) tb[r + c * kb] = zero;
+  }
+  for (int64_t q = 0; q < kb * kb; ++q)
+    c_store(t, h->htop + (size_t)q * es, tb[q]);
+  return cuda_ok(s,
+                 cudaMemcpyAsync(td, h->htop, (size_t)(kb * kb) * es,
+                                 cudaMemcpyHostToDevice, s->call->cuda.stream));
+}
+
+static int ormtr(trd *s, char *work, const trd_layout *l) {
   const size_t es = s->es;
   const int64_t n = s->n, nref = n - 1;
   if (nref <= 0) return 0;
@@ -355,69 +415,20 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
        *w2 = work + l->w2, *td = work + l->td, *gd = work + l->gd;
   const size_t blk = (size_t)ORM_NB * ORM_NB * es;
   char *host = malloc(2 * blk);
-  cplx *tb = malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx));
-  cplx *g = malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx));
+  orm_host h = {host, host + blk,
+                malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx)),
+                malloc((size_t)ORM_NB * ORM_NB * sizeof(cplx))};
   int rc = 0;
-  if (host == NULL || tb == NULL || g == NULL)
-    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->op, "malloc",
+  if (host == NULL || h.tb == NULL || h.g == NULL)
+    rc = jmg_error_set(s->err, JMG_ENOMEM, s->call->cuda.op, "malloc",
                        "cannot allocate the back-transformation's host "
                        "scratch");
-  char *htop = host, *hg = host + blk;
-  const cudaStream_t st = s->call->stream;
   const int64_t last = (nref - 1) / ORM_NB * ORM_NB;
   for (int64_t j0 = last; rc == 0 && j0 >= 0; j0 -= ORM_NB) {
     const int64_t kb = nref - j0 < ORM_NB ? nref - j0 : ORM_NB;
     const int64_t mm = n - 1 - j0;
-    /* V: A(j0+1:n, j0:j0+kb), its top kb x kb unit lower triangular */
-    rc = cuda_ok(s,
-                 cudaMemcpy2DAsync(vb, (size_t)n * es, AT(s->a, n, j0 + 1, j0),
-                                   (size_t)n * es, (size_t)mm * es, (size_t)kb,
-                                   cudaMemcpyDeviceToDevice, st));
-    if (rc == 0)
-      rc =
-          cuda_ok(s, cudaMemcpy2DAsync(htop, (size_t)kb * es, vb,
-                                       (size_t)n * es, (size_t)kb * es,
-                                       (size_t)kb, cudaMemcpyDeviceToHost, st));
-    if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
-    if (rc != 0) break;
-    const cplx zero = {0.0, 0.0}, one = {1.0, 0.0};
-    for (int64_t c = 0; c < kb; ++c)
-      for (int64_t r = 0; r <= c; ++r)
-        c_store(t, htop + ((size_t)r + (size_t)c * (size_t)kb) * es,
-                r == c ? one : zero);
-    rc = cuda_ok(s, cudaMemcpy2DAsync(vb, (size_t)n * es, htop, (size_t)kb * es,
-                                      (size_t)kb * es, (size_t)kb,
-                                      cudaMemcpyHostToDevice, st));
-    /* G = V^H V (upper), to the host */
-    if (rc == 0)
-      rc = blas_ok(s, jmg_cublas_herk_64(s->blas, t, CUBLAS_FILL_MODE_UPPER, kb,
-                                         mm, vb, n, 0.0, gd, kb));
-    if (rc == 0) rc = fetch(s, hg, gd, (size_t)(kb * kb) * es);
-    if (rc != 0) break;
-    /* T_b (?larft, forward, columnwise): T(c,c) = tau_c, T(0:c, c) =
-     * -tau_c T(0:c, 0:c) G(0:c, c). */
-    for (int64_t c = 0; c < kb; ++c) {
-      const cplx tc = s->tau[j0 + c], mt = {-tc.re, -tc.im};
-      for (int64_t r = 0; r < c; ++r)
-        g[r + c * kb] = c_mul(
-            mt, c_load(t, hg + ((size_t)r + (size_t)c * (size_t)kb) * es));
-      for (int64_t r = 0; r < c; ++r) {
-        cplx sum = {0.0, 0.0};
-        for (int64_t q = r; q < c; ++q) {
-          const cplx p = c_mul(tb[r + q * kb], g[q + c * kb]);
-          sum.re += p.re;
-          sum.im += p.im;
-        }
-        tb[r + c * kb] = sum;
-      }
-      tb[c + c * kb] = tc;
-      for (int64_t r = c + 1; r < kb; ++r) tb[r + c * kb] = zero;
-    }
-    for (int64_t q = 0; q < kb * kb; ++q)
-      c_store(t, htop + (size_t)q * es, tb[q]);
-    if (rc == 0)
-      rc = cuda_ok(s, cudaMemcpyAsync(td, htop, (size_t)(kb * kb) * es,
-                                      cudaMemcpyHostToDevice, st));
+    rc = block_reflectors(s, j0, kb, vb, &h);
+    if (rc == 0) rc = larft(s, j0, kb, mm, vb, gd, td, &h);
     /* Z(j0+1:n, :) -= V T_b (V^H Z(j0+1:n, :)) */
     char *zs = AT(z, n, j0 + 1, 0);
     if (rc == 0)
@@ -432,11 +443,26 @@ static int ormtr(trd *s, char *work, const trd_layout *l) {
   }
   /* The last block's host copies were from pageable memory (taken when
    * the call returned); wait before freeing nothing the GPU still reads. */
-  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(st));
+  if (rc == 0) rc = cuda_ok(s, cudaStreamSynchronize(s->call->cuda.stream));
   free(host);
-  free(tb);
-  free(g);
+  free(h.tb);
+  free(h.g);
   return rc;
+}
+
+/* sytrd with cuBLAS's atomics allowed: hemv is the reduction's time, and
+ * cuBLAS documents its implementation with atomics as generally
+ * significantly faster (its results may then differ in the last bits from
+ * run to run). The handle's mode is restored. */
+static int sytrd_atomics(trd *s, char *wp) {
+  cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
+  int rc = blas_ok(s, cublasGetAtomicsMode(s->blas, &atomics));
+  if (rc == 0)
+    rc = blas_ok(s, cublasSetAtomicsMode(s->blas, CUBLAS_ATOMICS_ALLOWED));
+  if (rc != 0) return rc;
+  rc = sytrd(s, wp);
+  const int r = blas_ok(s, cublasSetAtomicsMode(s->blas, atomics));
+  return rc != 0 ? rc : r;
 }
 
 int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
@@ -445,11 +471,12 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   const int64_t n = a->n;
   const jmg_dtype t = a->dtype;
   const size_t es = jmg_dtype_size(t), rs = jmg_dtype_real_size(t);
-  const trd_layout l = layout_of(n, t, want_vectors);
+  jmg_cuda_work parts = {0};
+  const trd_layout l = layout_of(n, t, want_vectors, &parts);
   trd s;
   memset(&s, 0, sizeof s);
   s.call = call;
-  s.blas = call->h->blas[0];
+  s.blas = call->blas;
   s.t = t;
   s.es = es;
   s.n = n;
@@ -464,41 +491,29 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
   void *wr = malloc(nn * rs);
   int rc = 0;
   if (s.d == NULL || s.e == NULL || s.tau == NULL || wd == NULL || wr == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, call->op, "malloc",
+    rc = jmg_error_set(err, JMG_ENOMEM, call->cuda.op, "malloc",
                        "cannot allocate T and the eigenvalues on the host "
                        "(N=%lld)",
                        (long long)n);
-  if (rc == 0) rc = blas_ok(&s, cublasSetStream(s.blas, call->stream));
+  if (rc == 0) rc = blas_ok(&s, cublasSetStream(s.blas, call->cuda.stream));
   if (rc == 0)
     rc = blas_ok(&s, cublasSetPointerMode(s.blas, CUBLAS_POINTER_MODE_HOST));
-  char *work = call->work;
-  /* hemv is the reduction's time; cuBLAS documents its implementation with
-   * atomics as generally significantly faster (its results may then differ
-   * in the last bits from run to run). The handle's mode is restored. */
-  cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
-  if (rc == 0) rc = blas_ok(&s, cublasGetAtomicsMode(s.blas, &atomics));
-  if (rc == 0)
-    rc = blas_ok(&s, cublasSetAtomicsMode(s.blas, CUBLAS_ATOMICS_ALLOWED));
-  const int set_atomics = rc == 0;
-  if (rc == 0 && n > 0) rc = sytrd(&s, work + l.wp);
-  if (set_atomics) {
-    const int r = blas_ok(&s, cublasSetAtomicsMode(s.blas, atomics));
-    if (rc == 0) rc = r;
-  }
+  char *work = call->cuda.work;
+  if (rc == 0 && n > 0) rc = sytrd_atomics(&s, work + l.wp);
   jmg_trace_mark("sytrd");
   if (rc == 0 && n > 0 && !want_vectors)
-    rc = jmg_tridiagonal_eigenvalues(call->op, n, s.d, s.e, wd, info, err);
+    rc = jmg_tridiagonal_eigenvalues(call->cuda.op, n, s.d, s.e, wd, info, err);
   z_sink sink = {&s, work + l.z};
   if (rc == 0 && n > 0 && want_vectors)
-    rc = jmg_tridiagonal_eigenvectors(call->op, n, s.d, s.e, wd, t, 0, to_z,
-                                      &sink, info, err);
+    rc = jmg_tridiagonal_eigenvectors(call->cuda.op, n, s.d, s.e, wd, t, 0,
+                                      to_z, &sink, info, err);
   jmg_trace_mark(want_vectors ? "stemr" : "sterf");
   if (rc == 0 && *info == 0 && n > 0 && want_vectors) {
     rc = ormtr(&s, work, &l);
     if (rc == 0)
-      rc = cuda_ok(&s, cudaMemcpyAsync(call->a_data, work + l.z,
-                                       (size_t)n * (size_t)n * es,
-                                       cudaMemcpyDeviceToDevice, call->stream));
+      rc = cuda_ok(&s, cudaMemcpyAsync(
+                           call->a_data, work + l.z, (size_t)n * (size_t)n * es,
+                           cudaMemcpyDeviceToDevice, call->cuda.stream));
     jmg_trace_mark("ormtr");
   }
   const jmg_dtype real = rs == 4 ? JMG_F32 : JMG_F64;
@@ -507,10 +522,11 @@ int jmg_dn_syevd_tridiagonal(jmg_dn_call *call, void *w, int want_vectors,
     c_store(real, (char *)wr + (size_t)j * rs, v);
   }
   if (rc == 0 && *info == 0 && n > 0)
-    rc = cuda_ok(&s, cudaMemcpyAsync(w, wr, (size_t)n * rs,
-                                     cudaMemcpyHostToDevice, call->stream));
+    rc =
+        cuda_ok(&s, cudaMemcpyAsync(w, wr, (size_t)n * rs,
+                                    cudaMemcpyHostToDevice, call->cuda.stream));
   /* wr is pageable: taken when the copy returned; the stream's end is the
-   * engine's read of the info words (the caller's jmg_dn_read_info). */
+   * caller's wait (syevd.c). */
   free(s.d);
   free(s.e);
   free(s.tau);

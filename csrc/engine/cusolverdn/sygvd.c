@@ -6,8 +6,7 @@
  * cuSOLVER has no 64-bit sygvd (cusolverDnX*): these are its 32-bit
  * routines, whose n, lda and lwork are ints. The engine's `supports`
  * refuses sygvd where N * N exceeds INT_MAX, as the same API's potri fails
- * there (potri.c: N = 46,400 failed on an H200, 2026-11-25); the workspace
- * size comes back as an int of elements. */
+ * there (potri.c); the workspace size comes back as an int of elements. */
 #include <limits.h>
 
 #include "common/trace.h"
@@ -40,46 +39,59 @@ static cusolverStatus_t sygvd_lwork(jmg_dn_call *c, const void *b, int n,
   }
 }
 
-static cusolverStatus_t sygvd(jmg_dn_call *c, void *b, int n,
-                              int want_vectors, void *w, int lwork) {
+static cusolverStatus_t sygvd(jmg_dn_call *c, void *b, int n, int want_vectors,
+                              void *w, void *work, int lwork) {
+  int *info = c->cuda.d_info;
   const cusolverEigType_t it = CUSOLVER_EIG_TYPE_1;
   const cusolverEigMode_t jz = jobz(want_vectors);
   const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
   switch (c->a->dtype) {
     case JMG_F32:
-      return cusolverDnSsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              c->work, lwork, c->d_info);
+      return cusolverDnSsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
     case JMG_F64:
-      return cusolverDnDsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              c->work, lwork, c->d_info);
+      return cusolverDnDsygvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
     case JMG_C64:
-      return cusolverDnChegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              c->work, lwork, c->d_info);
+      return cusolverDnChegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
     default:
-      return cusolverDnZhegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w,
-                              c->work, lwork, c->d_info);
+      return cusolverDnZhegvd(c->dn, it, jz, lo, n, c->a_data, n, b, n, w, work,
+                              lwork, info);
   }
 }
 
 int jmg_dn_sygvd_fits(int64_t n) { return n >= 0 && n <= INT_MAX / (n ? n : 1); }
 
-int jmg_dn_sygvd_workspace(jmg_dn_call *call, const void *b, int want_vectors,
-                           const void *w, size_t *device_bytes, int *lwork,
-                           jmg_error *err) {
+/* [sygvd's workspace], *lwork in elements of A's type. */
+static int layout(jmg_dn_call *call, const void *b, int want_vectors,
+                  const void *w, jmg_cuda_work *work, size_t *at, int *lwork,
+                  jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
-  *device_bytes = 0;
+  const char *op = call->cuda.op;
   *lwork = 0;
+  *at = 0;
   if (!jmg_dn_sygvd_fits(a->n))
-    return jmg_error_set(err, JMG_EUNSUPPORTED, call->op, "cuSOLVERDn",
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cuSOLVERDn",
                          "N=%lld: N*N exceeds cusolverDn<t>sygvd's 32-bit int",
                          (long long)a->n);
   int rc = JMG_CUSOLVER_TRY(
-      sygvd_lwork(call, b, (int)a->n, want_vectors, w, lwork), call->op, err);
+      sygvd_lwork(call, b, (int)a->n, want_vectors, w, lwork), op, err);
   if (rc == 0 && *lwork < 0)
-    rc = jmg_error_set(err, JMG_ECUSOLVER, call->op,
-                       "cusolverDn<t>sygvd_bufferSize",
+    rc = jmg_error_set(err, JMG_ECUSOLVER, op, "cusolverDn<t>sygvd_bufferSize",
                        "returned a negative workspace size (%d)", *lwork);
-  if (rc == 0) *device_bytes = (size_t)*lwork * jmg_dtype_size(a->dtype);
+  if (rc == 0)
+    *at = jmg_cuda_work_part(work, (size_t)*lwork * jmg_dtype_size(a->dtype));
+  return rc;
+}
+
+int jmg_dn_sygvd_query(jmg_dn_call *call, const jmg_workspace_query *q,
+                       size_t *bytes, jmg_error *err) {
+  jmg_cuda_work w = {0};
+  size_t at = 0;
+  int lwork = 0;
+  int rc = layout(call, NULL, q->want_vectors, NULL, &w, &at, &lwork, err);
+  *bytes = jmg_cuda_work_alloc_bytes(&w);
   return rc;
 }
 
@@ -87,28 +99,26 @@ int jmg_dn_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
                  const jmg_dist_matrix *b, void *w, int want_vectors, int *info,
                  jmg_error *err) {
   (void)e;
-  const char *op = "sygvd";
   static const char *const names[] = {"cusolverDn<t>sygvd"};
   jmg_dn_call call;
-  size_t dev_bytes = 0;
+  jmg_cuda_work work = {0};
+  size_t at = 0;
   int lwork = 0, h_info = 0;
-  int rc = jmg_dn_begin_call(&call, op, a, err);
+  int rc = jmg_dn_begin(&call, JMG_OP_SYGVD, a, err);
   if (rc == 0 && (b->ndev != 1 || b->n != a->n || b->dtype != a->dtype))
-    rc = jmg_error_set(err, JMG_EINTERNAL, op, "cuSOLVERDn",
+    rc = jmg_error_set(err, JMG_EINTERNAL, "sygvd", "cuSOLVERDn",
                        "B (%d GPUs, N=%lld) is not laid out as A", b->ndev,
                        (long long)b->n);
   void *b_data = rc == 0 ? b->data[0] : NULL;
   if (rc == 0)
-    rc = jmg_dn_sygvd_workspace(&call, b_data, want_vectors, w, &dev_bytes,
-                                &lwork, err);
-  if (rc == 0) rc = jmg_dn_take_workspace(&call, dev_bytes, 0, err);
-  jmg_trace_mark("workspace");
+    rc = layout(&call, b_data, want_vectors, w, &work, &at, &lwork, err);
+  if (rc == 0) rc = jmg_cuda_call_take(&call.cuda, &work, err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(
-        sygvd(&call, b_data, (int)a->n, want_vectors, w, lwork), op, err);
-  if (rc == 0) rc = jmg_dn_read_info(&call, &h_info, 1, names, err);
+    rc = JMG_CUSOLVER_TRY(sygvd(&call, b_data, (int)a->n, want_vectors, w,
+                                jmg_cuda_call_part(&call.cuda, at), lwork),
+                          call.cuda.op, err);
+  rc = jmg_cuda_call_info(&call.cuda, rc, &h_info, 1, names, err);
   jmg_trace_mark("sygvd");
   *info = h_info;
-  jmg_dn_end_call(&call);
-  return rc;
+  return jmg_dn_end(&call, rc, err);
 }

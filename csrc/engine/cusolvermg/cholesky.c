@@ -46,10 +46,10 @@ static int factor_workspace(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
         cusolverMgPotrf_bufferSize(call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
                                    (int)a->n, call->a_ptrs, 1, 1, desc_a, t,
                                    lwork),
-        call->op, err);
-  const jmg_cuda_potrf_handles h = potrf_handles(call->h);
+        call->cuda.op, err);
+  const jmg_cuda_potrf_handles h = potrf_handles(call->cuda.h);
   size_t bytes = 0;
-  int rc = jmg_cuda_potrf_workspace(a, &h, &bytes, call->op, err);
+  int rc = jmg_cuda_potrf_workspace(a, &h, &bytes, call->cuda.op, err);
   const size_t es = jmg_dtype_size(a->dtype);
   *lwork = (int64_t)((bytes + es - 1) / es);
   return rc;
@@ -63,9 +63,9 @@ static int factor(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a, int use_mg,
   const jmg_dist_matrix *a = call->a;
   *h_info = 0;
   if (!use_mg) {
-    const jmg_cuda_potrf_handles h = potrf_handles(call->h);
+    const jmg_cuda_potrf_handles h = potrf_handles(call->cuda.h);
     int64_t info = 0;
-    int rc = jmg_cuda_potrf(a, &h, call->work, &info, call->op, err);
+    int rc = jmg_cuda_potrf(a, &h, call->work, &info, call->cuda.op, err);
     *h_info = (int)info;
     return rc;
   }
@@ -74,7 +74,7 @@ static int factor(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a, int use_mg,
       desc_a, jmg_cuda_data_type(a->dtype), call->work,
       (int64_t)(call->work_bytes / jmg_dtype_size(a->dtype)), h_info);
   if (s != CUSOLVER_STATUS_SUCCESS && *h_info > 0) return 0;
-  return jmg_cusolver_check(s, call->op, "cusolverMgPotrf", err);
+  return jmg_cusolver_check(s, call->cuda.op, "cusolverMgPotrf", err);
 }
 
 int jmg_mg_solve_chunked(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
@@ -98,10 +98,11 @@ int jmg_mg_solve_chunked(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
                           k, call->a_ptrs, 1, 1, desc_a, b_ptrs, 1, 1, desc_b,
                           t, call->work, (int64_t)(call->work_bytes / es),
                           h_info),
-          call->op, err);
-    if (rc == 0) rc = jmg_mg_sync_devices(a, call->op, err);
+          call->cuda.op, err);
+    if (rc == 0) rc = jmg_mg_sync_devices(a, call->cuda.op, err);
     if (rc == 0)
-      rc = jmg_mg_check_info(*h_info, call->op, "cusolverMgPotrs", err);
+      rc = jmg_cuda_call_check_info(&call->cuda, *h_info, "cusolverMgPotrs",
+                                    err);
     if (rc != 0) return rc;
   }
   return 0;
@@ -127,7 +128,7 @@ static int solve_workspace(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
                              call->ctx->handle, CUBLAS_FILL_MODE_LOWER,
                              (int)a->n, k, call->a_ptrs, 1, 1, desc_a, b_ptrs,
                              1, 1, desc_b, jmg_cuda_data_type(a->dtype), lwork),
-                         call->op, err);
+                         call->cuda.op, err);
   return rc;
 }
 
@@ -139,7 +140,7 @@ int jmg_mg_factor_for_solve(jmg_mg_call *call, void *const *b, int64_t nrhs,
   int64_t lw_potrf = 0, lw_potrs = 0;
   int use_mg = 0;
   *h_info = 0;
-  int rc = potrf_choice(call->op, &use_mg, err);
+  int rc = potrf_choice(call->cuda.op, &use_mg, err);
   if (rc == 0)
     rc = jmg_mg_descriptor(call, a->n, a->n, a->tile, t, desc_a, err);
   if (rc == 0) rc = factor_workspace(call, *desc_a, use_mg, &lw_potrf, err);
@@ -147,10 +148,10 @@ int jmg_mg_factor_for_solve(jmg_mg_call *call, void *const *b, int64_t nrhs,
   if (rc == 0)
     rc = jmg_mg_take_workspace(call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs,
                                err);
-  jmg_trace_mark("workspace");
   if (rc == 0) rc = factor(call, *desc_a, use_mg, h_info, err);
-  if (rc == 0) rc = jmg_mg_sync_devices(a, call->op, err);
+  if (rc == 0) rc = jmg_mg_sync_devices(a, call->cuda.op, err);
   jmg_trace_mark("potrf");
-  if (rc == 0) rc = jmg_mg_check_info(*h_info, call->op, "potrf", err);
+  if (rc == 0)
+    rc = jmg_cuda_call_check_info(&call->cuda, *h_info, "potrf", err);
   return rc;
 }

@@ -126,40 +126,24 @@ int jmg_mg_descriptor(jmg_mg_call *call, int64_t rows, int64_t cols,
 
 /* ---- one call's frame -----------------------------------------------------*/
 
-static void name_op(jmg_error *err, const char *op) {
-  if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
-}
-
-int jmg_mg_begin_call(jmg_mg_call *call, const char *op,
-                      const jmg_dist_matrix *a, jmg_error *err) {
+int jmg_mg_begin(jmg_mg_call *call, jmg_op op, const jmg_dist_matrix *a,
+                 jmg_error *err) {
   memset(call, 0, sizeof *call);
-  call->op = op;
   call->a = a;
-  call->group.n = a->ndev;
-  call->group.device_ctx = a->device_ctx;
-  call->mem = jmg_cuda_mem();
-  call->saved_device = -1;
   if (a->n > INT_MAX)
-    return jmg_error_set(err, JMG_EINVAL, op, "cuSOLVERMg",
+    return jmg_error_set(err, JMG_EINVAL, jmg_op_name(op), "cuSOLVERMg",
                          "N=%lld exceeds cuSOLVERMg's 32-bit int",
                          (long long)a->n);
-  int rc = JMG_CUDA_TRY(cudaGetDevice(&call->saved_device), op, err);
-  if (rc == 0)
-    rc = jmg_cuda_handles_acquire(a->device_ctx, a->ndev, "cuSOLVERMg",
-                                  &call->h, err);
-  if (rc == 0) rc = context_of(call->h, &call->ctx, err);
-  if (rc != 0) {
-    name_op(err, op);
-    return rc;
-  }
+  jmg_cuda_call *c = &call->cuda;
+  int rc = jmg_cuda_call_begin(c, jmg_op_name(op), "cuSOLVERMg", a->ndev,
+                               a->device_ctx, JMG_CUDA_CALL_HANDLES, err);
+  if (rc == 0) rc = context_of(c->h, &call->ctx, err);
+  if (rc != 0) return rc;
   for (int d = 0; d < a->ndev; ++d) call->a_ptrs[d] = a->data[d];
   /* Inputs were written on XLA's streams, which each participant synchronized
    * before it joined; the ops layer's copies are on the leader's stream. */
-  rc = call->mem->sync(&call->group, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(
-        cudaSetDevice(((const jmg_cuda_device *)a->device_ctx[0])->device), op,
-        err);
+  rc = c->mem->sync(&c->group, err);
+  if (rc == 0) rc = jmg_cuda_call_device(c, err);
   jmg_trace_mark("engine start");
   return rc;
 }
@@ -167,23 +151,16 @@ int jmg_mg_begin_call(jmg_mg_call *call, const char *op,
 int jmg_mg_take_workspace(jmg_mg_call *call, int64_t lwork, jmg_error *err) {
   size_t esize = jmg_dtype_size(call->a->dtype);
   call->work_bytes = (size_t)(lwork > 0 ? lwork : 1) * esize;
-  for (int d = 0; d < call->a->ndev; ++d) {
-    int rc = call->mem->alloc(&call->group, d, call->work_bytes, &call->work[d],
+  int rc = 0;
+  for (int d = 0; rc == 0 && d < call->a->ndev; ++d)
+    rc = jmg_cuda_call_buffer(&call->cuda, d, call->work_bytes, &call->work[d],
                               err);
-    if (rc != 0) {
-      name_op(err, call->op);
-      return rc;
-    }
-  }
-  return 0;
+  jmg_trace_mark("workspace");
+  return rc;
 }
 
-void jmg_mg_end_call(jmg_mg_call *call) {
-  for (int d = 0; d < call->a->ndev; ++d)
-    if (call->work[d] != NULL)
-      call->mem->release(&call->group, d, call->work[d], call->work_bytes);
-  if (call->h != NULL) jmg_cuda_handles_release(call->h);
-  if (call->saved_device >= 0) cudaSetDevice(call->saved_device);
+int jmg_mg_end(jmg_mg_call *call, int rc, jmg_error *err) {
+  return jmg_cuda_call_end(&call->cuda, rc, err);
 }
 
 int jmg_mg_sync_devices(const jmg_dist_matrix *m, const char *op,
@@ -195,13 +172,6 @@ int jmg_mg_sync_devices(const jmg_dist_matrix *m, const char *op,
     if (rc != 0) return rc;
   }
   return 0;
-}
-
-int jmg_mg_check_info(int info, const char *op, const char *call,
-                      jmg_error *err) {
-  if (info >= 0) return 0;
-  return jmg_error_set(err, JMG_ECUSOLVER, op, call, "argument %d was rejected",
-                       -info);
 }
 
 /* ---- the engine -----------------------------------------------------------*/
@@ -220,10 +190,10 @@ static int mg_supports(const jmg_engine *e, const jmg_problem *p, char *why,
              (long long)p->n);
     return 0;
   }
-  /* Measured on one H200 (N = 2048, 3000, 4096, 2026-11-23):
-   * cusolverMgSyevd returns CUSOLVER_STATUS_INVALID_VALUE whenever T_A >
-   * 1024, and is right below. */
-  if (strcmp(p->op, "syevd") == 0 && p->tile > 1024) {
+  /* cusolverMgSyevd returns CUSOLVER_STATUS_INVALID_VALUE whenever T_A >
+   * 1024, and is right below (docs/gpu-notes.md, "cuSOLVERMg's syevd and
+   * T_A"). */
+  if (p->op == JMG_OP_SYEVD && p->tile > 1024) {
     snprintf(why, why_len,
              "T_A=%lld > 1024: cusolverMgSyevd rejects wider tiles (choose "
              "T_A <= 1024)",

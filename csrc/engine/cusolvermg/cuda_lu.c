@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "cuda/blas.h"
+#include "cuda/call.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/dtype.h"
@@ -82,12 +83,12 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_handles *h, layout *l,
     if (host_i > host) host = host_i;
   }
   if (rc != 0) return rc;
-  l->panel = jmg_tiles_round_up((size_t)a->n * (size_t)a->tile *
-                                jmg_dtype_size(a->dtype));
-  l->dn = jmg_tiles_round_up(dn > 0 ? dn : 1);
-  l->piv = jmg_tiles_round_up((size_t)a->tile * sizeof(int64_t));
-  l->info = jmg_tiles_round_up(sizeof(int));
-  l->piv32 = jmg_tiles_round_up((size_t)a->n * sizeof(int));
+  l->panel =
+      jmg_cuda_align((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
+  l->dn = jmg_cuda_align(dn > 0 ? dn : 1);
+  l->piv = jmg_cuda_align((size_t)a->tile * sizeof(int64_t));
+  l->info = jmg_cuda_align(sizeof(int));
+  l->piv32 = jmg_cuda_align((size_t)a->n * sizeof(int));
   l->host = host;
   return 0;
 }

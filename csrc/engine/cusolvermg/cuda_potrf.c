@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cuda/blas.h"
+#include "cuda/call.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/dtype.h"
@@ -45,11 +46,10 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                               a->tile, t, a->data[0], a->n, t, &dn, &host),
                           op, err);
   if (rc != 0) return rc;
-  l->panel = jmg_tiles_round_up((size_t)a->n * (size_t)a->tile *
-                                jmg_dtype_size(a->dtype));
-  l->dn = jmg_tiles_round_up(dn > 0 ? dn : 1);
-  l->info =
-      jmg_tiles_round_up((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
+  l->panel =
+      jmg_cuda_align((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
+  l->dn = jmg_cuda_align(dn > 0 ? dn : 1);
+  l->info = jmg_cuda_align((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
   l->host = host;
   return 0;
 }

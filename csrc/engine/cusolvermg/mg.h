@@ -28,10 +28,8 @@
 #define DISABLE_CUSOLVERMG_DEPRECATED
 #include <cusolverMg.h>
 
-#include "cuda/device.h"
-#include "cuda/handles.h"
+#include "cuda/call.h"
 #include "engine/engine.h"
-#include "mem/mem.h"
 
 #define JMG_MG_MAX_DEVICES JMG_CUDA_MAX_DEVICES
 
@@ -43,28 +41,26 @@ struct jmg_mg_context {
   cudaLibMgGrid_t grid;
 };
 
-/* One call's frame: the device set (locked), the saved current device, A's
- * pointers as cuSOLVERMg takes them, the workspace on every device. */
+/* One call's frame: the CUDA call frame (cuda/call.h: the device set
+ * locked with its handles, the grid's first GPU current, buffers returned
+ * at the end) and cuSOLVERMg's view: its state of the device set, A's
+ * pointers as it takes them, the workspace on every device. */
 typedef struct jmg_mg_call {
-  const char *op;
+  jmg_cuda_call cuda;
   const jmg_dist_matrix *a;
-  jmg_mem_group group; /* a's participants, for the memory operations */
-  const jmg_mem *mem;
-  jmg_cuda_handles *h;
   jmg_mg_context *ctx;
-  int saved_device;
   void *a_ptrs[JMG_MG_MAX_DEVICES];
   void *work[JMG_MG_MAX_DEVICES];
   size_t work_bytes;
 } jmg_mg_call;
 
-/* Starts a call: checks N, locks the device set, waits for the
- * participants' streams and makes the grid's first GPU current. End it with
- * jmg_mg_end_call whatever this returns. */
-int jmg_mg_begin_call(jmg_mg_call *call, const char *op,
-                      const jmg_dist_matrix *a, jmg_error *err);
-/* Returns the workspace, unlocks the device set, restores the device. */
-void jmg_mg_end_call(jmg_mg_call *call);
+/* Starts a call of op: checks N, begins the frame on a's devices, waits for
+ * the participants' streams and leaves the grid's first GPU current. End it
+ * with jmg_mg_end whatever this returns. */
+int jmg_mg_begin(jmg_mg_call *call, jmg_op op, const jmg_dist_matrix *a,
+                 jmg_error *err);
+/* Ends the frame (jmg_cuda_call_end): returns rc, or the end's failure. */
+int jmg_mg_end(jmg_mg_call *call, int rc, jmg_error *err);
 
 /* Takes lwork elements of the matrix's type on every device. */
 int jmg_mg_take_workspace(jmg_mg_call *call, int64_t lwork, jmg_error *err);
@@ -79,10 +75,6 @@ int jmg_mg_descriptor(jmg_mg_call *call, int64_t rows, int64_t cols,
  * and leaves the grid's first GPU current, as NVIDIA's samples call it. */
 int jmg_mg_sync_devices(const jmg_dist_matrix *m, const char *op,
                         jmg_error *err);
-
-/* A negative info (a rejected argument) is an error. */
-int jmg_mg_check_info(int info, const char *op, const char *call,
-                      jmg_error *err);
 
 /* The step potrs and potri share (cholesky.c): A's descriptor, a workspace
  * large enough for potrf and for potrs in chunks of up to nrhs right-hand
@@ -103,8 +95,8 @@ int jmg_mg_solve_chunked(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
                          jmg_error *err);
 
 /* cuSOLVERMg's potrs gives wrong entries past the 2048th right-hand side of
- * a B tile (seen on 2 and 4 H200s, CUDA 13.0: rows and columns past 2048 off
- * by 1e-4 relative), so right-hand sides go in chunks of at most this many. */
+ * a B tile (docs/gpu-notes.md, "Three defects of cuSOLVERMg 13.0"), so
+ * right-hand sides go in chunks of at most this many. */
 #define JMG_MG_MAX_RHS_CHUNK 2048
 
 int jmg_mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,

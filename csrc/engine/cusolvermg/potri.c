@@ -1,8 +1,5 @@
 /* potri with cuSOLVERMg: the inverse by solves against the identity, slab
  * by slab, then the Hermitian fill of its upper triangle (mg.h). */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "engine/cuda_hermitian.h"
@@ -19,27 +16,28 @@ static cudaStream_t stream_of(const jmg_dist_matrix *a, int d) {
  * in place. A keeps its factor until every slab is done, then takes the
  * result: the inverse in the contiguous layout.
  *
- * cuSOLVERMg's potri is not used, nor potrs with B spread over the GPUs: on 2
- * and 4 H200s (CUDA 13.0) both gave entries wrong by 1e-4 relative in rows and
- * columns past 2048, for every T_A tried, while one GPU was right (the same
- * defect as potrs past 2048 right-hand sides, see JMG_MG_MAX_RHS_CHUNK). This
+ * cuSOLVERMg's potri is not used, nor potrs with B spread over the GPUs:
+ * on several GPUs both give wrong entries in rows and columns past 2048
+ * (docs/gpu-notes.md, "Three defects of cuSOLVERMg 13.0"; the same defect
+ * as potrs past 2048 right-hand sides, see JMG_MG_MAX_RHS_CHUNK). This
  * costs a second copy of the shard on every GPU. */
 static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
-  const char *op = "potri";
   jmg_mg_call call;
-  int rc = jmg_mg_begin_call(&call, op, a, err);
+  int rc = jmg_mg_begin(&call, JMG_OP_POTRI, a, err);
+  jmg_cuda_call *c = &call.cuda;
+  const char *op = c->op;
   const int n = (int)a->n, r = (int)a->local_cols;
   const size_t es = jmg_dtype_size(a->dtype);
   const size_t shard_bytes = (size_t)a->n * (size_t)a->local_cols * es;
   void *x[JMG_MG_MAX_DEVICES] = {0};
   cudaLibMgMatrixDesc_t desc_a = NULL;
-  char *ones = calloc((size_t)r, es);
-  if (rc == 0 && ones == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc", "cannot allocate ones");
+  char *ones = NULL;
+  if (rc == 0)
+    rc = jmg_cuda_call_buffer(c, JMG_HOST, (size_t)r * es, (void **)&ones, err);
   for (int i = 0; rc == 0 && i < r; ++i)
     jmg_dtype_set_one(a->dtype, ones + (size_t)i * es);
   for (int d = 0; rc == 0 && d < a->ndev; ++d)
-    rc = call.mem->alloc(&call.group, d, shard_bytes, &x[d], err);
+    rc = jmg_cuda_call_buffer(c, d, shard_bytes, &x[d], err);
   int h_info = 0;
   if (rc == 0) rc = jmg_mg_factor_for_solve(&call, x, r, &desc_a, &h_info, err);
   const cudaStream_t s0 = rc == 0 ? stream_of(a, 0) : NULL;
@@ -56,7 +54,7 @@ static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
     if (rc == 0)
       rc = jmg_mg_solve_chunked(&call, desc_a, x[0], r, x, &h_info, err);
     if (rc == 0 && d != 0)
-      rc = call.mem->copy(&call.group, x[d], d, x[0], 0, shard_bytes, err);
+      rc = c->mem->copy(&c->group, x[d], d, x[0], 0, shard_bytes, err);
     if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s0), op, err);
   }
   for (int d = 0; rc == 0 && h_info == 0 && d < a->ndev; ++d)
@@ -64,28 +62,19 @@ static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
         JMG_CUDA_TRY(cudaMemcpyAsync(a->data[d], x[d], shard_bytes,
                                      cudaMemcpyDeviceToDevice, stream_of(a, d)),
                      op, err);
-  if (rc == 0) rc = call.mem->sync(&call.group, err);
+  if (rc == 0) rc = c->mem->sync(&c->group, err);
   jmg_trace_mark("potri slabs");
   *info = h_info;
-  /* After a failure copies may still run on x: wait before returning it. */
-  if (rc != 0) {
-    jmg_error ignored;
-    call.mem->sync(&call.group, &ignored);
-    if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
-  }
-  for (int d = 0; d < a->ndev; ++d)
-    if (x[d] != NULL) call.mem->release(&call.group, d, x[d], shard_bytes);
-  free(ones);
-  jmg_mg_end_call(&call);
-  return rc;
+  /* After a failure copies may still run on x: the end waits for them
+   * before x goes back. */
+  return jmg_mg_end(&call, rc, err);
 }
 
 static int fill_upper(const jmg_dist_matrix *a, jmg_error *err) {
   jmg_mg_call call;
-  int rc = jmg_mg_begin_call(&call, "potri", a, err);
-  if (rc == 0) rc = jmg_cuda_hermitian_fill(a, call.h->blas, err);
-  jmg_mg_end_call(&call);
-  return rc;
+  int rc = jmg_mg_begin(&call, JMG_OP_POTRI, a, err);
+  if (rc == 0) rc = jmg_cuda_hermitian_fill(a, call.cuda.h->blas, err);
+  return jmg_mg_end(&call, rc, err);
 }
 
 /* The solves give the lower triangle right; the contract wants both. The

@@ -1,7 +1,6 @@
 /* potrs with cuSOLVERMg: the tiled factorization, then cuSOLVERMg's solves
- * in chunks of right-hand sides (mg.h), and the factor's diagonal when asked. */
-#include <stdio.h>
-
+ * in chunks of right-hand sides (mg.h), and the factor's diagonal when asked.
+ */
 #include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
@@ -40,9 +39,8 @@ static int read_diagonal(const jmg_dist_matrix *a, void *diag, const char *op,
 int jmg_mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                  int64_t nrhs, void *diag, int *info, jmg_error *err) {
   (void)e;
-  const char *op = "potrs";
   jmg_mg_call call;
-  int rc = jmg_mg_begin_call(&call, op, a, err);
+  int rc = jmg_mg_begin(&call, JMG_OP_POTRS, a, err);
   /* cuSOLVERMg wants a B pointer on every GPU of its grid, though B's one
    * column tile lies on the first: buffers of a chunk's size on the others,
    * taken before anything is written (the JMG_ENOMEM contract). */
@@ -51,9 +49,7 @@ int jmg_mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   void *bs[JMG_MG_MAX_DEVICES] = {0};
   bs[0] = b;
   for (int d = 1; rc == 0 && k > 0 && d < a->ndev; ++d)
-    rc = call.mem->alloc(&call.group, d, b_bytes, &bs[d], err);
-  if (rc != 0 && err->op[0] == '\0')
-    snprintf(err->op, sizeof err->op, "%s", op);
+    rc = jmg_cuda_call_buffer(&call.cuda, d, b_bytes, &bs[d], err);
   cudaLibMgMatrixDesc_t desc_a = NULL;
   int h_info = 0;
   if (rc == 0)
@@ -62,14 +58,12 @@ int jmg_mg_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
     rc = jmg_mg_solve_chunked(&call, desc_a, b, nrhs, bs, &h_info, err);
   /* After the solves, which leave the factor as it is: read_diagonal moves
    * the current device, which cuSOLVERMg's calls expect on the first GPU
-   * (jmg_mg_end_call restores the caller's). */
+   * (the end of the call restores the caller's). */
   if (rc == 0 && h_info == 0 && diag != NULL)
-    rc = read_diagonal(a, diag, op, err);
+    rc = read_diagonal(a, diag, call.cuda.op, err);
   jmg_trace_mark("potrs");
   *info = h_info;
-  for (int d = 1; d < a->ndev && d < JMG_MG_MAX_DEVICES; ++d)
-    if (bs[d] != NULL) call.mem->release(&call.group, d, bs[d], b_bytes);
-  jmg_mg_end_call(&call);
+  rc = jmg_mg_end(&call, rc, err);
   jmg_trace_mark("release");
   return rc;
 }

@@ -5,12 +5,6 @@
 
 #include "cuda/check.h"
 
-#define ALIGN 256
-
-size_t jmg_tiles_round_up(size_t bytes) {
-  return (bytes + ALIGN - 1) / ALIGN * ALIGN;
-}
-
 int jmg_tiles_check(const jmg_dist_matrix *a, const char *who, const char *op,
                     jmg_error *err) {
   if (a->ndev < 1 || a->ndev > JMG_CUDA_MAX_DEVICES)

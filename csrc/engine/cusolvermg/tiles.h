@@ -29,9 +29,6 @@ typedef struct jmg_tiles {
   cudaStream_t stream[JMG_CUDA_MAX_DEVICES]; /* set by jmg_tiles_start_device */
 } jmg_tiles;
 
-/* Pieces of a device's workspace start at multiples of this (XLA's). */
-size_t jmg_tiles_round_up(size_t bytes);
-
 /* Fails unless 1 <= ndev <= JMG_CUDA_MAX_DEVICES and n is a multiple of
  * tile * ndev within cuBLAS's 32-bit sizes; who names the routine. */
 int jmg_tiles_check(const jmg_dist_matrix *a, const char *who, const char *op,

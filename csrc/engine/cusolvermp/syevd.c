@@ -12,70 +12,54 @@
  *
  * The eigenvalues (ascending, "an array of global size N", replicated) go
  * to w, on the device, and are broadcast from rank 0 as well, so that
- * every rank has rank 0's whatever the library leaves on the others.
- *
- * One rank holding the whole matrix runs the cuSOLVERDn engine's syevd
- * instead (mp.h, mp_one_gpu_view, says why): no scratch Z there, and
- * eigenvalues alone cost less than both. */
+ * every rank has rank 0's whatever the library leaves on the others. */
 #include <string.h>
 
 #include "common/trace.h"
-#include "cuda/check.h"
 #include "engine/cusolvermp/mp.h"
 
 int jmg_mp_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
                  int want_vectors, int *info, jmg_error *err) {
   (void)e;
-  mp_one_gpu one;
-  if (mp_one_gpu_view(a, &one))
-    return jmg_cusolverdn_engine.leader.syevd(&jmg_cusolverdn_engine,
-                                              &one.view, w, want_vectors,
-                                              info, err);
-  mp_call c;
-  int *d_info = NULL;
+  jmg_mp_call c;
   void *q = NULL;
-  int rc = mp_begin(&c, "syevd", a, err);
-  if (rc == 0) rc = mp_take(&c, sizeof(int), (void **)&d_info, err);
+  int rc = jmg_mp_begin(&c, JMG_OP_SYEVD, a, err);
   if (rc == 0)
-    rc = mp_take(&c, (size_t)a->ld * (size_t)a->cols * c.elem, &q, err);
-  rc = mp_agree(&c, rc, err);
+    rc = jmg_mp_take(&c, (size_t)a->ld * (size_t)a->cols * c.elem, &q, err);
+  rc = jmg_mp_agree(&c, rc, err);
 
   const jmg_mp_api *api = c.api;
   char compz[2] = {'Z', '\0'};
   jmg_mp_desc_t da = NULL, dq = NULL;
   if (rc == 0) {
     size_t d1 = 0, h1 = 0;
-    rc = mp_grid(&c, err);
-    if (rc == 0) rc = mp_desc_a(&c, &da, err);
-    if (rc == 0) rc = mp_desc_a(&c, &dq, err);
+    rc = jmg_mp_grid(&c, err);
+    if (rc == 0) rc = jmg_mp_desc_a(&c, &da, err);
+    if (rc == 0) rc = jmg_mp_desc_a(&c, &dq, err);
     if (rc == 0)
-      rc = mp_check(api->syevd_buffer_size(c.handle, compz,
-                                           CUBLAS_FILL_MODE_LOWER, a->n,
-                                           a->data, 1, 1, da, w, q, 1, 1, dq,
-                                           c.type, &d1, &h1),
-                    &c, "cusolverMpSyevd_bufferSize", err);
-    if (rc == 0) rc = mp_take_work(&c, d1, h1, err);
-    rc = mp_agree(&c, rc, err);
-    jmg_trace_mark("engine start");
+      rc =
+          jmg_mp_check(api->syevd_buffer_size(
+                           c.handle, compz, CUBLAS_FILL_MODE_LOWER, a->n,
+                           a->data, 1, 1, da, w, q, 1, 1, dq, c.type, &d1, &h1),
+                       &c, "cusolverMpSyevd_bufferSize", err);
+    rc = jmg_mp_take_work(&c, rc, d1, h1, 0, 0, err);
   }
 
   int f = 0;
   if (rc == 0) {
-    rc = JMG_CUDA_TRY(cudaMemsetAsync(d_info, 0, sizeof(int), c.stream),
-                      c.op, err);
+    rc = jmg_mp_zero_info(&c, err);
     if (rc == 0)
-      rc = mp_check(api->syevd(c.handle, compz, CUBLAS_FILL_MODE_LOWER, a->n,
-                               a->data, 1, 1, da, w, q, 1, 1, dq, c.type,
-                               c.d_work, c.d_bytes, c.h_work, c.h_bytes,
-                               d_info),
-                    &c, "cusolverMpSyevd", err);
-    rc = mp_agree_info(&c, rc, d_info, "cusolverMpSyevd", &f, err);
+      rc = jmg_mp_check(
+          api->syevd(c.handle, compz, CUBLAS_FILL_MODE_LOWER, a->n, a->data, 1,
+                     1, da, w, q, 1, 1, dq, c.type, c.d_work, c.d_bytes,
+                     c.cuda.host_work, c.h_bytes, c.cuda.d_info),
+          &c, "cusolverMpSyevd", err);
+    rc = jmg_mp_agree_info(&c, rc, "cusolverMpSyevd", &f, err);
     jmg_trace_mark("syevd");
   }
   /* f > 0: did not converge; w and A are left to the ops layer (NaN). */
   if (rc == 0 && f == 0)
-    rc = mp_eig_outputs(&c, w, want_vectors ? q : NULL, err);
+    rc = jmg_mp_eig_outputs(&c, w, want_vectors ? q : NULL, err);
   if (rc == 0) *info = f;
-  mp_end(&c);
-  return rc;
+  return jmg_mp_end(&c, rc, err);
 }

@@ -3,7 +3,7 @@
  * - lu_solve's transposed solve: cusolverMpGetrs solves with A only ("Only
  *   CUBLAS_OP_N is currently supported", functions.html), so the ranks
  *   factor Aᵀ;
- * - potri's Hermitian matrices (mp_hermitian): cusolverMpGels, which
+ * - potri's Hermitian matrices (jmg_mp_hermitian): cusolverMpGels, which
  *   inverts, reads both triangles; jaxmg's ops give the lower one.
  *
  * Block (p, q) of dst is block (q, p) of src, transposed (conjugated too
@@ -57,22 +57,22 @@ static cublasStatus_t copy_lower(cublasHandle_t h, jmg_dtype t, int n,
   return st;
 }
 
-int mp_transpose_take(mp_call *c, mp_stage *s, jmg_error *err) {
+int jmg_mp_transpose_take(jmg_mp_call *c, jmg_mp_stage *s, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   memset(s, 0, sizeof *s);
   int rc = 0;
   if (a->ld > INT_MAX || a->nb > INT_MAX)
-    rc = jmg_error_set(err, JMG_EUNSUPPORTED, c->op, "cublasXgeam",
+    rc = jmg_error_set(err, JMG_EUNSUPPORTED, c->cuda.op, "cublasXgeam",
                        "ld %lld or T_A %lld exceeds cuBLAS's int",
                        (long long)a->ld, (long long)a->nb);
   if (rc == 0)
-    rc = mp_take(c, (size_t)(a->rows * a->nb) * c->elem, &s->send, err);
+    rc = jmg_mp_take(c, (size_t)(a->rows * a->nb) * c->elem, &s->send, err);
   if (rc == 0)
-    rc = mp_take(c, (size_t)(a->nb * a->cols) * c->elem, &s->recv, err);
+    rc = jmg_mp_take(c, (size_t)(a->nb * a->cols) * c->elem, &s->recv, err);
   if (rc == 0)
-    rc = mp_take(c, (size_t)(a->nb * (a->nb + 1) / 2) * c->elem, &s->tri,
-                 err);
-  if (rc == 0) rc = mp_handles(c, err);
+    rc = jmg_mp_take(c, (size_t)(a->nb * (a->nb + 1) / 2) * c->elem, &s->tri,
+                     err);
+  if (rc == 0) rc = jmg_mp_handles(c, err);
   return rc;
 }
 
@@ -82,7 +82,7 @@ static int64_t block_len(const jmg_local_matrix *a, int64_t k) {
 }
 
 /* Where block (p, q) starts in its owner's part. */
-static size_t block_off(const mp_call *c, int64_t p, int64_t q) {
+static size_t block_off(const jmg_mp_call *c, int64_t p, int64_t q) {
   const jmg_local_matrix *a = c->a;
   size_t row = (size_t)((p / a->grid_rows) * a->mb);
   size_t col = (size_t)((q / a->grid_cols) * a->nb);
@@ -93,15 +93,15 @@ static int owner(const jmg_local_matrix *a, int64_t p, int64_t q) {
   return (int)((p % a->grid_rows) + (q % a->grid_cols) * a->grid_rows);
 }
 
-int mp_transpose(mp_call *c, const void *src, void *dst, int conj,
-                 mp_stage *s, jmg_error *err) {
+int jmg_mp_transpose(jmg_mp_call *c, const void *src, void *dst, int conj,
+                     jmg_mp_stage *s, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const int64_t T = (a->n + a->nb - 1) / a->nb;
   const int64_t R = a->grid_rows, C = a->grid_cols;
   const cublasOperation_t op = conj ? CUBLAS_OP_C : CUBLAS_OP_T;
   const size_t e = c->elem;
-  cublasHandle_t h = c->blas->blas[0];
-  int rc = JMG_CUBLAS_TRY(cublasSetStream(h, c->stream), c->op, err);
+  cublasHandle_t h = c->cuda.h->blas[0];
+  int rc = JMG_CUBLAS_TRY(cublasSetStream(h, c->cuda.stream), c->cuda.op, err);
   for (int64_t r = 0; rc == 0 && r < T; ++r) {
     const int sending = r % C == c->mycol, receiving = r % R == c->myrow;
     /* Pack: blocks (p, r) of src held here, transposed: (r, p) of dst. */
@@ -110,53 +110,53 @@ int mp_transpose(mp_call *c, const void *src, void *dst, int conj,
       int64_t rows = block_len(a, p), cols = block_len(a, r);
       rc = JMG_CUBLAS_TRY(
           jmg_cublas_geam(h, a->dtype, op, (int)cols, (int)rows,
-               (const char *)src + block_off(c, p, r), (int)a->ld,
-               (char *)s->send + off, (int)cols),
-          c->op, err);
+                          (const char *)src + block_off(c, p, r), (int)a->ld,
+                          (char *)s->send + off, (int)cols),
+          c->cuda.op, err);
       off += (size_t)(rows * cols) * e;
     }
-    if (rc == 0) rc = a->comm_ops->group_begin(c->op, err);
+    if (rc == 0) rc = a->comm_ops->group_begin(c->cuda.op, err);
     off = 0;
     for (int64_t p = c->myrow; sending && rc == 0 && p < T; p += R) {
       size_t bytes = (size_t)(block_len(a, p) * block_len(a, r)) * e;
       rc = a->comm_ops->send(a->comm, (char *)s->send + off, bytes,
-                             owner(a, r, p), a->device_ctx, c->op, err);
+                             owner(a, r, p), a->device_ctx, c->cuda.op, err);
       off += bytes;
     }
     off = 0;
     for (int64_t q = c->mycol; receiving && rc == 0 && q < T; q += C) {
       size_t bytes = (size_t)(block_len(a, r) * block_len(a, q)) * e;
       rc = a->comm_ops->recv(a->comm, (char *)s->recv + off, bytes,
-                             owner(a, q, r), a->device_ctx, c->op, err);
+                             owner(a, q, r), a->device_ctx, c->cuda.op, err);
       off += bytes;
     }
     jmg_error ignored;
-    int end = a->comm_ops->group_end(c->op, rc == 0 ? err : &ignored);
+    int end = a->comm_ops->group_end(c->cuda.op, rc == 0 ? err : &ignored);
     if (rc == 0) rc = end;
     /* Unpack: blocks (r, q) of dst held here. */
     off = 0;
     for (int64_t q = c->mycol; receiving && rc == 0 && q < T; q += C) {
       int64_t rows = block_len(a, r), cols = block_len(a, q);
       rc = JMG_CUDA_TRY(
-          cudaMemcpy2DAsync((char *)dst + block_off(c, r, q),
-                            (size_t)a->ld * e, (char *)s->recv + off,
-                            (size_t)rows * e, (size_t)rows * e, (size_t)cols,
-                            cudaMemcpyDeviceToDevice, c->stream),
-          c->op, err);
+          cudaMemcpy2DAsync((char *)dst + block_off(c, r, q), (size_t)a->ld * e,
+                            (char *)s->recv + off, (size_t)rows * e,
+                            (size_t)rows * e, (size_t)cols,
+                            cudaMemcpyDeviceToDevice, c->cuda.stream),
+          c->cuda.op, err);
       off += (size_t)(rows * cols) * e;
     }
   }
   return rc;
 }
 
-int mp_hermitian(mp_call *c, const void *src, void *dst, mp_stage *s,
-                 jmg_error *err) {
+int jmg_mp_hermitian(jmg_mp_call *c, const void *src, void *dst,
+                     jmg_mp_stage *s, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const int64_t T = (a->n + a->nb - 1) / a->nb;
   const int64_t R = a->grid_rows, C = a->grid_cols;
   const size_t e = c->elem;
   /* dst = srcᴴ: its strict upper triangle is final. */
-  int rc = mp_transpose(c, src, dst, 1, s, err);
+  int rc = jmg_mp_transpose(c, src, dst, 1, s, err);
   /* The lower triangle from src: whole blocks below the diagonal, and the
    * lower triangles of the diagonal blocks. */
   for (int64_t q = c->mycol; rc == 0 && q < T; q += C)
@@ -169,12 +169,12 @@ int mp_hermitian(mp_call *c, const void *src, void *dst, mp_stage *s,
         rc = JMG_CUDA_TRY(
             cudaMemcpy2DAsync(to, (size_t)a->ld * e, from, (size_t)a->ld * e,
                               (size_t)rows * e, (size_t)cols,
-                              cudaMemcpyDeviceToDevice, c->stream),
-            c->op, err);
+                              cudaMemcpyDeviceToDevice, c->cuda.stream),
+            c->cuda.op, err);
       else
-        rc = JMG_CUBLAS_TRY(copy_lower(c->blas->blas[0], a->dtype, (int)rows,
+        rc = JMG_CUBLAS_TRY(copy_lower(c->cuda.h->blas[0], a->dtype, (int)rows,
                                        from, to, (int)a->ld, s->tri),
-                            c->op, err);
+                            c->cuda.op, err);
     }
   return rc;
 }

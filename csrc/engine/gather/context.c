@@ -8,10 +8,6 @@
 #include "engine/gather/thresholds.h"
 #include "layout/cyclic.h"
 
-static void name_op(jmg_error *err, const char *op) {
-  if (err->op[0] == '\0') snprintf(err->op, sizeof err->op, "%s", op);
-}
-
 /* Column tile k of A (global columns k*tile ...): where it sits on its
  * device, its width, and where it sits in the gathered buffer. */
 typedef struct tile_at {
@@ -34,17 +30,16 @@ static tile_at tile_of(const jmg_dist_matrix *a, int64_t k) {
   return t;
 }
 
-/* Copies between the buffer and the shards: to_buf gathers (from the
+/* Copies between buf and a's shards: to_buf gathers (from the
  * block-cyclic shards), else scatters in layout. One lane per device (lane
  * d lies on device d), all devices at once; returns when all are done. */
-static int copy_all(jmg_gather_call *c, int to_buf, jmg_gather_layout layout,
-                    jmg_error *err) {
-  const jmg_dist_matrix *a = c->a;
+static int copy_all(jmg_gather_call *call, const jmg_dist_matrix *a, char *buf,
+                    int to_buf, jmg_gather_layout layout, jmg_error *err) {
+  jmg_cuda_call *c = &call->cuda;
   const jmg_mem *m = c->mem;
   void *lanes = NULL;
   int rc = m->lanes_open(&c->group, a->ndev, &lanes, err);
   if (rc != 0) return rc;
-  char *buf = c->buf;
   if (layout == JMG_GATHER_TO_CONTIGUOUS) {
     const size_t shard =
         (size_t)a->n * (size_t)a->local_cols * jmg_dtype_size(a->dtype);
@@ -69,94 +64,84 @@ static int copy_all(jmg_gather_call *c, int to_buf, jmg_gather_layout layout,
   return rc != 0 ? rc : closed;
 }
 
-int jmg_gather_begin(jmg_gather_call *c, const char *op,
-                     const jmg_dist_matrix *a, jmg_error *err) {
+int jmg_gather_begin(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
+                     jmg_error *err) {
   return jmg_gather_begin_in(c, op, a, JMG_GATHER_TO_CYCLIC, err);
 }
 
-int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
-                        const jmg_dist_matrix *a, jmg_gather_layout layout,
-                        jmg_error *err) {
+/* A one-GPU view of buf, rows x cols, on participant 0 of c. */
+static jmg_dist_matrix one_gpu(const jmg_gather_call *c, int64_t rows,
+                               int64_t cols, void **data) {
+  jmg_dist_matrix one = {.ndev = 1,
+                         .n = rows,
+                         .tile = cols,
+                         .local_cols = cols,
+                         .dtype = c->a->dtype,
+                         .data = data,
+                         .device_ctx = c->a->device_ctx}; /* participant 0's */
+  return one;
+}
+
+int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
+                        jmg_gather_layout layout, jmg_error *err) {
   memset(c, 0, sizeof *c);
-  c->op = op;
   c->a = a;
-  c->group.n = a->ndev;
-  c->group.device_ctx = a->device_ctx;
-  c->mem = jmg_cuda_mem();
   const int64_t cols = a->local_cols * a->ndev; /* n but for gesvd's */
   c->bytes = (size_t)a->n * (size_t)cols * jmg_dtype_size(a->dtype);
   /* The table's supports refuses one GPU; this guards the routines. A
    * rectangular matrix (gesvd's) comes in the contiguous layout. */
   if (a->ndev < 2 || a->tile < 1 ||
       (cols != a->n && layout != JMG_GATHER_TO_CONTIGUOUS))
-    return jmg_error_set(err, JMG_EINTERNAL, op, "gather",
+    return jmg_error_set(err, JMG_EINTERNAL, jmg_op_name(op), "gather",
                          "called on %d GPUs with %lld of %lld columns each "
                          "(T_A %lld); it gathers several equal shards",
                          a->ndev, (long long)a->local_cols, (long long)a->n,
                          (long long)a->tile);
-  int rc = jmg_cuda_handles_acquire(a->device_ctx, a->ndev, "cuSOLVERDn-gather",
-                                    &c->h, err);
-  if (rc == 0) rc = c->mem->alloc(&c->group, 0, c->bytes, &c->buf, err);
-  if (rc != 0) {
-    c->buf = NULL;
-    name_op(err, op);
-    return rc;
-  }
+  int rc =
+      jmg_cuda_call_begin(&c->cuda, jmg_op_name(op), "cuSOLVERDn-gather",
+                          a->ndev, a->device_ctx, JMG_CUDA_CALL_HANDLES, err);
+  if (rc == 0) rc = jmg_cuda_call_buffer(&c->cuda, 0, c->bytes, &c->buf, err);
+  if (rc != 0) return rc;
   jmg_trace_mark("gather buffer");
-  rc = copy_all(c, 1, layout, err);
+  /* Only the buffer is written (A's shards are only read): a want of
+   * memory here (the lanes' bookkeeping) falls back like the buffer's. */
+  rc = copy_all(c, a, c->buf, 1, layout, err);
   jmg_trace_mark("gather");
-  if (rc != 0) {
-    /* Only the buffer was written (A's shards were only read): a want of
-     * memory here (the lanes' bookkeeping) falls back like the buffer's. */
-    name_op(err, op);
-    return rc;
-  }
   c->one_data[0] = c->buf;
-  c->one.ndev = 1;
-  c->one.n = a->n;
-  c->one.tile = cols;
-  c->one.local_cols = cols;
-  c->one.dtype = a->dtype;
-  c->one.data = c->one_data;
-  c->one.device_ctx = a->device_ctx; /* its first: participant 0's */
-  return 0;
+  c->one = one_gpu(c, a->n, cols, c->one_data);
+  return rc;
 }
 
-int jmg_gather_second(const jmg_gather_call *c, jmg_gather_call *second,
-                      const jmg_dist_matrix *b, jmg_error *err) {
-  memset(second, 0, sizeof *second);
-  second->op = c->op;
-  second->a = b;
-  second->group = c->group;
-  second->mem = c->mem;
-  second->bytes = c->bytes;
-  if (b->ndev != c->a->ndev || b->n != c->a->n || b->tile != c->a->tile ||
-      b->local_cols != c->a->local_cols || b->dtype != c->a->dtype)
-    return jmg_error_set(err, JMG_EINTERNAL, c->op, "gather",
+int jmg_gather_second(jmg_gather_call *c, const jmg_dist_matrix *b,
+                      jmg_error *err) {
+  const jmg_dist_matrix *a = c->a;
+  if (b->ndev != a->ndev || b->n != a->n || b->tile != a->tile ||
+      b->local_cols != a->local_cols || b->dtype != a->dtype)
+    return jmg_error_set(err, JMG_EINTERNAL, c->cuda.op, "gather",
                          "the second matrix is not laid out as the first");
-  int rc = c->mem->alloc(&second->group, 0, second->bytes, &second->buf, err);
-  if (rc != 0) {
-    second->buf = NULL;
-    name_op(err, c->op);
-    return rc;
-  }
-  rc = copy_all(second, 1, JMG_GATHER_TO_CYCLIC, err);
+  void *buf = NULL;
+  int rc = jmg_cuda_call_buffer(&c->cuda, 0, c->bytes, &buf, err);
+  if (rc == 0) rc = copy_all(c, b, buf, 1, JMG_GATHER_TO_CYCLIC, err);
   jmg_trace_mark("gather second matrix");
-  if (rc != 0) {
-    name_op(err, c->op);
-    return rc;
-  }
-  second->one_data[0] = second->buf;
-  second->one = c->one;
-  second->one.data = second->one_data;
-  return 0;
+  c->second_data[0] = buf;
+  c->second = c->one;
+  c->second.data = c->second_data;
+  return rc;
+}
+
+int jmg_gather_output(jmg_gather_call *c, int64_t rows, int64_t cols,
+                      void **data, jmg_dist_matrix *out, jmg_error *err) {
+  const size_t bytes =
+      (size_t)rows * (size_t)cols * jmg_dtype_size(c->a->dtype);
+  int rc = jmg_cuda_call_buffer(&c->cuda, 0, bytes, &data[0], err);
+  *out = one_gpu(c, rows, cols, data);
+  return rc;
 }
 
 int jmg_gather_scatter(jmg_gather_call *c, jmg_gather_layout layout,
                        jmg_error *err) {
-  int rc = copy_all(c, 0, layout, err);
+  int rc = copy_all(c, c->a, c->buf, 0, layout, err);
   jmg_trace_mark("scatter");
-  if (rc != 0) name_op(err, c->op);
   /* The shards hold part of the result: a want of memory now (the lanes'
    * bookkeeping) must not make the ops layer call the routine again. */
   if (rc == -(int)JMG_ENOMEM) {
@@ -166,16 +151,36 @@ int jmg_gather_scatter(jmg_gather_call *c, jmg_gather_layout layout,
   return rc;
 }
 
-void jmg_gather_end(jmg_gather_call *c) {
-  if (c->buf != NULL) {
-    /* After a failure copies or cuSOLVER's work may still use it. */
-    jmg_error ignored;
-    (void)c->mem->sync(&c->group, &ignored);
-    c->mem->release(&c->group, 0, c->buf, c->bytes);
-    c->buf = NULL;
-  }
-  if (c->h != NULL) jmg_cuda_handles_release(c->h);
-  c->h = NULL;
+int jmg_gather_scatter_to(jmg_gather_call *c, const jmg_dist_matrix *x,
+                          const jmg_dist_matrix *one, jmg_error *err) {
+  const jmg_cuda_call *f = &c->cuda;
+  const size_t slice =
+      (size_t)x->n * (size_t)x->local_cols * jmg_dtype_size(x->dtype);
+  const char *buf = one->data[0];
+  int rc = 0;
+  for (int d = 0; rc == 0 && d < x->ndev; ++d)
+    rc = f->mem->copy(&f->group, x->data[d], d, buf + (size_t)d * slice, 0,
+                      slice, err);
+  /* Wait for the copies before their source goes. */
+  if (rc == 0) rc = f->mem->sync(&f->group, err);
+  return rc;
+}
+
+int jmg_gather_end(jmg_gather_call *c, int rc, jmg_error *err) {
+  return jmg_cuda_call_end(&c->cuda, rc, err);
+}
+
+int jmg_gather_no_room(int rc, const char *op, const jmg_dist_matrix *a,
+                       int64_t rows, int64_t cols, const char *what,
+                       const char *why, jmg_error *err) {
+  if (rc != -(int)JMG_ENOMEM) return rc;
+  char cause[JMG_ERROR_MSG_LEN];
+  snprintf(cause, sizeof cause, "%s", err->msg);
+  return jmg_error_set(err, JMG_ENOMEM, op, "cusolverdn-gather",
+                       "the gathered %lld x %lld matrix and %s do not fit on "
+                       "the first GPU of the %d (%s); %s",
+                       (long long)rows, (long long)cols, what, a->ndev, cause,
+                       why);
 }
 
 int jmg_gather_fall_back(int *rc, jmg_error *err) {

@@ -43,26 +43,26 @@
 
 #include <stddef.h>
 
-#include "cuda/handles.h"
+#include "cuda/call.h"
 #include "engine/engine.h"
-#include "mem/mem.h"
 
 /* The engine cuSOLVERDn's routines come from, and the one a call falls back
  * on when the gathered copy does not fit. */
 #define JMG_GATHER_ONE (&jmg_cusolverdn_engine)
 #define JMG_GATHER_DISTRIBUTED (&jmg_cusolvermg_engine)
 
-/* One call's frame. */
+/* One call's frame: the CUDA call frame (cuda/call.h: the device set
+ * locked, the gathered buffers taken from it and returned at its end) and
+ * the gathered copies. */
 typedef struct jmg_gather_call {
-  const char *op;
+  jmg_cuda_call cuda;
   const jmg_dist_matrix *a; /* the distributed A (block-cyclic) */
-  jmg_mem_group group;      /* a's participants */
-  const jmg_mem *mem;
-  jmg_cuda_handles *h; /* the device set, locked */
-  void *buf;           /* N x N on participant 0, lda N */
-  size_t bytes;
+  size_t bytes;             /* of one gathered copy */
+  void *buf;                /* A's: N x N on participant 0, lda N */
   void *one_data[1];
   jmg_dist_matrix one; /* the one-GPU view of buf, for cuSOLVERDn */
+  void *second_data[1];
+  jmg_dist_matrix second; /* jmg_gather_second's B, viewed as `one` */
 } jmg_gather_call;
 
 /* The layouts an op's result goes back to A's shards in (and a
@@ -72,42 +72,61 @@ typedef enum {
   JMG_GATHER_TO_CONTIGUOUS /* device d: columns d*local_cols ... (potri) */
 } jmg_gather_layout;
 
-/* Locks the device set, takes the N x N buffer on participant 0 and copies
- * A into it, in global column order. Returns 0; -JMG_ENOMEM, having written
- * nothing of A's shards or B, when the buffer (or anything else) cannot be
- * had; or another error. End the call with jmg_gather_end whatever this
- * returns. */
-int jmg_gather_begin(jmg_gather_call *c, const char *op,
-                     const jmg_dist_matrix *a, jmg_error *err);
+/* Begins the frame (the device set locked), takes the N x N buffer on
+ * participant 0 and copies A into it, in global column order. Returns 0;
+ * -JMG_ENOMEM, having written nothing of A's shards or B, when the buffer
+ * (or anything else) cannot be had; or another error. End the call with
+ * jmg_gather_end whatever this returns. */
+int jmg_gather_begin(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
+                     jmg_error *err);
 
 /* The same for an A in layout (jmg_gather_begin: the block-cyclic one):
- * gesvd's and qr's rectangular A, n x (ndev * local_cols), comes in the contiguous
- * layout (engine.h), and the buffer is that size. */
-int jmg_gather_begin_in(jmg_gather_call *c, const char *op,
-                        const jmg_dist_matrix *a, jmg_gather_layout layout,
-                        jmg_error *err);
+ * gesvd's and qr's rectangular A, n x (ndev * local_cols), comes in the
+ * contiguous layout (engine.h), and the buffer is that size. */
+int jmg_gather_begin_in(jmg_gather_call *c, jmg_op op, const jmg_dist_matrix *a,
+                        jmg_gather_layout layout, jmg_error *err);
 
+/* Within a begun call c, a second N x N buffer on participant 0 holding b
+ * (laid out as c's A, block-cyclic), viewed as c->second. sygvd's B.
+ * -JMG_ENOMEM as jmg_gather_begin's, having written nothing of the
+ * shards. */
+int jmg_gather_second(jmg_gather_call *c, const jmg_dist_matrix *b,
+                      jmg_error *err);
 
-/* Within a begun call c (its device set locked), a second N x N buffer on
- * participant 0 holding b (laid out as c's A, block-cyclic), as `second`
- * (its `one` the one-GPU view; it holds no lock). sygvd's B. End it with
- * jmg_gather_end (before c's) whatever this returns; -JMG_ENOMEM as
- * jmg_gather_begin's, having written nothing of the shards. */
-int jmg_gather_second(const jmg_gather_call *c, jmg_gather_call *second,
-                      const jmg_dist_matrix *b, jmg_error *err);
+/* A buffer of rows x cols on participant 0 (returned at the end of the
+ * call), viewed as a one-GPU matrix of the gathered call in *out (data:
+ * its one pointer's home). gesvd's U and Vᴴ, qr's Rᵀ. */
+int jmg_gather_output(jmg_gather_call *c, int64_t rows, int64_t cols,
+                      void **data, jmg_dist_matrix *out, jmg_error *err);
 
 /* Copies the N x N buffer back into A's shards, in layout. */
 int jmg_gather_scatter(jmg_gather_call *c, jmg_gather_layout layout,
                        jmg_error *err);
 
-/* Returns the buffer and unlocks the device set. */
-void jmg_gather_end(jmg_gather_call *c);
+/* Copies a one-GPU result `one` (x->n rows, all of x's columns) into x's
+ * shards, device d its columns d*local_cols ... (contiguous slices), and
+ * waits for the copies. */
+int jmg_gather_scatter_to(jmg_gather_call *c, const jmg_dist_matrix *x,
+                          const jmg_dist_matrix *one, jmg_error *err);
+
+/* Ends the frame: waits where copies may still run, returns the buffers,
+ * unlocks the device set. Returns rc, or the end's failure. */
+int jmg_gather_end(jmg_gather_call *c, int rc, jmg_error *err);
 
 /* After jmg_gather_end: whether the call ran short of memory before writing
  * anything (*rc is -JMG_ENOMEM), so that the distributed engine's routine
  * must run instead. Then clears the error and *rc, says so in the trace and
  * returns 1; else 0. */
 int jmg_gather_fall_back(int *rc, jmg_error *err);
+
+/* After jmg_gather_end, for the ops without a fall back (gesvd, qr): a
+ * want of memory (rc -JMG_ENOMEM) becomes the error that says what did not
+ * fit (the gathered rows x cols matrix and `what`, on the first GPU of
+ * a's) and why no engine of one node runs the call instead (`why`).
+ * Returns rc. */
+int jmg_gather_no_room(int rc, const char *op, const jmg_dist_matrix *a,
+                       int64_t rows, int64_t cols, const char *what,
+                       const char *why, jmg_error *err);
 
 int jmg_gather_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                      int64_t nrhs, void *diag, int *info, jmg_error *err);

@@ -12,10 +12,10 @@ int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   const jmg_engine *one = JMG_GATHER_ONE, *dist = JMG_GATHER_DISTRIBUTED;
   jmg_gather_call c;
   *info = 0;
-  int rc = jmg_gather_begin(&c, "lu_solve", a, err);
+  int rc = jmg_gather_begin(&c, JMG_OP_LU_SOLVE, a, err);
   if (rc == 0)
     rc = one->leader.lu_solve(one, &c.one, b, nrhs, transpose, info, err);
-  jmg_gather_end(&c);
+  rc = jmg_gather_end(&c, rc, err);
   if (jmg_gather_fall_back(&rc, err))
     rc = dist->leader.lu_solve(dist, a, b, nrhs, transpose, info, err);
   return rc;

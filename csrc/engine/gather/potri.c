@@ -11,11 +11,11 @@ int jmg_gather_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   const jmg_engine *one = JMG_GATHER_ONE, *dist = JMG_GATHER_DISTRIBUTED;
   jmg_gather_call c;
   *info = 0;
-  int rc = jmg_gather_begin(&c, "potri", a, err);
+  int rc = jmg_gather_begin(&c, JMG_OP_POTRI, a, err);
   if (rc == 0) rc = one->leader.potri(one, &c.one, info, err);
   if (rc == 0 && *info == 0)
     rc = jmg_gather_scatter(&c, JMG_GATHER_TO_CONTIGUOUS, err);
-  jmg_gather_end(&c);
+  rc = jmg_gather_end(&c, rc, err);
   if (jmg_gather_fall_back(&rc, err))
     rc = dist->leader.potri(dist, a, info, err);
   return rc;

@@ -9,9 +9,9 @@ int jmg_gather_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   const jmg_engine *one = JMG_GATHER_ONE, *dist = JMG_GATHER_DISTRIBUTED;
   jmg_gather_call c;
   *info = 0;
-  int rc = jmg_gather_begin(&c, "potrs", a, err);
+  int rc = jmg_gather_begin(&c, JMG_OP_POTRS, a, err);
   if (rc == 0) rc = one->leader.potrs(one, &c.one, b, nrhs, diag, info, err);
-  jmg_gather_end(&c);
+  rc = jmg_gather_end(&c, rc, err);
   if (jmg_gather_fall_back(&rc, err))
     rc = dist->leader.potrs(dist, a, b, nrhs, diag, info, err);
   return rc;

@@ -11,11 +11,11 @@ int jmg_gather_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   const jmg_engine *one = JMG_GATHER_ONE, *dist = JMG_GATHER_DISTRIBUTED;
   jmg_gather_call c;
   *info = 0;
-  int rc = jmg_gather_begin(&c, "syevd", a, err);
+  int rc = jmg_gather_begin(&c, JMG_OP_SYEVD, a, err);
   if (rc == 0) rc = one->leader.syevd(one, &c.one, w, want_vectors, info, err);
   if (rc == 0 && *info == 0 && want_vectors)
     rc = jmg_gather_scatter(&c, JMG_GATHER_TO_CYCLIC, err);
-  jmg_gather_end(&c);
+  rc = jmg_gather_end(&c, rc, err);
   if (jmg_gather_fall_back(&rc, err))
     rc = dist->leader.syevd(dist, a, w, want_vectors, info, err);
   return rc;

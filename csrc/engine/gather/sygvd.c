@@ -12,19 +12,13 @@ int jmg_gather_sygvd(const jmg_engine *e, const jmg_dist_matrix *a,
                      int *info, jmg_error *err) {
   (void)e;
   const jmg_engine *one = JMG_GATHER_ONE;
-  jmg_gather_call c, cb;
+  jmg_gather_call c;
   *info = 0;
-  int rc = jmg_gather_begin(&c, "sygvd", a, err);
-  int second = 0;
-  if (rc == 0) {
-    rc = jmg_gather_second(&c, &cb, b, err);
-    second = 1;
-  }
+  int rc = jmg_gather_begin(&c, JMG_OP_SYGVD, a, err);
+  if (rc == 0) rc = jmg_gather_second(&c, b, err);
   if (rc == 0)
-    rc = one->leader.sygvd(one, &c.one, &cb.one, w, want_vectors, info, err);
+    rc = one->leader.sygvd(one, &c.one, &c.second, w, want_vectors, info, err);
   if (rc == 0 && *info == 0 && want_vectors)
     rc = jmg_gather_scatter(&c, JMG_GATHER_TO_CYCLIC, err);
-  if (second) jmg_gather_end(&cb);
-  jmg_gather_end(&c);
-  return rc;
+  return jmg_gather_end(&c, rc, err);
 }

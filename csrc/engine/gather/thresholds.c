@@ -26,49 +26,48 @@
 #include "engine/gather/thresholds.h"
 
 #include <stdio.h>
-#include <string.h>
 
 const jmg_gather_row jmg_gather_rows[] = {
-    {"potrs", 0, 2, 4, 16384, 1,
+    {JMG_OP_POTRS, 0, 2, 4, 16384, 1,
      "[h200x4] float64 on 4 GPUs: N=8192 0.0137 s (T_A 2048) vs one GPU "
      "0.0101 s; N=16384 0.0458 s vs 0.0417 s (even once the copies are "
      "paid); N=32768 0.1855 s vs 0.2747 s. On 2 GPUs: 0.0150 / 0.0489 / "
      "0.2175 s. float32 alike (N=16384, 4 GPUs: 0.0424 s vs 0.0440 s); "
      "3 GPUs not measured"},
-    {"potrs", 1, 2, 4, 8192, 0,
+    {JMG_OP_POTRS, 1, 2, 4, 8192, 0,
      "guess: complex not measured; 4x the flops of real at the same N, so "
      "the distributed engine catches up sooner: half the real size"},
-    {"potri", 1, 2, 2, 16384, 0,
+    {JMG_OP_POTRI, 1, 2, 2, 16384, 0,
      "guess: measured at N=8192 only, 2 GPUs 0.1370 s [h200x4] vs one GPU "
      "0.1128 s [h100x1]; half the 4-GPU size above that"},
-    {"potri", 1, 3, 4, 32768, 1,
+    {JMG_OP_POTRI, 1, 3, 4, 32768, 1,
      "complex128 on 4 GPUs [h200x4]: N=8192 0.1434 s, N=16384 0.7259 s, "
      "N=32768 3.98 s [design]; one GPU [h100x1]: 0.1128 s, 0.5871 s, "
      "N=32768 not measured (about 8x N=16384's, 4.7 s); 3 GPUs not measured"},
-    {"potri", 0, 2, 4, 16384, 0,
+    {JMG_OP_POTRI, 0, 2, 4, 16384, 0,
      "guess: real not measured; half the complex size on 4 GPUs"},
-    {"syevd", 0, 3, 4, 32768, 1,
+    {JMG_OP_SYEVD, 0, 3, 4, 32768, 1,
      "[h200x4] and [design], float64 on 4 GPUs: N=4096 0.797 s, 8192 1.76 s, "
      "16384 5.93 s, 32768 21.4 s vs one GPU 0.111, 0.555, 3.22, 22.5 s "
      "(about even at 32768); 3 GPUs not measured"},
-    {"syevd", 0, 2, 2, 32768, 0,
+    {JMG_OP_SYEVD, 0, 2, 2, 32768, 0,
      "guess: measured at N=4096 only (2 GPUs 0.752 s vs one GPU 0.111 s "
      "[h200x4]); 2 GPUs catch up no sooner than 4: the 4-GPU size"},
-    {"syevd", 1, 2, 4, 16384, 0,
+    {JMG_OP_SYEVD, 1, 2, 4, 16384, 0,
      "guess: complex not measured; half the real size"},
-    {"lu_solve", 0, 2, 4, 8192, 0,
+    {JMG_OP_LU_SOLVE, 0, 2, 4, 8192, 0,
      "guess: jaxmg's tiled LU not measured on several GPUs (on one H100 "
      "1.1x to 2.1x cuSOLVERDn's time [h100x1]); half potrs's size"},
-    {"lu_solve", 1, 2, 4, 8192, 0, "guess: not measured; as real"},
-    {NULL, 0, 0, 0, 0, 0, NULL},
+    {JMG_OP_LU_SOLVE, 1, 2, 4, 8192, 0, "guess: not measured; as real"},
+    {JMG_NUM_OPS, 0, 0, 0, 0, 0, NULL},
 };
 
-const jmg_gather_row *jmg_gather_row_of(const char *op, jmg_dtype dtype,
+const jmg_gather_row *jmg_gather_row_of(jmg_op op, jmg_dtype dtype,
                                         int nparts) {
   const int complex = jmg_dtype_is_complex(dtype);
-  for (const jmg_gather_row *r = jmg_gather_rows; r->op != NULL; ++r)
-    if (strcmp(r->op, op) == 0 && r->complex == complex &&
-        nparts >= r->min_parts && nparts <= r->max_parts)
+  for (const jmg_gather_row *r = jmg_gather_rows; r->op != JMG_NUM_OPS; ++r)
+    if (r->op == op && r->complex == complex && nparts >= r->min_parts &&
+        nparts <= r->max_parts)
       return r;
   return NULL;
 }
@@ -83,15 +82,14 @@ int jmg_gather_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
   /* gesvd, sygvd, qr: cuSOLVERMg has none of them, so within a node no
    * other leader engine runs them (no size to weigh; gesvd.c, sygvd.c and
    * qr.c say what happens where the copy does not fit). */
-  if (strcmp(p->op, "gesvd") == 0 || strcmp(p->op, "sygvd") == 0 ||
-      strcmp(p->op, "qr") == 0)
+  if (p->op == JMG_OP_GESVD || p->op == JMG_OP_SYGVD || p->op == JMG_OP_QR)
     return 1;
   const jmg_gather_row *r = jmg_gather_row_of(p->op, p->dtype, p->nparts);
   if (r == NULL) {
     snprintf(why, why_len,
              "no size measured for %s %s on %d GPUs "
              "(engine/gather/thresholds.c)",
-             p->op, jmg_dtype_name(p->dtype), p->nparts);
+             jmg_op_name(p->op), jmg_dtype_name(p->dtype), p->nparts);
     return 0;
   }
   if (p->n >= r->below) {

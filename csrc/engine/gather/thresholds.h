@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 
 typedef struct jmg_gather_row {
-  const char *op;           /* "potrs", "potri", "syevd", "lu_solve" */
+  jmg_op op;                /* potrs, potri, syevd, lu_solve */
   int complex;              /* 0: float32/float64; 1: complex64/complex128 */
   int min_parts, max_parts; /* GPUs in the group, inclusive */
   int64_t below;            /* gathered by default when N < below */
@@ -23,10 +23,9 @@ typedef struct jmg_gather_row {
 
 /* The row for (op, dtype, nparts), or NULL where the table has none (then
  * the gather engine is never preferred: the distributed engine runs). */
-const jmg_gather_row *jmg_gather_row_of(const char *op, jmg_dtype dtype,
-                                        int nparts);
+const jmg_gather_row *jmg_gather_row_of(jmg_op op, jmg_dtype dtype, int nparts);
 
-/* The table itself, terminated by a row whose op is NULL (for tests and
+/* The table itself, terminated by a row whose op is JMG_NUM_OPS (for tests and
  * documentation). */
 extern const jmg_gather_row jmg_gather_rows[];
 

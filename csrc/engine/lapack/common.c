@@ -24,6 +24,17 @@ void jmg_lapack_move_columns(const jmg_dist_matrix *a, void *full, int to_full,
   }
 }
 
+int jmg_lapack_lwork(double need, const char *op, const char *routine,
+                     int *lwork, jmg_error *err) {
+  if (!(need < (double)INT_MAX))
+    return jmg_error_set(err, JMG_EINVAL, op, routine,
+                         "its workspace (%g elements) exceeds LAPACK's 32-bit "
+                         "int",
+                         need);
+  *lwork = (int)need + 1;
+  return 0;
+}
+
 int jmg_lapack_int(int64_t n, const char *what, const char *op, int *out,
                    jmg_error *err) {
   if (n > INT_MAX)
@@ -82,11 +93,12 @@ int jmg_lapack_supports(const jmg_engine *e, const jmg_problem *p, char *why,
     snprintf(why, why_len,
              "%s of a %lld x %lld A: M and N must fit LAPACK's 32-bit int "
              "(at most %d)",
-             p->op, (long long)rows, (long long)p->n, INT_MAX);
+             jmg_op_name(p->op), (long long)rows, (long long)p->n, INT_MAX);
   else
-    snprintf(why, why_len, "%s of N=%lld: N must fit LAPACK's 32-bit int "
+    snprintf(why, why_len,
+             "%s of N=%lld: N must fit LAPACK's 32-bit int "
              "(at most %d)",
-             p->op, (long long)p->n, INT_MAX);
+             jmg_op_name(p->op), (long long)p->n, INT_MAX);
   return 0;
 }
 

@@ -15,6 +15,54 @@ static int shaped(const jmg_dist_matrix *x, int64_t rows, int64_t cols) {
   return x == NULL || (x->n == rows && (int64_t)x->ndev * x->local_cols == cols);
 }
 
+/* One gesdd call's arguments but the workspace. */
+typedef struct gesdd_args {
+  const jmg_lapack_routines *r;
+  int cplx;
+  char jobz;
+  int m, n, ldu, ldvt;
+  void *a, *s, *u, *vt, *rwork;
+  int *iwork;
+} gesdd_args;
+
+/* gesdd (the complex one takes rwork); lwork -1 asks its workspace. */
+static void gesdd(gesdd_args *g, void *work, int *lwork, int *info) {
+  if (g->cplx)
+    ((jmg_cgesdd_fn)g->r->gesdd)(&g->jobz, &g->m, &g->n, g->a, &g->m, g->s,
+                                 g->u, &g->ldu, g->vt, &g->ldvt, work, lwork,
+                                 g->rwork, g->iwork, info);
+  else
+    ((jmg_gesdd_fn)g->r->gesdd)(&g->jobz, &g->m, &g->n, g->a, &g->m, g->s, g->u,
+                                &g->ldu, g->vt, &g->ldvt, work, lwork, g->iwork,
+                                info);
+}
+
+/* gesdd's workspace in elements (lwork = -1; the size comes back in
+ * work[0], a float for s/c, a double for d/z), within LAPACK's int. */
+static int gesdd_lwork(gesdd_args *g, size_t rsize, int *lwork,
+                       jmg_error *err) {
+  union {
+    float f[4];
+    double d[2];
+  } qwork = {{0}};
+  int info = 0;
+  *lwork = -1;
+  gesdd(g, &qwork, lwork, &info);
+  if (info != 0)
+    return jmg_error_set(err, JMG_ELAPACK, "gesvd", "LAPACK gesdd",
+                         "workspace query failed with info=%d", info);
+  const double need = rsize == 4 ? (double)qwork.f[0] : qwork.d[0];
+  return jmg_lapack_lwork(need, "gesvd", "LAPACK gesdd", lwork, err);
+}
+
+/* LAPACK 3.7's rwork: 7 min(m,n) without vectors, else min(m,n) *
+ * max(5 min(m,n) + 7, 2 max(m,n) + 2 min(m,n) + 1). */
+static size_t gesdd_lrwork(size_t kk, size_t big, int vectors) {
+  if (!vectors) return 7 * kk;
+  const size_t x = 5 * kk + 7, y = 2 * big + 2 * kk + 1;
+  return kk * (x > y ? x : y);
+}
+
 int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                      const jmg_dist_matrix *u, const jmg_dist_matrix *vt,
                      int full, int *info, jmg_error *err) {
@@ -35,76 +83,46 @@ int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                          "the outputs' shapes do not fit a %lld x %lld "
                          "matrix (full_matrices=%d)",
                          (long long)rows, (long long)cols, full);
-  int m = (int)rows, n = (int)cols, k = (int)k64;
+  const int m = (int)rows, n = (int)cols, k = (int)k64;
   const int vectors = u != NULL || vt != NULL;
-  char jobz = !vectors ? 'N' : full ? 'A' : 'S';
-  int ldu = vectors ? m : 1, ldvt = vectors ? (int)vrows : 1;
-  const int cplx = jmg_dtype_is_complex(a->dtype);
   const size_t esize = jmg_dtype_size(a->dtype);
   const size_t rsize = jmg_dtype_real_size(a->dtype);
   const size_t kk = (size_t)(k > 0 ? k : 1), big = (size_t)(m > n ? m : n);
-  /* LAPACK 3.7's rwork: 7 min(m,n) without vectors, else min(m,n) *
-   * max(5 min(m,n) + 7, 2 max(m,n) + 2 min(m,n) + 1). */
-  size_t lrwork = 7 * kk;
-  if (vectors) {
-    size_t x = 5 * kk + 7, y = 2 * big + 2 * kk + 1;
-    lrwork = kk * (x > y ? x : y);
-  }
-  void *full_a = malloc((size_t)m * (size_t)n * esize);
-  void *ubuf = vectors ? malloc((size_t)m * (size_t)ucols * esize) : NULL;
-  void *vbuf = vectors ? malloc((size_t)vrows * (size_t)n * esize) : NULL;
-  int *iwork = malloc(8 * kk * sizeof *iwork);
-  void *rwork = cplx ? malloc(lrwork * rsize) : NULL;
-  void *work = NULL;
   /* Placeholders where LAPACK references U and Vᴴ without vectors. */
   unsigned char none_u[16], none_vt[16];
-  void *up = vectors ? ubuf : (void *)none_u, *vp = vectors ? vbuf : (void *)none_vt;
-  if (!full_a || !iwork || (vectors && (!ubuf || !vbuf)) || (cplx && !rwork)) {
+  gesdd_args g = {
+      .r = r,
+      .cplx = jmg_dtype_is_complex(a->dtype),
+      .jobz = !vectors ? 'N'
+              : full   ? 'A'
+                       : 'S',
+      .m = m,
+      .n = n,
+      .ldu = vectors ? m : 1,
+      .ldvt = vectors ? (int)vrows : 1,
+      .a = malloc((size_t)m * (size_t)n * esize),
+      .s = s,
+      .u = vectors ? malloc((size_t)m * (size_t)ucols * esize) : (void *)none_u,
+      .vt =
+          vectors ? malloc((size_t)vrows * (size_t)n * esize) : (void *)none_vt,
+      .iwork = malloc(8 * kk * sizeof(int))};
+  if (g.cplx) g.rwork = malloc(gesdd_lrwork(kk, big, vectors) * rsize);
+  void *work = NULL;
+  int lwork = 0;
+  if (!g.a || !g.iwork || !g.u || !g.vt || (g.cplx && !g.rwork)) {
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate a %d x %d matrix and its SVD", m, n);
     goto done;
   }
-  jmg_lapack_move_columns(a, full_a, 1, 1);
-  /* Workspace query: lwork = -1; the size comes back in work[0] (a float
-   * for s/c, a double for d/z). */
-  union {
-    float f[4];
-    double d[2];
-  } qwork = {{0}};
-  int lwork = -1;
+  jmg_lapack_move_columns(a, g.a, 1, 1);
   *info = 0;
-  if (cplx)
-    ((jmg_cgesdd_fn)r->gesdd)(&jobz, &m, &n, full_a, &m, s, up, &ldu, vp,
-                              &ldvt, &qwork, &lwork, rwork, iwork, info);
-  else
-    ((jmg_gesdd_fn)r->gesdd)(&jobz, &m, &n, full_a, &m, s, up, &ldu, vp, &ldvt,
-                             &qwork, &lwork, iwork, info);
-  if (*info != 0) {
-    rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK gesdd",
-                       "workspace query failed with info=%d", *info);
-    goto done;
-  }
-  const double lwork_d = rsize == 4 ? (double)qwork.f[0] : qwork.d[0];
-  if (!(lwork_d < (double)INT_MAX)) {
-    rc = jmg_error_set(err, JMG_EINVAL, op, "LAPACK gesdd",
-                       "its workspace (%g elements) exceeds LAPACK's 32-bit "
-                       "int", lwork_d);
-    goto done;
-  }
-  lwork = (int)lwork_d + 1;
-  work = malloc((size_t)lwork * esize);
-  if (work == NULL) {
+  rc = gesdd_lwork(&g, rsize, &lwork, err);
+  if (rc == 0 && (work = malloc((size_t)lwork * esize)) == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate the LAPACK workspace (%d elements)",
                        lwork);
-    goto done;
-  }
-  if (cplx)
-    ((jmg_cgesdd_fn)r->gesdd)(&jobz, &m, &n, full_a, &m, s, up, &ldu, vp,
-                              &ldvt, work, &lwork, rwork, iwork, info);
-  else
-    ((jmg_gesdd_fn)r->gesdd)(&jobz, &m, &n, full_a, &m, s, up, &ldu, vp, &ldvt,
-                             work, &lwork, iwork, info);
+  if (rc != 0) goto done;
+  gesdd(&g, work, &lwork, info);
   /* gesdd's info -4 (LAPACK >= 3.10) says A has a NaN entry: no argument
    * of ours was wrong, the matrix cannot be decomposed. Such an A does not
    * get here (exec/finite.h answers it with status -1 before any engine);
@@ -114,15 +132,14 @@ int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
     rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK gesdd",
                        "argument %d was rejected", -*info);
   } else if (*info == 0) {
-    if (u != NULL) jmg_lapack_move_columns(u, ubuf, 0, 1);
-    if (vt != NULL) jmg_lapack_move_columns(vt, vbuf, 0, 1);
+    if (u != NULL) jmg_lapack_move_columns(u, g.u, 0, 1);
+    if (vt != NULL) jmg_lapack_move_columns(vt, g.vt, 0, 1);
   }
 done:
   free(work);
-  free(rwork);
-  free(iwork);
-  free(vbuf);
-  free(ubuf);
-  free(full_a);
+  free(g.rwork);
+  free(g.iwork);
+  if (vectors) free(g.vt), free(g.u);
+  free(g.a);
   return rc;
 }

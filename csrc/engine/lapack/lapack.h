@@ -31,6 +31,12 @@ int jmg_lapack_gather(const jmg_dist_matrix *a, const char *op, void **full,
 int jmg_lapack_int(int64_t n, const char *what, const char *op, int *out,
                    jmg_error *err);
 
+/* A workspace query's answer (need elements, as LAPACK returns it in
+ * work[0]) as *lwork (need + 1) where it fits LAPACK's int, else an error
+ * naming op and routine. */
+int jmg_lapack_lwork(double need, const char *op, const char *routine,
+                     int *lwork, jmg_error *err);
+
 /* The LAPACK engines' `supports` (engine.h): A's rows and columns (M and N
  * of gesvd's and qr's M x N A, N of a square one) in LAPACK's 32-bit int,
  * where the routines would refuse them (jmg_lapack_int) after the call

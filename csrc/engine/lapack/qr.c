@@ -36,6 +36,41 @@ static double queried(const void *work, size_t rsize) {
   return d;
 }
 
+/* One workspace for geqrf and orgqr on the m x n A in full: the larger of
+ * their queries, in elements, within LAPACK's int. */
+static int qr_lwork(const jmg_lapack_routines *r, int m, int n, void *full,
+                    void *tau, size_t rsize, int *lwork, int *info,
+                    jmg_error *err) {
+  unsigned char qwork[16] = {0};
+  int lda = m, k = n;
+  *lwork = -1;
+  *info = 0;
+  r->geqrf(&m, &n, full, &lda, tau, qwork, lwork, info);
+  double need = queried(qwork, rsize);
+  if (*info == 0) {
+    memset(qwork, 0, sizeof qwork);
+    r->orgqr(&m, &n, &k, full, &lda, tau, qwork, lwork, info);
+    const double need2 = queried(qwork, rsize);
+    if (need2 > need) need = need2;
+  }
+  if (*info != 0)
+    return jmg_error_set(err, JMG_ELAPACK, "qr", "LAPACK geqrf/orgqr",
+                         "workspace query failed with info=%d", *info);
+  return jmg_lapack_lwork(need, "qr", "LAPACK geqrf", lwork, err);
+}
+
+/* Rᵀ (n x rcols, ld n) from geqrf's factors in full (m x n): column i is
+ * R's row i, R(i, j) for j >= i; the rest zero. */
+static void r_transposed(const void *full, int m, int n, void *rt,
+                         int64_t rcols, size_t esize) {
+  memset(rt, 0, (size_t)n * (size_t)rcols * esize);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i <= j; ++i)
+      memcpy((char *)rt + ((size_t)i * (size_t)n + (size_t)j) * esize,
+             (const char *)full + ((size_t)j * (size_t)m + (size_t)i) * esize,
+             esize);
+}
+
 int jmg_lapack_qr_full(jmg_dtype dtype, int64_t m64, int64_t n64, void *mt,
                        void *rt, int64_t rcols, int *info, jmg_error *err) {
   const char *op = "qr";
@@ -66,31 +101,9 @@ int jmg_lapack_qr_full(jmg_dtype dtype, int64_t m64, int64_t n64, void *mt,
     goto done;
   }
   transpose(mt, n, m, full, esize); /* n x m -> m x n */
-  /* One workspace for both: the larger of their queries. */
-  unsigned char qwork[16] = {0};
-  int lwork = -1, lda = m, k = n;
-  *info = 0;
-  r->geqrf(&m, &n, full, &lda, tau, qwork, &lwork, info);
-  double need = queried(qwork, rsize);
-  if (*info == 0) {
-    memset(qwork, 0, sizeof qwork);
-    r->orgqr(&m, &n, &k, full, &lda, tau, qwork, &lwork, info);
-    const double need2 = queried(qwork, rsize);
-    if (need2 > need) need = need2;
-  }
-  if (*info != 0) {
-    rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK geqrf/orgqr",
-                       "workspace query failed with info=%d", *info);
-    goto done;
-  }
-  if (!(need < (double)INT_MAX)) {
-    rc = jmg_error_set(err, JMG_EINVAL, op, "LAPACK geqrf",
-                       "its workspace (%g elements) exceeds LAPACK's 32-bit "
-                       "int",
-                       need);
-    goto done;
-  }
-  lwork = (int)need + 1;
+  int lwork = 0, lda = m, k = n;
+  rc = qr_lwork(r, m, n, full, tau, rsize, &lwork, info, err);
+  if (rc != 0) goto done;
   work = malloc((size_t)lwork * esize);
   if (work == NULL) {
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
@@ -104,14 +117,7 @@ int jmg_lapack_qr_full(jmg_dtype dtype, int64_t m64, int64_t n64, void *mt,
                        "argument %d was rejected", -*info);
     goto done;
   }
-  /* Rᵀ (n x rcols, ld n): column i is R's row i, R(i, j) for j >= i; the
-   * rest zero. */
-  memset(rt, 0, (size_t)n * (size_t)rcols * esize);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i <= j; ++i)
-      memcpy((char *)rt + ((size_t)i * (size_t)n + (size_t)j) * esize,
-             (char *)full + ((size_t)j * (size_t)m + (size_t)i) * esize,
-             esize);
+  r_transposed(full, m, n, rt, rcols, esize);
   r->orgqr(&m, &n, &k, full, &lda, tau, work, &lwork, info);
   if (*info != 0) {
     rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK orgqr",

@@ -367,7 +367,8 @@ static int slot_alloc(slot *s, const stemr_common *c, int max_count) {
  * cluster's end, however far: the chunk takes the whole cluster. The
  * eigenvalues looked at are only those of the windows (and of a cluster's
  * extent), by dstebz's bisection, the windows on threads: no O(n^2) serial
- * step (dsterf for all of them took about a third of the host's time). */
+ * step (dsterf for all of them was a large part of the host's time:
+ * bench/results/2026-11-26-s14-h200-syevd-largest). */
 #define WINDOW_HALF 8
 #define EXTEND_STEP 64
 
@@ -399,7 +400,82 @@ static void *window_worker(void *arg) {
   return NULL;
 }
 
-/* b has room for n / (k - k/4) + 3 entries; *nchunks gets their number. */
+/* The windows' eigenvalues, on the threads of jobs (jobs[i].buf allocated
+ * for nthreads of them; the rest of each job filled here): the first on
+ * this thread, the others on threads of their own (or here, where one
+ * cannot be made). The first failure is the error; else the first nonzero
+ * info is *info. */
+static int run_windows(window_job *jobs, int nthreads, const window_job *proto,
+                       int *info, jmg_error *err) {
+  for (int i = 0; i < nthreads; ++i) {
+    const stebz_bufs buf = jobs[i].buf;
+    jobs[i] = *proto;
+    jobs[i].tid = i;
+    jobs[i].nthreads = nthreads;
+    jobs[i].buf = buf;
+    jmg_error_clear(&jobs[i].err);
+    jobs[i].spawned = i > 0 && pthread_create(&jobs[i].thread, NULL,
+                                              window_worker, &jobs[i]) == 0;
+  }
+  if (nthreads > 0) window_worker(&jobs[0]);
+  for (int i = 1; i < nthreads; ++i) {
+    if (jobs[i].spawned)
+      pthread_join(jobs[i].thread, NULL);
+    else
+      window_worker(&jobs[i]);
+  }
+  for (int i = 0; i < nthreads && *info == 0; ++i) {
+    if (jobs[i].rc != 0) {
+      jmg_error_copy(err, &jobs[i].err);
+      return jobs[i].rc;
+    }
+    if (jobs[i].info != 0) *info = jobs[i].info;
+  }
+  return 0;
+}
+
+/* Inside a cluster (the window's gaps all below small): the boundary past
+ * its end, EXTEND_STEP eigenvalues at a time from the last one seen (at,
+ * 0-based; its value seen). *best n where the cluster runs to the end. */
+static int past_cluster(const char *op, jmg_stebz_fn stebz, int n,
+                        const double *d, const double *e, int64_t at,
+                        double seen, double small, stebz_bufs *seq, double *ext,
+                        int64_t *best, int *info, jmg_error *err) {
+  int rc = 0;
+  *best = n;
+  while (rc == 0 && *info == 0 && at + 1 < n && *best == n) {
+    const int64_t upto = at + EXTEND_STEP < n - 1 ? at + EXTEND_STEP : n - 1;
+    rc = stebz_range(op, stebz, n, d, e, (int)at + 2, (int)upto + 1, 'E', seq,
+                     ext, info, err);
+    for (int64_t q = 0; rc == 0 && *info == 0 && q <= upto - at - 1; ++q) {
+      if (ext[q] - seen >= small) {
+        *best = at + 1 + q;
+        break;
+      }
+      seen = ext[q];
+    }
+    at = upto;
+  }
+  return rc;
+}
+
+/* The boundary in a window of width eigenvalues v (v[q] the eigenvalue
+ * lo + q): after its widest gap, *gap (none found: target). */
+static int64_t widest_gap(const double *v, int64_t width, int64_t lo,
+                          int64_t target, double *gap) {
+  int64_t best = target;
+  *gap = -1.0;
+  for (int64_t q = 1; q < width; ++q)
+    if (v[q] - v[q - 1] > *gap) {
+      *gap = v[q] - v[q - 1];
+      best = lo + q;
+    }
+  return best;
+}
+
+/* b has room for n / (k - k/4) + 3 entries; *nchunks gets their number.
+ * The windows' eigenvalues (run_windows), then each boundary from its
+ * window, or past its cluster (past_cluster). */
 static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
                        const double *d, const double *e, int64_t k, int threads,
                        int64_t *b, int64_t *nchunks, int *info,
@@ -438,41 +514,20 @@ static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
   while (rc == 0 && *info == 0 && nthreads < threads &&
          stebz_bufs_alloc(&jobs[nthreads].buf, n) == 0)
     ++nthreads;
-  for (int i = 0; i < nthreads; ++i) {
-    jobs[i] = (window_job){.op = op,
-                           .stebz = stebz,
-                           .n = n,
-                           .d = d,
-                           .e = e,
-                           .lo = lo,
-                           .nwin = nwin,
-                           .width = width,
-                           .vals = vals,
-                           .tid = i,
-                           .nthreads = nthreads,
-                           .buf = jobs[i].buf};
-    jmg_error_clear(&jobs[i].err);
-    jobs[i].spawned = i > 0 && pthread_create(&jobs[i].thread, NULL,
-                                              window_worker, &jobs[i]) == 0;
-  }
-  if (nthreads > 0) window_worker(&jobs[0]);
-  for (int i = 1; i < nthreads; ++i) {
-    if (jobs[i].spawned)
-      pthread_join(jobs[i].thread, NULL);
-    else
-      window_worker(&jobs[i]);
-  }
+  const window_job proto = {.op = op,
+                            .stebz = stebz,
+                            .n = n,
+                            .d = d,
+                            .e = e,
+                            .lo = lo,
+                            .nwin = nwin,
+                            .width = width,
+                            .vals = vals};
+  int wrc = run_windows(jobs, nthreads, &proto, info, err);
+  if (rc == 0) rc = wrc;
   if (rc == 0 && *info == 0 && nthreads == 0)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate dstebz's workspace (N=%d)", n);
-  for (int i = 0; i < nthreads && rc == 0 && *info == 0; ++i) {
-    if (jobs[i].rc != 0) {
-      jmg_error_copy(err, &jobs[i].err);
-      rc = jobs[i].rc;
-    } else if (jobs[i].info != 0) {
-      *info = jobs[i].info;
-    }
-  }
   /* In order: each boundary from its window, or past its cluster. Targets
    * that an earlier cluster carried the boundary to within k/2 of are
    * passed over. */
@@ -482,33 +537,11 @@ static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
     if (t <= prev + k / 2) continue;
     if (n - prev <= k + h) break;
     const double *v = vals + i * width; /* v[q]: eigenvalue lo[i] + q */
-    int64_t best = t;
     double gap = -1.0;
-    for (int64_t q = 1; q < width; ++q)
-      if (v[q] - v[q - 1] > gap) {
-        gap = v[q] - v[q - 1];
-        best = lo[i] + q;
-      }
+    int64_t best = widest_gap(v, width, lo[i], t, &gap);
     if (gap < small) {
-      /* Inside a cluster: on to its end, EXTEND_STEP eigenvalues at a
-       * time (each step starting from the last one seen). */
-      int64_t at = t + h; /* 0-based index of the last eigenvalue seen */
-      double seen = v[width - 1];
-      best = n;
-      while (rc == 0 && *info == 0 && at + 1 < n && best == n) {
-        const int64_t upto =
-            at + EXTEND_STEP < n - 1 ? at + EXTEND_STEP : n - 1;
-        rc = stebz_range(op, stebz, n, d, e, (int)at + 2, (int)upto + 1, 'E',
-                         &seq, ext, info, err);
-        for (int64_t q = 0; rc == 0 && *info == 0 && q <= upto - at - 1; ++q) {
-          if (ext[q] - seen >= small) {
-            best = at + 1 + q;
-            break;
-          }
-          seen = ext[q];
-        }
-        at = upto;
-      }
+      rc = past_cluster(op, stebz, n, d, e, t + h, v[width - 1], small, &seq,
+                        ext, &best, info, err);
       if (best >= n) break; /* the cluster runs to the end */
     }
     b[++nb] = best;
@@ -577,23 +610,151 @@ static int hand_over(slot *s, double *w, jmg_tridiagonal_sink sink, void *ctx,
   return rc;
 }
 
-int jmg_tridiagonal_eigenvectors_chunked(
-    const char *op, int64_t n64, const double *d, const double *e, double *w,
-    jmg_dtype dtype, int threads, int64_t chunk, int fallback_only,
-    jmg_tridiagonal_sink sink, void *ctx, int *info, jmg_error *err) {
-  int n;
+/* The chunked solver's arguments (as check_args, and a sink and a dtype),
+ * n in LAPACK's int, and the LAPACK routines it calls. */
+static int check_chunked_args(const char *op, int64_t n64, const double *d,
+                              const double *e, const double *w, jmg_dtype dtype,
+                              jmg_tridiagonal_sink sink,
+                              const jmg_lapack_routines *r, int *n, int *info,
+                              jmg_error *err) {
   int rc = check_args(op, n64, d, e, w, info, err);
   if (rc == 0 && (sink == NULL || (unsigned)dtype >= JMG_NUM_DTYPES))
     rc = jmg_error_set(err, JMG_EINVAL, op, "tridiagonal",
                        "bad arguments (no sink, or dtype %d)", (int)dtype);
-  if (rc == 0) rc = jmg_lapack_int(n64, "N", op, &n, err);
-  const jmg_lapack_routines *r = jmg_lapack_routines_for(JMG_F64);
+  if (rc == 0) rc = jmg_lapack_int(n64, "N", op, n, err);
   if (rc == 0)
     rc = jmg_lapack_require((const void *)r->stemr, JMG_F64, "stemr", op, err);
   if (rc == 0)
     rc = jmg_lapack_require((const void *)r->stebz, JMG_F64, "stebz", op, err);
   if (rc == 0)
     rc = jmg_lapack_require((const void *)r->stein, JMG_F64, "stein", op, err);
+  return rc;
+}
+
+/* The most eigenvalues of one chunk (of the nchunks between boundaries b),
+ * whose n x count Z must be indexed within LAPACK's int (a cluster that
+ * long is extreme: at n = 90,000, over 23,000 eigenvalues). */
+static int largest_chunk(const char *op, const int64_t *b, int64_t nchunks,
+                         int64_t n64, int64_t *max_count, jmg_error *err) {
+  *max_count = 1;
+  for (int64_t j = 0; j < nchunks; ++j)
+    if (b[j + 1] - b[j] > *max_count) *max_count = b[j + 1] - b[j];
+  if (*max_count > (int64_t)INT_MAX / n64)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "tridiagonal",
+                         "a cluster of %lld close eigenvalues (N=%lld): its "
+                         "eigenvectors, which one dstemr call must compute, "
+                         "pass LAPACK's 32-bit indices",
+                         (long long)*max_count, (long long)n64);
+  return 0;
+}
+
+/* dstemr's workspace for chunks of up to max_count eigenvectors: LAPACK's
+ * minimum for JOBZ='V' (18 N and 10 N), or the query's answer where
+ * larger. */
+static int stemr_workspace(const jmg_lapack_routines *r, int64_t n64,
+                           int64_t max_count, stemr_common *c, jmg_error *err) {
+  const char *op = c->op;
+  int n = c->n;
+  int rc = jmg_lapack_int(18 * n64, "LWORK", op, &c->lwork, err);
+  if (rc == 0) rc = jmg_lapack_int(10 * n64, "LIWORK", op, &c->liwork, err);
+  if (rc != 0) return rc;
+  char jobz = 'V', range = 'I';
+  double vl = 0.0, vu = 0.0, qwork = 0.0, dummy = 0.0;
+  int il = 1, iu = (int)max_count, m = 0, nzc = iu, tryrac = 0;
+  int qiwork = 0, minus1 = -1, isuppz[2] = {0, 0}, qinfo = 0;
+  r->stemr(&jobz, &range, &n, &dummy, &dummy, &vl, &vu, &il, &iu, &m, &dummy,
+           &dummy, &n, &nzc, isuppz, &tryrac, &qwork, &minus1, &qiwork, &minus1,
+           &qinfo);
+  if (qinfo != 0)
+    return jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstemr",
+                         "workspace query failed with info=%d", qinfo);
+  if (qwork > c->lwork && qwork < INT_MAX) c->lwork = (int)qwork + 1;
+  if (qiwork > c->liwork) c->liwork = qiwork;
+  return 0;
+}
+
+/* Up to threads slots, each with a thread's buffers for chunks of up to
+ * max_count eigenvectors; where memory runs short past the first, fewer
+ * (*nslots). */
+static int slots_alloc(const stemr_common *c, int threads, int64_t max_count,
+                       slot **slots, int *nslots, jmg_error *err) {
+  *slots = calloc((size_t)threads, sizeof **slots);
+  if (*slots == NULL)
+    return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
+                         "cannot allocate %d thread slots", threads);
+  while (*nslots < threads &&
+         slot_alloc(&(*slots)[*nslots], c, (int)max_count) == 0)
+    ++*nslots;
+  if (*nslots == 0)
+    return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
+                         "cannot allocate the buffers of one %d x %lld chunk "
+                         "and dstemr's workspace",
+                         c->n, (long long)max_count);
+  return 0;
+}
+
+/* The chunks in order: the workers take them from the queue and the
+ * calling thread hands each over to the sink as it is ready; where no
+ * worker could be started (started 0), the calling thread computes them
+ * itself, one after the other. A failure, or an info, stops the workers.
+ * Returns when every worker has ended. */
+static int hand_over_in_order(slot *slots, int nslots, int started, queue *q,
+                              int64_t nchunks, double *w,
+                              jmg_tridiagonal_sink sink, void *ctx,
+                              const char *op, int *info, jmg_error *err) {
+  int rc = 0;
+  for (int64_t j = 0; rc == 0 && *info == 0 && j < nchunks; ++j) {
+    slot *s = NULL;
+    if (started == 0) {
+      s = &slots[0];
+      set_chunk(s, q->b, j);
+      run_chunk(s);
+    } else {
+      pthread_mutex_lock(&q->lock);
+      for (;;) {
+        for (int i = 0; i < nslots && s == NULL; ++i)
+          if (slots[i].spawned && slots[i].ready && slots[i].chunk == j)
+            s = &slots[i];
+        if (s != NULL) break;
+        pthread_cond_wait(&q->ready, &q->lock);
+      }
+      pthread_mutex_unlock(&q->lock);
+    }
+    if (s->rc != 0) {
+      jmg_error_copy(err, &s->err);
+      rc = s->rc;
+    } else if (s->info != 0) {
+      *info = s->info;
+    } else {
+      rc = hand_over(s, w, sink, ctx, op, err);
+    }
+    if (started > 0) {
+      pthread_mutex_lock(&q->lock);
+      s->ready = 0;
+      if (rc != 0 || *info != 0) q->stop = 1;
+      pthread_cond_broadcast(&q->taken);
+      pthread_mutex_unlock(&q->lock);
+    }
+  }
+  if (started == 0) return rc;
+  if (rc != 0) {
+    pthread_mutex_lock(&q->lock);
+    q->stop = 1;
+    pthread_cond_broadcast(&q->taken);
+    pthread_mutex_unlock(&q->lock);
+  }
+  for (int i = 0; i < nslots; ++i)
+    if (slots[i].spawned) pthread_join(slots[i].thread, NULL);
+  return rc;
+}
+
+int jmg_tridiagonal_eigenvectors_chunked(
+    const char *op, int64_t n64, const double *d, const double *e, double *w,
+    jmg_dtype dtype, int threads, int64_t chunk, int fallback_only,
+    jmg_tridiagonal_sink sink, void *ctx, int *info, jmg_error *err) {
+  int n = 0;
+  const jmg_lapack_routines *r = jmg_lapack_routines_for(JMG_F64);
+  int rc = check_chunked_args(op, n64, d, e, w, dtype, sink, r, &n, info, err);
   *info = 0;
   if (rc != 0 || n == 0) return rc;
 
@@ -612,21 +773,12 @@ int jmg_tridiagonal_eigenvectors_chunked(
   }
   if (threads > nchunks) threads = (int)nchunks;
   int64_t max_count = 1;
-  for (int64_t j = 0; j < nchunks; ++j)
-    if (b[j + 1] - b[j] > max_count) max_count = b[j + 1] - b[j];
-  /* A chunk's n x count Z indexed within LAPACK's int (a cluster that long
-   * is extreme: at n = 90,000, over 23,000 eigenvalues). */
-  if (max_count > (int64_t)INT_MAX / n64) {
+  rc = largest_chunk(op, b, nchunks, n64, &max_count, err);
+  if (rc != 0) {
     free(b);
-    return jmg_error_set(err, JMG_EUNSUPPORTED, op, "tridiagonal",
-                         "a cluster of %lld close eigenvalues (N=%lld): its "
-                         "eigenvectors, which one dstemr call must compute, "
-                         "pass LAPACK's 32-bit indices",
-                         (long long)max_count, (long long)n64);
+    return rc;
   }
 
-  /* The workspace: LAPACK's minimum for JOBZ='V' (18 N and 10 N), or the
-   * query's answer where larger. */
   stemr_common c = {.op = op,
                     .stemr = r->stemr,
                     .stebz = r->stebz,
@@ -636,43 +788,12 @@ int jmg_tridiagonal_eigenvectors_chunked(
                     .e = e,
                     .dtype = dtype,
                     .fallback_only = fallback_only};
-  rc = jmg_lapack_int(18 * n64, "LWORK", op, &c.lwork, err);
-  if (rc == 0) rc = jmg_lapack_int(10 * n64, "LIWORK", op, &c.liwork, err);
-  if (rc == 0) {
-    char jobz = 'V', range = 'I';
-    double vl = 0.0, vu = 0.0, qwork = 0.0, dummy = 0.0;
-    int il = 1, iu = (int)max_count, m = 0, nzc = iu, tryrac = 0;
-    int qiwork = 0, minus1 = -1, isuppz[2] = {0, 0}, qinfo = 0;
-    r->stemr(&jobz, &range, &n, &dummy, &dummy, &vl, &vu, &il, &iu, &m, &dummy,
-             &dummy, &n, &nzc, isuppz, &tryrac, &qwork, &minus1, &qiwork,
-             &minus1, &qinfo);
-    if (qinfo != 0)
-      rc = jmg_error_set(err, JMG_ELAPACK, op, "LAPACK dstemr",
-                         "workspace query failed with info=%d", qinfo);
-    else {
-      if (qwork > c.lwork && qwork < INT_MAX) c.lwork = (int)qwork + 1;
-      if (qiwork > c.liwork) c.liwork = qiwork;
-    }
-  }
-  slot *slots = rc == 0 ? calloc((size_t)threads, sizeof *slots) : NULL;
-  if (rc == 0 && slots == NULL)
-    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
-                       "cannot allocate %d thread slots", threads);
-  /* Each thread's buffers; where memory runs short past the first, fewer
-   * threads. */
+  rc = stemr_workspace(r, n64, max_count, &c, err);
+  slot *slots = NULL;
   int nslots = 0;
-  while (rc == 0 && nslots < threads &&
-         slot_alloc(&slots[nslots], &c, (int)max_count) == 0)
-    ++nslots;
-  if (rc == 0 && nslots == 0)
-    rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
-                       "cannot allocate the buffers of one %d x %lld chunk "
-                       "and dstemr's workspace",
-                       n, (long long)max_count);
+  if (rc == 0) rc = slots_alloc(&c, threads, max_count, &slots, &nslots, err);
 
-  /* The workers take the chunks from the queue; the calling thread hands
-   * each over in order as it is ready. Where no worker can be started, the
-   * calling thread computes the chunks itself, one after the other. */
+  /* The workers take the chunks from the queue (hand_over_in_order). */
   queue q = {.b = b, .nchunks = nchunks};
   int started = 0;
   if (rc == 0) {
@@ -685,50 +806,8 @@ int jmg_tridiagonal_eigenvectors_chunked(
           pthread_create(&slots[i].thread, NULL, worker, &slots[i]) == 0;
       started += slots[i].spawned;
     }
-  }
-  for (int64_t j = 0; rc == 0 && *info == 0 && j < nchunks; ++j) {
-    slot *s = NULL;
-    if (started == 0) {
-      s = &slots[0];
-      set_chunk(s, b, j);
-      run_chunk(s);
-    } else {
-      pthread_mutex_lock(&q.lock);
-      for (;;) {
-        for (int i = 0; i < nslots && s == NULL; ++i)
-          if (slots[i].spawned && slots[i].ready && slots[i].chunk == j)
-            s = &slots[i];
-        if (s != NULL) break;
-        pthread_cond_wait(&q.ready, &q.lock);
-      }
-      pthread_mutex_unlock(&q.lock);
-    }
-    if (s->rc != 0) {
-      jmg_error_copy(err, &s->err);
-      rc = s->rc;
-    } else if (s->info != 0) {
-      *info = s->info;
-    } else {
-      rc = hand_over(s, w, sink, ctx, op, err);
-    }
-    if (started > 0) {
-      pthread_mutex_lock(&q.lock);
-      s->ready = 0;
-      if (rc != 0 || *info != 0) q.stop = 1;
-      pthread_cond_broadcast(&q.taken);
-      pthread_mutex_unlock(&q.lock);
-    }
-  }
-  if (rc == 0 && started > 0) {
-    for (int i = 0; i < nslots; ++i)
-      if (slots[i].spawned) pthread_join(slots[i].thread, NULL);
-  } else if (started > 0) {
-    pthread_mutex_lock(&q.lock);
-    q.stop = 1;
-    pthread_cond_broadcast(&q.taken);
-    pthread_mutex_unlock(&q.lock);
-    for (int i = 0; i < nslots; ++i)
-      if (slots[i].spawned) pthread_join(slots[i].thread, NULL);
+    rc = hand_over_in_order(slots, nslots, started, &q, nchunks, w, sink, ctx,
+                            op, info, err);
   }
   if (started > 0 || nslots > 0) {
     pthread_mutex_destroy(&q.lock);

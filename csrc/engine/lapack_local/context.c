@@ -247,8 +247,7 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
  * engine gets. */
 static int64_t ll_block(const jmg_engine *e, const jmg_problem *p) {
   (void)e;
-  if (strcmp(p->op, "syevd") != 0 && strcmp(p->op, "sygvd") != 0)
-    return p->tile;
+  if (!jmg_op_is_eigensolver(p->op)) return p->tile;
   return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
