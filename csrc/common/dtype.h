@@ -30,10 +30,13 @@ static inline int jmg_dtype_is_complex(jmg_dtype t) {
   return t == JMG_C64 || t == JMG_C128;
 }
 
-/* Writes 1 in the element type at dst (a complex 1 has a zero imaginary
- * part, which the caller's zeroed buffer already holds). */
+/* Writes 1 in the element type at dst, a complex 1 with its imaginary part
+ * zero: the buffer need not have been zeroed (a host buffer of the CUDA
+ * call frame is not). */
 static inline void jmg_dtype_set_one(jmg_dtype t, void *dst) {
-  if (jmg_dtype_real_size(t) == 4) {
+  const size_t real = jmg_dtype_real_size(t);
+  if (jmg_dtype_is_complex(t)) memset((char *)dst + real, 0, real);
+  if (real == 4) {
     const float one = 1.0f;
     memcpy(dst, &one, sizeof one);
   } else {

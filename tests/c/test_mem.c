@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dtype.h"
 #include "mem/mem.h"
 #include "test.h"
 
@@ -82,4 +83,24 @@ TEST(host_mem_conj_transpose_matches_a_naive_one_for_every_dtype) {
       free(orig);
       if (bad) return;
     }
+}
+
+/* jmg_dtype_set_one writes a whole 1 of its dtype, the imaginary part of a
+ * complex one included, over whatever the buffer held (the CUDA call
+ * frame's host buffers are not zeroed: cuSOLVERMg's potri built its complex
+ * identity from one and got garbage imaginary parts). */
+TEST(dtype_set_one_writes_a_whole_one_over_garbage) {
+  for (int t = 0; t < JMG_NUM_DTYPES; ++t) {
+    unsigned char buf[24];
+    memset(buf, 0xA5, sizeof buf);
+    jmg_dtype_set_one((jmg_dtype)t, buf);
+    const size_t real = jmg_dtype_real_size((jmg_dtype)t);
+    double re = real == 4 ? (double)((float *)buf)[0] : ((double *)buf)[0];
+    CHECK(re == 1.0);
+    if (jmg_dtype_is_complex((jmg_dtype)t)) {
+      double im = real == 4 ? (double)((float *)buf)[1] : ((double *)buf)[1];
+      CHECK(im == 0.0);
+    }
+    CHECK_EQ(buf[jmg_dtype_size((jmg_dtype)t)], 0xA5); /* nothing past it */
+  }
 }
