@@ -203,7 +203,7 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
  * bench/results/2026-11-23-h100x1-one-gpu); the gather to one GPU where a
  * group of several is small enough (engine/gather/thresholds.c); cuSOLVERMg
  * for several. JAXMG_ENGINE=cusolvermg
- * still picks cuSOLVERMg on one GPU, for comparison (README, "Engines").
+ * still picks cuSOLVERMg on one GPU, for comparison (docs/guides/engines.md).
  * cuSOLVERMp last: it takes what the leader engines refuse (a group across
  * nodes), or what JAXMG_ENGINE=cusolvermp sends it. */
 static const jmg_engine *const g_cuda_engines[] = {

@@ -151,7 +151,7 @@ def test_graded_spectra(rng, dtype, k, method):
     (three zero columns: QDWH's fallback on the SVD): still backward
     stable. In the local model (JAXMG_ENGINE=cusolvermp: no SVD) the SVD
     method is refused before tracing and QDWH's exactly singular case gives
-    status 1 with NaN outputs, as the README says."""
+    status 1 with NaN outputs, as docs/guides/statuses.md says."""
     import os
     local_model = os.environ.get("JAXMG_ENGINE") == "cusolvermp"
     mesh = _mesh(k)

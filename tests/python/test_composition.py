@@ -432,7 +432,7 @@ def test_donation_potri_reuses_a(mesh, hpd, T_A):
 
 
 def test_potrs_on_an_a_built_inside_jit_is_not_copied(mesh, rhs):
-    """The README's memory advice: when A is computed inside the jitted
+    """The memory guide's advice (docs/guides/memory.md): when A is computed inside the jitted
     function (as minSR's T = X X^H), XLA hands its buffer to the solver: no
     copy instruction makes the solver's A operand. (A jit argument is copied,
     since the solver works in place and potrs returns nothing of A's shape.)"""

@@ -444,7 +444,7 @@ def test_polar_memory_estimate(mesh):
     its Q whole too (their rows in their own order: core/polar.py,
     _qr_step); beside them the fallback SVD's temporaries. Measured with
     XLA:CPU on 4 devices, 2026-11-25: 24.7 shards for a square A, 6.4 for
-    one four times taller than wide (the README's Memory table)."""
+    one four times taller than wide (docs/guides/memory.md's table)."""
     for (m, n), most in (((64, 64), 26), ((256, 64), 7)):
         shard = m * n // 4 * 8
         e = jaxmg.memory_estimate("polar", (m, n), np.float64, mesh)

@@ -57,7 +57,7 @@ static int dn_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   }
   /* qr's orgqr / ungqr has no 64-bit form (qr.c): its m, n, k, lda and
    * lwork are ints (cusolverDn.h), and M * N is kept within one too, as
-   * cusolverDn<t>potri failed once N * N passed it (README, Memory). */
+   * cusolverDn<t>potri failed once N * N passed it (docs/guides/memory.md). */
   const int64_t rows = jmg_problem_rows(p);
   if (p->op == JMG_OP_QR && !jmg_dn_qr_fits(rows, p->n)) {
     snprintf(why, why_len,

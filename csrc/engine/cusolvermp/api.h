@@ -223,7 +223,7 @@ int jmg_cusolvermp_set_path(const char *path);
  * reason in why (jaxmg_cusolvermp_available). */
 int jmg_cusolvermp_available(char *why, size_t len);
 
-/* What was loaded, for traces and the README: "0.8" (no 0.9 symbol),
+/* What was loaded, for traces and the docs: "0.8" (no 0.9 symbol),
  * ">= 0.9", or "" before a successful load; and the exact version
  * (cusolverMpGetVersion, e.g. 800 for 0.8.0) once a handle exists, else 0. */
 const char *jmg_cusolvermp_series(void);
