@@ -31,3 +31,14 @@ int jmg_op_is_rectangular(jmg_op op) {
 int jmg_op_is_eigensolver(jmg_op op) {
   return op == JMG_OP_SYEVD || op == JMG_OP_SYGVD;
 }
+
+const char *jmg_precision_name(int precision) {
+  switch (precision) {
+    case JMG_PRECISION_EXACT:
+      return "exact";
+    case JMG_PRECISION_MIXED:
+      return "mixed";
+    default:
+      return "?";
+  }
+}

@@ -19,6 +19,22 @@ typedef enum {
   JMG_NUM_OPS
 } jmg_op;
 
+/* The precision a solve (potrs, lu_solve) runs in: the attribute
+ * "precision" of its FFI call (absent: exact), the jmg_problem's precision
+ * an engine is chosen for (engine/engine.h), and the routine the ops layer
+ * calls (the engine's potrs or potrs_mixed, ...).
+ *   JMG_PRECISION_EXACT  factor and solve in A's own dtype (the default);
+ *   JMG_PRECISION_MIXED  factor in the next lower precision (float32 for
+ *                        float64, complex64 for complex128), refine the
+ *                        solution in A's dtype against A kept intact, and
+ *                        fall back to the exact path where refinement does
+ *                        not converge (engine/refine.h). */
+typedef enum { JMG_PRECISION_EXACT = 0, JMG_PRECISION_MIXED = 1 } jmg_precision;
+#define JMG_NUM_PRECISIONS 2
+
+/* "exact", "mixed"; "?" for a value that is none. */
+const char *jmg_precision_name(int precision);
+
 /* "potrs", ...; "?" for a value that is no op. */
 const char *jmg_op_name(jmg_op op);
 

@@ -135,6 +135,9 @@ typedef struct jmg_problem {
   int64_t m;    /* A's rows: n but for gesvd's and qr's m x n A (0 reads
                  * as n) */
   int64_t tile; /* T_A */
+  /* jmg_precision (common/op.h): JMG_PRECISION_MIXED runs only on an
+   * engine with the op's mixed routine (potrs_mixed, lu_solve_mixed). */
+  int precision;
 } jmg_problem;
 
 /* A's rows in problem p: p->m, or p->n where m is 0. */
@@ -236,6 +239,20 @@ typedef struct jmg_leader_routines {
   int (*sygvd)(const struct jmg_engine *e, const jmg_dist_matrix *a,
                const jmg_dist_matrix *b, void *w, int want_vectors, int *info,
                jmg_error *err);
+  /* potrs and lu_solve in mixed precision (common/op.h,
+   * JMG_PRECISION_MIXED; NULL where the engine has none, and selection
+   * then refuses a mixed call): the same meanings as potrs (no diag) and
+   * lu_solve, with A factored in the next lower precision and X refined in
+   * A's dtype against A kept intact (engine/refine.h), falling back to the
+   * exact routine's factorization where refinement does not converge.
+   * *info is the exact routine's: 0 whether refinement converged or the
+   * fallback solved; the fallback's info otherwise. A's content afterwards
+   * is unspecified, as for the exact routines. */
+  int (*potrs_mixed)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+                     void *b, int64_t nrhs, int *info, jmg_error *err);
+  int (*lu_solve_mixed)(const struct jmg_engine *e, const jmg_dist_matrix *a,
+                        void *b, int64_t nrhs, int transpose, int *info,
+                        jmg_error *err);
 } jmg_leader_routines;
 
 /* The routines of JMG_MODEL_LOCAL, called by every rank at once on its
@@ -319,6 +336,11 @@ typedef struct jmg_engine {
 /* Whether e has a routine for op (in its model's set). */
 int jmg_engine_has(const jmg_engine *e, jmg_op op);
 
+/* Whether e has op's routine in precision (jmg_precision): exact, its
+ * plain routine (jmg_engine_has); mixed, its mixed one (potrs_mixed,
+ * lu_solve_mixed; no other op has one). */
+int jmg_engine_has_precision(const jmg_engine *e, jmg_op op, int precision);
+
 /* The block size e lays A out in for p (its `block`, else p->tile). */
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p);
 
@@ -342,11 +364,13 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
  * the op cannot have. out is always NUL-terminated when len > 0. block
  * (NULL: not wanted) receives the block size the chosen engine lays A out
  * in (jmg_engine_block), or 0 where none was chosen: the Python layer's
- * default T_A pads to a wider block where the engine's would be narrow. */
+ * default T_A pads to a wider block where the engine's would be narrow.
+ * precision: the problem's (jmg_precision; -1 for an unknown value, with
+ * out saying so). */
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
                      int nparts, int nodes, const char *dtype, int64_t m,
-                     int64_t n, int64_t tile, char *out, size_t len,
-                     int64_t *block);
+                     int64_t n, int64_t tile, int precision, char *out,
+                     size_t len, int64_t *block);
 
 /* The workspace a call would take (engine's `workspace`), asked ahead of it
  * by the Python layer (jaxmg.memory_estimate): the engine jmg_engine_check
@@ -357,8 +381,9 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
  * query). */
 int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
                          int nparts, int nodes, const char *dtype, int64_t m,
-                         int64_t n, int64_t tile, const jmg_workspace_query *q,
-                         size_t *bytes, char *out, size_t len);
+                         int64_t n, int64_t tile, int precision,
+                         const jmg_workspace_query *q, size_t *bytes, char *out,
+                         size_t len);
 
 /* The engines, as objects so that a platform's list of them is a constant
  * table. LAPACK for CPU devices (engine/lapack/). */

@@ -30,16 +30,30 @@ int jmg_engine_has(const jmg_engine *e, jmg_op op) {
   return 0;
 }
 
-/* "qr float32 M=40000 N=1024 T_A=1024" (M only for an M x N A), for
- * messages. */
+int jmg_engine_has_precision(const jmg_engine *e, jmg_op op, int precision) {
+  if (precision == JMG_PRECISION_EXACT) return jmg_engine_has(e, op);
+  if (precision != JMG_PRECISION_MIXED || e->model != JMG_MODEL_LEADER)
+    return 0;
+  if (op == JMG_OP_POTRS) return e->leader.potrs_mixed != NULL;
+  if (op == JMG_OP_LU_SOLVE) return e->leader.lu_solve_mixed != NULL;
+  return 0;
+}
+
+/* "qr float32 M=40000 N=1024 T_A=1024" (M only for an M x N A; the
+ * precision only where it is not exact), for messages. */
 static void describe(const jmg_problem *p, char *out, size_t len) {
+  char prec[32] = "";
+  if (p->precision != JMG_PRECISION_EXACT)
+    snprintf(prec, sizeof prec, " precision=\"%s\"",
+             jmg_precision_name(p->precision));
   if (jmg_op_is_rectangular(p->op))
-    snprintf(out, len, "%s %s M=%lld N=%lld T_A=%lld", jmg_op_name(p->op),
+    snprintf(out, len, "%s %s M=%lld N=%lld T_A=%lld%s", jmg_op_name(p->op),
              jmg_dtype_name(p->dtype), (long long)jmg_problem_rows(p),
-             (long long)p->n, (long long)p->tile);
+             (long long)p->n, (long long)p->tile, prec);
   else
-    snprintf(out, len, "%s %s N=%lld T_A=%lld", jmg_op_name(p->op),
-             jmg_dtype_name(p->dtype), (long long)p->n, (long long)p->tile);
+    snprintf(out, len, "%s %s N=%lld T_A=%lld%s", jmg_op_name(p->op),
+             jmg_dtype_name(p->dtype), (long long)p->n, (long long)p->tile,
+             prec);
 }
 
 /* Whether e runs p (by_default: and prefers it, when JAXMG_ENGINE names no
@@ -48,6 +62,13 @@ static int runs(const jmg_engine *e, const jmg_problem *p, int by_default,
                 char *why, size_t len) {
   if (!jmg_engine_has(e, p->op)) {
     snprintf(why, len, "it has no %s", jmg_op_name(p->op));
+    return 0;
+  }
+  if (!jmg_engine_has_precision(e, p->op, p->precision)) {
+    snprintf(why, len,
+             "it has no %s with precision=\"%s\" (pass precision=\"exact\", "
+             "or run on one GPU or on CPU devices)",
+             jmg_op_name(p->op), jmg_precision_name(p->precision));
     return 0;
   }
   /* The leader reaches every shard's memory from one node (peer pointers,
@@ -130,8 +151,8 @@ int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {
  * engine: why in out) or -1 (unknown op or dtype: out says so). */
 static int check(const jmg_engine *const *engines, const char *op, int nparts,
                  int nodes, const char *dtype, int64_t m, int64_t n,
-                 int64_t tile, jmg_problem *p, const jmg_engine **chosen,
-                 char *out, size_t len) {
+                 int64_t tile, int precision, jmg_problem *p,
+                 const jmg_engine **chosen, char *out, size_t len) {
   if (out != NULL && len > 0) out[0] = '\0';
   if (op == NULL || dtype == NULL || out == NULL || len == 0) return -1;
   jmg_op known = JMG_OP_POTRS;
@@ -141,6 +162,10 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
     if (strcmp(dtype, jmg_dtype_name((jmg_dtype)i)) == 0) t = i;
   if (!op_found || t < 0) {
     snprintf(out, len, "unknown op \"%s\" or dtype \"%s\"", op, dtype);
+    return -1;
+  }
+  if (precision < 0 || precision >= JMG_NUM_PRECISIONS) {
+    snprintf(out, len, "unknown precision %d (0: exact, 1: mixed)", precision);
     return -1;
   }
   /* A square A has no rows of its own to name. */
@@ -155,7 +180,8 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
                      .dtype = (jmg_dtype)t,
                      .n = n,
                      .m = m > 0 ? m : n,
-                     .tile = tile};
+                     .tile = tile,
+                     .precision = precision};
   jmg_config cfg;
   jmg_config_read(&cfg);
   jmg_error err;
@@ -170,13 +196,13 @@ static int check(const jmg_engine *const *engines, const char *op, int nparts,
 
 int jmg_engine_check(const jmg_engine *const *engines, const char *op,
                      int nparts, int nodes, const char *dtype, int64_t m,
-                     int64_t n, int64_t tile, char *out, size_t len,
-                     int64_t *block) {
+                     int64_t n, int64_t tile, int precision, char *out,
+                     size_t len, int64_t *block) {
   if (block != NULL) *block = 0;
   jmg_problem p;
   const jmg_engine *e = NULL;
-  int rc = check(engines, op, nparts, nodes, dtype, m, n, tile, &p, &e, out,
-                 len);
+  int rc = check(engines, op, nparts, nodes, dtype, m, n, tile, precision, &p,
+                 &e, out, len);
   if (rc == 1) {
     snprintf(out, len, "%s", e->name);
     if (block != NULL) *block = jmg_engine_block(e, &p);
@@ -186,12 +212,13 @@ int jmg_engine_check(const jmg_engine *const *engines, const char *op,
 
 int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
                          int nparts, int nodes, const char *dtype, int64_t m,
-                         int64_t n, int64_t tile, const jmg_workspace_query *q,
-                         size_t *bytes, char *out, size_t len) {
+                         int64_t n, int64_t tile, int precision,
+                         const jmg_workspace_query *q, size_t *bytes, char *out,
+                         size_t len) {
   jmg_problem p;
   const jmg_engine *e = NULL;
-  int rc = check(engines, op, nparts, nodes, dtype, m, n, tile, &p, &e, out,
-                 len);
+  int rc = check(engines, op, nparts, nodes, dtype, m, n, tile, precision, &p,
+                 &e, out, len);
   if (rc != 1) return -1;
   if (e->workspace == NULL) {
     snprintf(out, len,

@@ -31,34 +31,37 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
   }
 
 /* Defines the exported
- * `int symbol(op, nparts, nodes, dtype, m, n, tile, out, len, block)`:
+ * `int symbol(op, nparts, nodes, dtype, m, n, tile, precision, out, len,
+ * block)`:
  * jmg_engine_check over platform's engines (engine/engine.h), for the
  * Python layer, through ctypes (m: A's rows, 0 for a square A); and
- * `symbol_workspace(op, nparts, nodes, dtype, m, n, tile, nrhs,
+ * `symbol_workspace(op, nparts, nodes, dtype, m, n, tile, precision, nrhs,
  * want_vectors, syevd_solver, bytes, out, len)`: jmg_engine_workspace. */
 #define JMG_FFI_EXPORT_ENGINE_CHECK(symbol, platform)                          \
   __attribute__((visibility("default"))) int symbol(                           \
       const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
-      int64_t n, int64_t tile, char *out, size_t len, int64_t *block);         \
+      int64_t n, int64_t tile, int precision, char *out, size_t len,           \
+      int64_t *block);                                                         \
   __attribute__((visibility("default"))) int symbol(                           \
       const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
-      int64_t n, int64_t tile, char *out, size_t len, int64_t *block) {        \
+      int64_t n, int64_t tile, int precision, char *out, size_t len,           \
+      int64_t *block) {                                                        \
     return jmg_engine_check((platform)->engines, op, nparts, nodes, dtype, m,  \
-                            n, tile, out, len, block);                         \
+                            n, tile, precision, out, len, block);              \
   }                                                                            \
   __attribute__((visibility("default"))) int symbol##_workspace(               \
       const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
-      int64_t n, int64_t tile, int64_t nrhs, int want_vectors,                 \
+      int64_t n, int64_t tile, int precision, int64_t nrhs, int want_vectors,  \
       int syevd_solver, size_t *bytes, char *out, size_t len);                 \
   __attribute__((visibility("default"))) int symbol##_workspace(               \
       const char *op, int nparts, int nodes, const char *dtype, int64_t m,     \
-      int64_t n, int64_t tile, int64_t nrhs, int want_vectors,                 \
+      int64_t n, int64_t tile, int precision, int64_t nrhs, int want_vectors,  \
       int syevd_solver, size_t *bytes, char *out, size_t len) {                \
     const jmg_workspace_query q = {.nrhs = nrhs,                               \
                                    .want_vectors = want_vectors,               \
                                    .syevd_solver = syevd_solver};              \
     return jmg_engine_workspace((platform)->engines, op, nparts, nodes, dtype, \
-                                m, n, tile, &q, bytes, out, len);              \
+                                m, n, tile, precision, &q, bytes, out, len);   \
   }
 
 #endif

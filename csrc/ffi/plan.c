@@ -180,7 +180,9 @@ static int plan_key(XLA_FFI_CallFrame *frame, const char *op,
 /* The engine that runs the call: chosen here and nowhere else, from the
  * op, the group, the problem and the settings (engine/select.c). Every
  * participant chooses alike. The hosts the group spans: the attribute
- * nodes (absent: one). */
+ * nodes (absent: one); the solve's precision: the attribute precision
+ * (absent: exact; common/op.h), which the op's own steps read too (its
+ * scalar of that name, ops/potrs.c and ops/lu_solve.c). */
 static int choose_engine(XLA_FFI_CallFrame *frame,
                          const jmg_ffi_platform *platform,
                          const jmg_ffi_head *head, const jmg_shard_io *io,
@@ -191,13 +193,23 @@ static int choose_engine(XLA_FFI_CallFrame *frame,
     int rc = jmg_ffi_attr_i64(frame, op, "nodes", &nodes, err);
     if (rc != 0) return rc;
   }
+  int64_t precision = JMG_PRECISION_EXACT;
+  if (jmg_ffi_has_attr(frame, "precision")) {
+    int rc = jmg_ffi_attr_i64(frame, op, "precision", &precision, err);
+    if (rc != 0) return rc;
+    if (precision < 0 || precision >= JMG_NUM_PRECISIONS)
+      return jmg_error_set(err, JMG_EINVAL, op, "FFI attributes",
+                           "precision=%lld: 0 (exact) or 1 (mixed)",
+                           (long long)precision);
+  }
   const jmg_problem problem = {.op = call->op->id,
                                .nparts = head->nparts,
                                .nodes = (int)nodes,
                                .dtype = io->dtype,
                                .n = io->n,
                                .m = head->m,
-                               .tile = io->tile};
+                               .tile = io->tile,
+                               .precision = (int)precision};
   return jmg_engine_select(platform->engines, &problem, &call->config,
                            &call->engine, err);
 }

@@ -6,10 +6,18 @@
  * of conj(A), as the engines see it, has A's determinant), a real scalar
  * written on every shard, NaN when the factorization fails.
  *
+ * With precision (common/op.h) JMG_PRECISION_MIXED, the engine's
+ * potrs_mixed solves (a lower-precision factor, X refined against A kept
+ * intact, the exact factorization where refinement does not converge:
+ * engine/refine.h); the status is the exact path's. It gives no
+ * log-determinant (that would come from the lower-precision factor): the
+ * two together are refused.
+ *
  * Frame: args A (local_cols x n), B (nrhs x n: B column-major), shard;
  *        rets A (aliased), X (nrhs x n), [logdet (rank 0, A's real type),
  *        only with want_logdet,] status; attrs T_A, mesh_id, want_logdet
- *        (optional, bool; absent: 0). */
+ *        (optional, bool; absent: 0), precision (optional; absent: 0,
+ *        exact). */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -25,11 +33,12 @@ typedef struct potrs_io {
   void *x;      /* n x nrhs solution, out: written on every shard */
   void *logdet; /* real scalar, out (want_logdet only): on every shard */
   int64_t want_logdet;
+  int64_t precision; /* jmg_precision */
 } potrs_io;
 JMG_OP_IO_FITS(potrs_io);
 
 enum { POTRS_B, POTRS_X, POTRS_LOGDET }; /* its buffers */
-enum { POTRS_NRHS, POTRS_WANT_LOGDET };   /* its scalars */
+enum { POTRS_NRHS, POTRS_WANT_LOGDET, POTRS_PRECISION }; /* its scalars */
 
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err);
 static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err);
@@ -66,7 +75,7 @@ const jmg_op_desc jmg_potrs_op = {
                               .offset = offsetof(potrs_io, logdet),
                               .if_scalar = POTRS_WANT_LOGDET + 1},
         },
-    .nscalars = 2,
+    .nscalars = 3,
     .scalars =
         {
             [POTRS_NRHS] = {.name = "nrhs",
@@ -79,6 +88,10 @@ const jmg_op_desc jmg_potrs_op = {
                                    .boolean = 1,
                                    .optional = 1,
                                    .offset = offsetof(potrs_io, want_logdet)},
+            [POTRS_PRECISION] = {.name = "precision",
+                                 .from = JMG_FROM_ATTR,
+                                 .optional = 1,
+                                 .offset = offsetof(potrs_io, precision)},
         },
     .leader = potrs_leader,
     .local = potrs_local,
@@ -115,6 +128,38 @@ static int write_logdet(jmg_leader_view *v, double value, jmg_error *err) {
   return rc;
 }
 
+/* 0, or the error of a mixed-precision call that cannot run: one that
+ * wants the log-determinant, or an engine without potrs_mixed (selection
+ * refuses it first; ffi/plan.c). */
+static int check_precision(const jmg_engine *e, const potrs_io *io,
+                           jmg_error *err) {
+  if (io->precision == JMG_PRECISION_EXACT) return 0;
+  if (io->precision != JMG_PRECISION_MIXED)
+    return jmg_error_set(err, JMG_EINVAL, "potrs", "arguments",
+                         "precision=%lld: 0 (exact) or 1 (mixed)",
+                         (long long)io->precision);
+  if (io->want_logdet)
+    return jmg_error_set(err, JMG_EINVAL, "potrs", "arguments",
+                         "precision=\"mixed\" gives no log-determinant (it "
+                         "would come from the lower-precision factor): pass "
+                         "precision=\"exact\" with return_logdet");
+  if (!jmg_engine_has_precision(e, JMG_OP_POTRS, JMG_PRECISION_MIXED))
+    return jmg_error_set(err, JMG_EUNSUPPORTED, "potrs", "arguments",
+                         "engine %s has no potrs with precision=\"mixed\"; "
+                         "pass precision=\"exact\"",
+                         e->name);
+  return 0;
+}
+
+/* The engine's solve in the call's precision. */
+static int solve(const jmg_engine *e, const potrs_io *io,
+                 const jmg_dist_matrix *a, void *diag, int *info,
+                 jmg_error *err) {
+  if (io->precision == JMG_PRECISION_MIXED)
+    return e->leader.potrs_mixed(e, a, io->x, io->nrhs, info, err);
+  return e->leader.potrs(e, a, io->x, io->nrhs, diag, info, err);
+}
+
 static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   const jmg_engine *e = v->engine;
   const jmg_mem *m = v->mem;
@@ -122,6 +167,8 @@ static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   const size_t x_count = (size_t)v->a.n * (size_t)io0->nrhs;
   const size_t x_bytes = x_count * jmg_dtype_size(v->a.dtype);
   int info = 0;
+  const int refused = check_precision(e, io0, err);
+  if (refused != 0) return refused;
   /* The factor's diagonal, on the host, when the call wants the
    * log-determinant (the engines' potrs reads it while it holds the
    * factor). */
@@ -138,10 +185,9 @@ static int potrs_leader(jmg_leader_view *v, int *info_out, jmg_error *err) {
   /* The solver overwrites its right-hand side: solve in shard 0's x, so that
    * the user's b is never written. */
   if (rc == 0) rc = m->copy(&v->group, io0->x, 0, io0->b, 0, x_bytes, err);
-  if (rc == 0)
-    rc = e->leader.potrs(e, &v->a, io0->x, io0->nrhs, diag, &info, err);
+  if (rc == 0) rc = solve(e, io0, &v->a, diag, &info, err);
   if (jmg_leader_retry_without_scratch(v, &rc, err))
-    rc = e->leader.potrs(e, &v->a, io0->x, io0->nrhs, diag, &info, err);
+    rc = solve(e, io0, &v->a, diag, &info, err);
   if (rc == 0 && info != 0)
     rc = m->fill_nan(&v->group, 0, io0->x, x_count, v->a.dtype, err);
   if (rc == 0) rc = jmg_leader_broadcast(v, &jmg_potrs_op.bufs[POTRS_X], err);
@@ -164,6 +210,13 @@ static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const size_t x_count = (size_t)v->a.n * (size_t)io->nrhs;
   int info = 0, rc = 0;
   void *diag = NULL;
+  /* No engine of the local model has potrs_mixed: selection refuses such a
+   * call before it gets here (engine/select.c). */
+  if (io->precision != JMG_PRECISION_EXACT)
+    return jmg_error_set(err, JMG_EUNSUPPORTED, "potrs", "arguments",
+                         "engine %s has no potrs with precision=\"mixed\"; "
+                         "pass precision=\"exact\"",
+                         e->name);
   if (io->want_logdet) {
     diag = malloc((size_t)v->a.n * jmg_dtype_real_size(v->a.dtype));
     if (diag == NULL)

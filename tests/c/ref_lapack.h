@@ -31,4 +31,8 @@ void register_reference_lapack(void);
  * ref_potrs. */
 void register_reference_cholesky(void);
 
+/* ?getrf and ?getrs for every dtype (test_lu_solve.c's reference LU,
+ * computed in double complex); aborts where the library refuses one. */
+void register_reference_lu(void);
+
 #endif

@@ -266,33 +266,33 @@ TEST(engine_check_names_the_engine_or_the_reasons) {
   char out[512];
   const saved_engine saved = unset_engine();
   int64_t block = -1;
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 64, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 64, 0, out,
                             sizeof out, &block),
            1);
   CHECK_CONTAINS(out, "dn");
   CHECK_EQ(block, 64); /* an engine without `block` lays A out in T_A */
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 0, 64, 16, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 4, 1, "complex128", 0, 64, 16, 0, out,
                             sizeof out, &block),
            0);
   CHECK_EQ(block, 0); /* none chosen */
   CHECK_CONTAINS(out, "T_A=16 > 8");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 0, 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "potri", 4, 1, "float32", 0, 64, 8, 0, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "has no potri");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 0, 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "getrf", 1, 1, "float64", 0, 64, 8, 0, out,
                             sizeof out, NULL),
            -1);
   CHECK_EQ(
-      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 0, 64, 8, out, sizeof out, NULL),
+      jmg_engine_check(g_cuda_like, "potrs", 1, 1, "int8", 0, 64, 8, 0, out, sizeof out, NULL),
       -1);
   /* JAXMG_ENGINE is read at the check, as at the call. */
   setenv("JAXMG_ENGINE", "narrow", 1);
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 16, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 16, 0, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "JAXMG_ENGINE");
-  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 8, out,
+  CHECK_EQ(jmg_engine_check(g_cuda_like, "syevd", 1, 1, "float64", 0, 64, 8, 0, out,
                             sizeof out, NULL),
            1);
   CHECK_CONTAINS(out, "narrow");
@@ -327,28 +327,28 @@ TEST(engine_workspace_asks_the_chosen_engine_or_says_why_not) {
   const jmg_workspace_query q = {.nrhs = 2, .want_vectors = 1};
   const saved_engine saved = unset_engine();
   /* The chosen engine's answer, and its name. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 1, 1, "float64", 0, 64, 64, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 1, 1, "float64", 0, 64, 64, 0, &q,
                                 &bytes, out, sizeof out),
            1);
   CHECK_EQ(bytes, (size_t)(64 * 64 * 3 + 2));
   CHECK_CONTAINS(out, "dn_ws");
   /* Its own refusal to tell: 0, naming the engine and why. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 1, 1, "float64", 0, 64, 64, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 1, 1, "float64", 0, 64, 64, 0, &q,
                                 &bytes, out, sizeof out),
            0);
   CHECK_CONTAINS(out, "dn_ws");
   CHECK_CONTAINS(out, "not asked ahead");
   /* An engine without a query (several devices: narrow): 0, and why. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 4, 1, "float64", 0, 64, 8, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "potrs", 4, 1, "float64", 0, 64, 8, 0, &q,
                                 &bytes, out, sizeof out),
            0);
   CHECK_CONTAINS(out, "narrow: the engine cannot tell");
   /* No engine for the problem, or an unknown op: -1 and the reasons. */
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 4, 1, "float64", 0, 64, 16, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "syevd", 4, 1, "float64", 0, 64, 16, 0, &q,
                                 &bytes, out, sizeof out),
            -1);
   CHECK_CONTAINS(out, "T_A=16 > 8");
-  CHECK_EQ(jmg_engine_workspace(g_ws_like, "getrf", 1, 1, "float64", 0, 64, 8, &q,
+  CHECK_EQ(jmg_engine_workspace(g_ws_like, "getrf", 1, 1, "float64", 0, 64, 8, 0, &q,
                                 &bytes, out, sizeof out),
            -1);
   restore_engine(&saved);
@@ -504,21 +504,21 @@ TEST(engine_select_gathers_small_problems_on_several_devices) {
 TEST(engine_check_names_the_gather_engine_where_it_runs) {
   char out[512];
   const saved_engine saved = unset_engine();
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 8192, 8,
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 8192, 8, 0,
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 16384, 8,
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 16384, 8, 0,
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   /* complex: a smaller size (a guess, thresholds.c). */
   CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "complex128", 0, 8192,
-                            8, out, sizeof out, NULL),
+                            8, 0, out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "narrow"), 0);
   setenv("JAXMG_ENGINE", "gather", 1);
-  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 16384, 8,
+  CHECK_EQ(jmg_engine_check(g_cuda_gather, "potrs", 4, 1, "float64", 0, 16384, 8, 0,
                             out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "gather"), 0);
@@ -566,34 +566,34 @@ TEST(engine_check_carries_a_s_rows_to_the_engines_limits) {
   char out[512];
   const saved_engine saved = unset_engine();
   /* 100 x 10 fits; 101 x 10 does not, though N alone would. */
-  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 100, 10, 10, out,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 100, 10, 10, 0, out,
                             sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "small_qr"), 0);
-  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, out,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, 0, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "no engine runs qr float32 M=101 N=10 T_A=10");
   CHECK_CONTAINS(out, "small_qr: qr of a 101 x 10 A: M * N past 1000");
   /* M = 0 reads as N: a square problem. */
-  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 0, 32, 8, out,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 0, 32, 8, 0, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "qr of a 32 x 32 A");
   /* A square op takes M = 0 or N only; a negative M is nobody's. */
-  CHECK_EQ(jmg_engine_check(g_qr_like, "potrs", 1, 1, "float64", 10, 10, 10,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "potrs", 1, 1, "float64", 10, 10, 10, 0,
                             out, sizeof out, NULL),
            1);
-  CHECK_EQ(jmg_engine_check(g_qr_like, "potrs", 1, 1, "float64", 20, 10, 10,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "potrs", 1, 1, "float64", 20, 10, 10, 0,
                             out, sizeof out, NULL),
            -1);
   CHECK_CONTAINS(out, "potrs takes a square A: M=20 for N=10");
-  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float64", -1, 10, 10, out,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float64", -1, 10, 10, 0, out,
                             sizeof out, NULL),
            -1);
   /* JAXMG_ENGINE's refusal names M too. */
   setenv("JAXMG_ENGINE", "small_qr", 1);
-  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, out,
+  CHECK_EQ(jmg_engine_check(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, 0, out,
                             sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "cannot run qr float32 M=101 N=10 T_A=10 on 1 devices");
@@ -601,15 +601,15 @@ TEST(engine_check_carries_a_s_rows_to_the_engines_limits) {
   unsetenv("JAXMG_ENGINE");
   size_t bytes = 0;
   const jmg_workspace_query q = {.nrhs = 1, .want_vectors = 0};
-  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 50, 10, 10,
+  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 50, 10, 10, 0,
                                 &q, &bytes, out, sizeof out),
            1);
   CHECK_EQ(bytes, (size_t)500);
-  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 0, 10, 10,
+  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 0, 10, 10, 0,
                                 &q, &bytes, out, sizeof out),
            1);
   CHECK_EQ(bytes, (size_t)100);
-  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10,
+  CHECK_EQ(jmg_engine_workspace(g_qr_like, "qr", 1, 1, "float32", 101, 10, 10, 0,
                                 &q, &bytes, out, sizeof out),
            -1);
   CHECK_CONTAINS(out, "M * N past 1000");
@@ -619,7 +619,7 @@ TEST(engine_check_carries_a_s_rows_to_the_engines_limits) {
 /* The CPU library's export (ffi/cpu_targets.c), over its real engines. */
 int jaxmg_engine_check_cpu(const char *op, int nparts, int nodes,
                            const char *dtype, int64_t m, int64_t n,
-                           int64_t tile, char *out, size_t len,
+                           int64_t tile, int precision, char *out, size_t len,
                            int64_t *block);
 
 TEST(cpu_engines_refuse_an_a_past_lapack_s_int_before_a_call) {
@@ -627,12 +627,12 @@ TEST(cpu_engines_refuse_an_a_past_lapack_s_int_before_a_call) {
   const saved_engine saved = unset_engine();
   const int64_t past = (int64_t)INT32_MAX + 5; /* divisible by 4 */
   CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float32", (int64_t)INT32_MAX - 3,
-                                  4, 4, out, sizeof out, NULL),
+                                  4, 4, 0, out, sizeof out, NULL),
            1);
   CHECK_EQ(strcmp(out, "lapack"), 0);
   static const char *const ops[] = {"qr", "gesvd"};
   for (int i = 0; i < 2; ++i) {
-    CHECK_EQ(jaxmg_engine_check_cpu(ops[i], 4, 1, "float32", past, 4, 4, out,
+    CHECK_EQ(jaxmg_engine_check_cpu(ops[i], 4, 1, "float32", past, 4, 4, 0, out,
                                     sizeof out, NULL),
              0);
     CHECK_CONTAINS(out, "M=2147483652 N=4");
@@ -641,12 +641,12 @@ TEST(cpu_engines_refuse_an_a_past_lapack_s_int_before_a_call) {
   }
   /* lapack-local (named) has the same limit. */
   setenv("JAXMG_ENGINE", "lapack-local", 1);
-  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", past, 4, 4, out,
+  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", past, 4, 4, 0, out,
                                   sizeof out, NULL),
            0);
   CHECK_CONTAINS(out, "lapack-local");
   CHECK_CONTAINS(out, "qr of a 2147483652 x 4 A: M and N must fit");
-  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", 64, 4, 4, out,
+  CHECK_EQ(jaxmg_engine_check_cpu("qr", 4, 1, "float64", 64, 4, 4, 0, out,
                                   sizeof out, NULL),
            1);
   restore_engine(&saved);

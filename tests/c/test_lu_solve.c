@@ -159,7 +159,7 @@ REF_LU(c, JMG_C64)
 REF_LU(z, JMG_C128)
 #undef REF_LU
 
-static void register_reference_lu(void) {
+void register_reference_lu(void) {
   if (jaxmg_cpu_register_lapack("sgetrf", (void *)ref_sgetrf) != 0 ||
       jaxmg_cpu_register_lapack("dgetrf", (void *)ref_dgetrf) != 0 ||
       jaxmg_cpu_register_lapack("cgetrf", (void *)ref_cgetrf) != 0 ||

@@ -1,7 +1,9 @@
 """jaxmg.memory_estimate (issue 25): what a call would take on each device,
 asked before running it, on 4 CPU devices. XLA's part is XLA's own buffer
 assignment of the program the call runs; on CPU devices the LAPACK engine
-cannot tell its workspace ahead of a call (the GPU test,
+tells its workspace ahead of a call for potrs and lu_solve only (the
+gathered A; with precision="mixed" its float32 copy and the refinement's
+vectors too: test_mixed_precision.py), not for the other ops (the GPU test,
 tests/gpu/test_gpu_memory.py, checks cuSOLVERDn's against the GPU's peak)."""
 
 import re
@@ -38,7 +40,12 @@ def test_donated_estimate_has_a_in_place(mesh, op, dtype):
         # device: test_tall_qr_and_least_squares_estimates checks it on a
         # tall A, where R is small.)
         assert e.temporaries < _shard(dtype)
-    assert e.workspace is None and e.peak is None
+    if op in ("potrs", "lu_solve"):  # the gathered A (and LU's pivots), N x N on the host
+        pivots = N * 4 if op == "lu_solve" else 0
+        assert e.workspace == N * N * np.dtype(dtype).itemsize + pivots
+        assert e.peak == e.xla_bytes + e.workspace
+    else:
+        assert e.workspace is None and e.peak is None
     assert "lapack" in e.workspace_note or op in e.workspace_note
     assert e.xla_bytes == e.arguments + e.outputs - e.aliased + e.temporaries
 

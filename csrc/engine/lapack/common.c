@@ -108,6 +108,7 @@ const jmg_engine jmg_lapack_engine = {
     .name = "lapack",
     .model = JMG_MODEL_LEADER,
     .supports = jmg_lapack_supports,
+    .workspace = jmg_lapack_workspace,
     .leader =
         {
             .potrs = jmg_lapack_potrs,
@@ -117,6 +118,8 @@ const jmg_engine jmg_lapack_engine = {
             .gesvd = jmg_lapack_gesvd,
             .qr = jmg_lapack_qr,
             .sygvd = jmg_lapack_sygvd,
+            .potrs_mixed = jmg_lapack_potrs_mixed,
+            .lu_solve_mixed = jmg_lapack_lu_solve_mixed,
         },
 };
 

@@ -118,5 +118,20 @@ int jmg_lapack_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
                      int full, int *info, jmg_error *err);
 int jmg_lapack_qr(const jmg_engine *e, const jmg_dist_matrix *a,
                   const jmg_dist_matrix *rt, int *info, jmg_error *err);
+/* The mixed-precision routines (mixed.h): potrs_mixed and lu_solve_mixed
+ * of engine.h on the gathered matrix. */
+int jmg_lapack_potrs_mixed(const jmg_engine *e, const jmg_dist_matrix *a,
+                           void *b, int64_t nrhs, int *info, jmg_error *err);
+int jmg_lapack_lu_solve_mixed(const jmg_engine *e, const jmg_dist_matrix *a,
+                              void *b, int64_t nrhs, int transpose, int *info,
+                              jmg_error *err);
+/* engine.h's workspace query for the LAPACK engine: potrs's and
+ * lu_solve's host buffers (the gathered A, lu_solve's pivots, and in mixed
+ * precision the lower-precision copy and the refinement's vectors);
+ * JMG_EUNSUPPORTED for the other ops (their LAPACK workspaces are asked of
+ * LAPACK during the call). */
+int jmg_lapack_workspace(const jmg_engine *e, const jmg_problem *p,
+                         const jmg_workspace_query *q, size_t *bytes,
+                         jmg_error *err);
 
 #endif

@@ -63,6 +63,23 @@ def check_rhs(op: str, b: Any, n: int, dtype: np.dtype) -> int:
     return int(shape[1]) if len(shape) == 2 else 1
 
 
+# precision= of the solves (potrs, lu_solve): the exact path, or a
+# lower-precision factorization refined to the exact path's accuracy
+# (docs/guides/mixed-precision.md).
+PRECISIONS = ("exact", "mixed")
+
+
+def check_precision(op: str, precision: Any) -> str:
+    """``precision`` must be "exact" (the default) or "mixed"; returned as
+    given."""
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ValueError(
+            f"jaxmg.{op}: precision must be \"exact\" (the default) or \"mixed\" (a "
+            f"lower-precision factorization refined to the exact path's accuracy), got "
+            f"{precision!r}")
+    return precision
+
+
 def check_tile(op: str, T_A: Any) -> int:
     """``T_A`` must be an integer >= 1."""
     if isinstance(T_A, bool) or not isinstance(T_A, (int, np.integer)):

@@ -31,8 +31,11 @@ from jaxmg._src import _checks, _native
 @dataclass(frozen=True)
 class Geometry:
     """Sizes of one call: N over ``nparts`` shards of ``r`` rows, padded to
-    ``rp``; and the engine the C library's check chose for them ("" when
-    not asked: no library for the platform)."""
+    ``rp``; the engine the C library's check chose for them ("" when not
+    asked: no library for the platform); and the precision of a solve
+    (potrs, lu_solve: "exact" or "mixed", the FFI attribute ``precision``),
+    which the engine was chosen for and which every solve of the call's
+    rules runs in too (core/_solve.py)."""
 
     n: int
     nparts: int
@@ -40,6 +43,7 @@ class Geometry:
     r: int
     rp: int
     engine: str = ""
+    precision: str = "exact"
 
     @property
     def padded(self) -> bool:
@@ -81,6 +85,7 @@ class Problem:
     dtype: np.dtype
     platform: str
     nodes: int = 1
+    precision: str = "exact"
 
     @property
     def solver(self) -> str:
@@ -92,6 +97,11 @@ class Problem:
         """Where the call runs, for an error message."""
         nodes = f" over {self.nodes} nodes" if self.nodes > 1 else ""
         return f"on {self.nparts} {self.platform} device(s){nodes}"
+
+    @property
+    def precision_note(self) -> str:
+        """The precision, for an error message, where it is not exact."""
+        return f' with precision="{self.precision}"' if self.precision != "exact" else ""
 
     @property
     def hint(self) -> str:
@@ -107,11 +117,13 @@ class Problem:
     def ask(self, g: Geometry) -> _native.EngineChoice | None:
         """The C library's engine check for ``g`` (None: no library loaded)."""
         return _native.engine_choice(self.platform, self.solver, self.nparts, self.dtype.name,
-                                     g.rp * self.nparts, g.tile, nodes=self.nodes)
+                                     g.rp * self.nparts, g.tile, nodes=self.nodes,
+                                     precision=self.precision)
 
 
 def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
-                    pad: bool, platform: str, nodes: int = 1) -> Geometry:
+                    pad: bool, platform: str, nodes: int = 1,
+                    precision: str = "exact") -> Geometry:
     """The call's geometry, with T_A checked against the engines before
     anything is traced: the C library says which engine would run the call
     (engine/engine.h, jmg_engine_check: every engine's limits live in its
@@ -122,9 +134,12 @@ def choose_geometry(op: str, n: int, nparts: int, dtype: np.dtype, T_A: Any,
     (``_checks.default_tile``) with the widest tiles an engine runs
     (``_checks.tile_caps``), widened where the engine would lay A out in much
     narrower blocks (``_widened``). The engine chosen is kept in the
-    geometry (an engine of the local model changes the call's attributes)."""
+    geometry (an engine of the local model changes the call's attributes),
+    and so is ``precision`` (a solve's, checked by
+    ``_checks.check_precision``: only engines with a mixed-precision routine
+    take "mixed")."""
     problem = Problem(op=op, n=n, nparts=nparts, dtype=np.dtype(dtype), platform=platform,
-                      nodes=nodes)
+                      nodes=nodes, precision=precision)
     if T_A is not None:
         return _given_tile(problem, _checks.check_tile(op, T_A), pad)
     return _default_tile(problem, pad)
@@ -138,9 +153,9 @@ def _given_tile(problem: Problem, tile: int, pad: bool) -> Geometry:
     if choice is not None and not choice.ok:
         raise ValueError(
             f"jaxmg.{problem.op}: T_A={tile} cannot run N={problem.n} {problem.dtype.name} "
-            f"{problem.where}: {choice.answer}{problem.hint}"
+            f"{problem.where}{problem.precision_note}: {choice.answer}{problem.hint}"
         )
-    return _with_engine(g, choice)
+    return _with_engine(g, choice, problem.precision)
 
 
 def _default_tile(problem: Problem, pad: bool) -> Geometry:
@@ -152,16 +167,20 @@ def _default_tile(problem: Problem, pad: bool) -> Geometry:
         g = geometry(problem.op, problem.n, problem.nparts, tile, pad)
         choice = problem.ask(g)
         if choice is None or choice.ok:
-            return _widened(problem, g, choice) if pad else _with_engine(g, choice)
+            return (_widened(problem, g, choice) if pad
+                    else _with_engine(g, choice, problem.precision))
         first = first or choice.answer
     raise ValueError(
         f"jaxmg.{problem.op}: no engine runs N={problem.n} {problem.dtype.name} "
-        f"{problem.where}: {first}{problem.hint}"
+        f"{problem.where}{problem.precision_note}: {first}{problem.hint}"
     )
 
 
-def _with_engine(g: Geometry, choice: _native.EngineChoice | None) -> Geometry:
-    """g with the engine the check chose (as it is where nothing was asked)."""
+def _with_engine(g: Geometry, choice: _native.EngineChoice | None,
+                 precision: str = "exact") -> Geometry:
+    """g with the engine the check chose (as it is where nothing was asked)
+    and the solve's precision."""
+    g = dataclasses.replace(g, precision=precision)
     return dataclasses.replace(g, engine=choice.answer) if choice is not None else g
 
 
@@ -172,7 +191,7 @@ def _widened(problem: Problem, g: Geometry, choice: _native.EngineChoice | None)
     ``block``), the geometry padded to a power-of-two tile that the engine
     takes whole, with the fewest padding rows (then the widest tile)."""
     if choice is None or not choice.ok or choice.block >= min(g.tile, _checks.tile_caps()[-1]):
-        return _with_engine(g, choice)
+        return _with_engine(g, choice, problem.precision)
     best, best_choice = g, choice
     for cap in _checks.tile_caps():
         g2 = geometry(problem.op, problem.n, problem.nparts, cap, True)
@@ -181,7 +200,7 @@ def _widened(problem: Problem, g: Geometry, choice: _native.EngineChoice | None)
             continue
         if best is g or g2.rp < best.rp:
             best, best_choice = g2, c2
-    return _with_engine(best, best_choice)
+    return _with_engine(best, best_choice, problem.precision)
 
 
 # --- padding ------------------------------------------------------------------------------

@@ -50,18 +50,20 @@ Call = _ffi_call.Call
 
 
 def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
-              pad: bool, geometry: _geometry.Geometry | None = None) -> Call:
+              pad: bool, geometry: _geometry.Geometry | None = None,
+              precision: str = "exact") -> Call:
     """The checks every ctx form makes before tracing anything, then its Call:
     T_A (chosen when left out; one that divides the shard where not
-    ``pad``), the padding geometry (``geometry``'s when given: an op
-    that chooses its own, gesvd), and, under
+    ``pad``) and the engine (for a solve's ``precision``), the padding
+    geometry (``geometry``'s when given: an op that chooses its own,
+    gesvd), and, under
     ``check_vma=True``, that ``a`` is typed as varying over the rows' axes
     (it holds this device's rows; a value typed the same on every device
     cannot be, and its derivative would be read as one shared value)."""
     platform = _native.platform_of(jax.default_backend())
     nodes = _mode.ambient_nodes(rows.nparts)
     g = geometry or _geometry.choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A,
-                                              pad, platform, nodes)
+                                              pad, platform, nodes, precision)
     if _compat.vma_checked():
         missing = [name for name in rows.axes if name not in _compat.varying_axes(a)]
         if missing:

@@ -251,17 +251,26 @@ def platform_of(device_platform: str) -> str:
     return "cpu" if device_platform == "cpu" else "CUDA"
 
 
+# The solves' precisions (precision="exact" / "mixed") as the C library
+# numbers them (csrc/common/op.h, jmg_precision; the FFI attribute
+# "precision").
+PRECISIONS = {"exact": 0, "mixed": 1}
+
+
 def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
-                 tile: int, nodes: int = 1, m: int | None = None) -> tuple[bool, str] | None:
+                 tile: int, nodes: int = 1, m: int | None = None,
+                 precision: str = "exact") -> tuple[bool, str] | None:
     """Which engine of ``platform`` would run this call (the C library's own
     choice, engine/engine.h's jmg_engine_check, with the JAXMG_* settings of
     now): ``(True, engine)`` or ``(False, why not)``; None when the platform's
     library is not loaded (nothing to ask). ``n`` is the padded order (A's
     columns N for gesvd and qr), ``m`` A's rows M for gesvd's and qr's
     M x N A (None: a square A, M = N), ``tile`` the T_A the call will carry,
-    ``nodes`` the hosts the group spans. The engines' limits that depend on
-    M (a library's 32-bit sizes) are asked here, before anything is traced."""
-    choice = engine_choice(platform, op, nparts, dtype, n, tile, nodes, m)
+    ``nodes`` the hosts the group spans, ``precision`` the solve's ("exact"
+    or "mixed": only engines with a mixed-precision routine take "mixed").
+    The engines' limits that depend on M (a library's 32-bit sizes) are
+    asked here, before anything is traced."""
+    choice = engine_choice(platform, op, nparts, dtype, n, tile, nodes, m, precision)
     return None if choice is None else choice[:2]
 
 
@@ -271,7 +280,7 @@ def _check_fn(lib: ctypes.CDLL, platform: str, suffix: str = "") -> Any:
     jmg_engine_workspace through ffi/handler.h's export."""
     fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}{suffix}")
     head = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int64,
-            ctypes.c_int64, ctypes.c_int64]
+            ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
     if suffix:
         fn.argtypes = head + [ctypes.c_int64, ctypes.c_int, ctypes.c_int,
                               ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t]
@@ -299,8 +308,8 @@ class EngineChoice(NamedTuple):
 
 
 def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
-                  tile: int, nodes: int = 1,
-                  m: int | None = None) -> EngineChoice | None:
+                  tile: int, nodes: int = 1, m: int | None = None,
+                  precision: str = "exact") -> EngineChoice | None:
     """engine_check's answer with the chosen engine's block size; None when
     the platform's library is not loaded."""
     load()
@@ -311,7 +320,7 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
     out = ctypes.create_string_buffer(1024)
     block = ctypes.c_int64(0)
     rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), _rows(m), int(n),
-            int(tile), out, len(out), ctypes.byref(block))
+            int(tile), PRECISIONS[precision], out, len(out), ctypes.byref(block))
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")
@@ -321,7 +330,7 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
 def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,
               nrhs: int = 1, want_vectors: bool = True,
               nodes: int = 1, m: int | None = None,
-              syevd_solver: str = "") -> tuple[int | None, str]:
+              syevd_solver: str = "", precision: str = "exact") -> tuple[int | None, str]:
     """The bytes per device that a call would take from the platform's
     allocator beside its inputs and outputs (the engine's workspace, asked
     of its library now, on this process's current device; engine/engine.h's
@@ -329,8 +338,10 @@ def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int
     engine cannot tell ahead of a call (or no library of the platform is
     loaded). ``n``, ``m`` and ``tile`` as in ``engine_check``;
     ``syevd_solver`` for syevd on one GPU: "" the one JAXMG_SYEVD picks,
-    "cusolver" or "tridiagonal" (engine/cusolverdn/dn.h). ValueError
-    when no engine runs the problem or the library's query fails."""
+    "cusolver" or "tridiagonal" (engine/cusolverdn/dn.h); ``precision``
+    the solve's ("mixed": the lower-precision copy of A and the refinement's
+    vectors too). ValueError when no engine runs the problem or the
+    library's query fails."""
     solvers = {"": 0, "cusolver": 1, "tridiagonal": 2}
     if syevd_solver not in solvers:
         raise ValueError(f"jaxmg: syevd_solver must be one of {sorted(solvers)}, "
@@ -343,7 +354,8 @@ def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int
     out = ctypes.create_string_buffer(1024)
     got = ctypes.c_size_t(0)
     rc = fn(op.encode(), int(nparts), int(nodes), dtype.encode(), _rows(m), int(n),
-            int(tile), int(nrhs), int(bool(want_vectors)), solvers[syevd_solver],
+            int(tile), PRECISIONS[precision], int(nrhs), int(bool(want_vectors)),
+            solvers[syevd_solver],
             ctypes.byref(got), out, len(out))
     text = out.value.decode(errors="replace")
     if rc < 0:

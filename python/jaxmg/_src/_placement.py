@@ -65,17 +65,19 @@ class Prepared(NamedTuple):
 
 
 def prepare(op: str, a: Any, n: int, T_A: Any, mesh: Any, in_specs: Any,
-            n_specs: int, pad: bool) -> Prepared:
+            n_specs: int, pad: bool, precision: str = "exact") -> Prepared:
     """The steps every op takes before its program runs, in order: mesh and
     in_specs (inferred when left out), their checks, N against the device
-    count, T_A (chosen when left out), A moved onto the mesh, the padding
-    geometry, the native library loaded."""
+    count, T_A (chosen when left out) and the engine (for a solve's
+    ``precision``), A moved onto the mesh, the padding geometry, the native
+    library loaded."""
     mesh, in_specs = _checks.resolve_layout(op, a, mesh, in_specs)
     rows = _checks.check_specs(op, mesh, in_specs, n_specs)
     _checks.check_divisible(op, n, rows.nparts)
     platform = _native.platform_of(np.asarray(mesh.devices).flat[0].platform)
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
-    g = choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad, platform, nodes)
+    g = choose_geometry(op, n, rows.nparts, np.dtype(a.dtype), T_A, pad, platform, nodes,
+                        precision)
     return Prepared(onto(a, mesh, rows.spec), mesh, rows, g)
 
 

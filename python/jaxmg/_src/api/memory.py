@@ -80,7 +80,8 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
                     in_specs: Any = None, *, T_A: int | None = None, nrhs: int = 1,
                     donate: bool = True, pad: bool = True, return_eigenvectors: bool = True,
                     compute_u: bool = True, compute_vh: bool = True,
-                    full_matrices: bool = False, compute_h: bool = True) -> MemoryEstimate:
+                    full_matrices: bool = False, compute_h: bool = True,
+                    precision: str = "exact") -> MemoryEstimate:
     """The memory one call of ``op`` would take on each device, asked before
     running it: XLA's buffers for the program the call runs, and the
     workspace of the engine that would run it.
@@ -101,6 +102,9 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         worked on in place, else the call that keeps A.
       pad, return_eigenvectors, compute_u, compute_vh, full_matrices,
         compute_h: as the op takes them.
+      precision: potrs's and lu_solve's ("exact" or "mixed"): with "mixed"
+        the workspace counts the lower-precision copy of A and the
+        refinement's vectors beside the engine's exact-path buffers.
 
     Returns:
       A ``MemoryEstimate``: the engine, T_A, whether A is padded, XLA's
@@ -123,6 +127,10 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
         raise ValueError(f"jaxmg.memory_estimate: shape must be (N, N) (gesvd, qr, "
                          f"least_squares, polar: (M, N)), got {shape!r}")
     m, n = (int(s) for s in shape)
+    precision = _checks.check_precision(f"memory_estimate({op!r})", precision)
+    if precision != "exact" and op not in ("potrs", "lu_solve"):
+        raise ValueError(f"jaxmg.memory_estimate: precision={precision!r} is potrs's and "
+                         f"lu_solve's, not {op}'s")
     if op not in RECTANGULAR and m != n:
         raise ValueError(f"jaxmg.memory_estimate: {op} takes a square A, got {shape!r}")
     if mesh is None:
@@ -153,14 +161,14 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     else:
         _checks.check_divisible(op, n, rows.nparts)
         g = _geometry.choose_geometry(op, n, rows.nparts, dtype, T_A, pad, platform,
-                                      nodes)
+                                      nodes, precision)
 
     a = jax.ShapeDtypeStruct((m, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     b = jax.ShapeDtypeStruct((m, nrhs), dtype, sharding=NamedSharding(mesh, P()))
     if op == "sygvd":  # B: A's shape and sharding
         b = jax.ShapeDtypeStruct((n, n), dtype, sharding=NamedSharding(mesh, rows.spec))
     fn, args = _program(op, a, b, mesh, specs[:1], T_A, pad, donate, return_eigenvectors,
-                        compute_u, compute_vh, full_matrices, compute_h)
+                        compute_u, compute_vh, full_matrices, compute_h, precision)
     donated = tuple(range(len(args))) if donate else ()
     compiled = jax.jit(fn, donate_argnums=donated).lower(*args).compile()
     mem = compiled.memory_analysis()
@@ -175,7 +183,7 @@ def memory_estimate(op: str, shape: tuple[int, ...], dtype: Any, mesh: Mesh | No
     else:
         work, note = _native.workspace(platform, op, rows.nparts, dtype.name,
                                        g.rp * rows.nparts, g.tile, nrhs,
-                                       return_eigenvectors, nodes)
+                                       return_eigenvectors, nodes, precision=precision)
     xla = (int(mem.argument_size_in_bytes) + int(mem.output_size_in_bytes)
            - int(mem.alias_size_in_bytes) + int(mem.temp_size_in_bytes))
     if op == "syevd" and work is not None and rows.nparts == 1:
@@ -212,7 +220,8 @@ def _syevd_fallback(mesh: Mesh, platform: str, dtype: np.dtype, g: Any, vectors:
 
 def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: bool,
              donate: bool, vectors: bool, want_u: bool, want_vh: bool,
-             full: bool, want_h: bool = True) -> tuple[Any, tuple[Any, ...]]:
+             full: bool, want_h: bool = True,
+             precision: str = "exact") -> tuple[Any, tuple[Any, ...]]:
     """The function a call runs and its abstract arguments: with ``donate``,
     the one a donating eager call jits (its work buffer returned, v1.solve_forms'
     ``*_worked``), else the plain form's."""
@@ -220,7 +229,7 @@ def _program(op: str, a: Any, b: Any, mesh: Mesh, specs: Any, T_A: Any, pad: boo
     if op in ("potrs", "lu_solve"):
         plain = seeds.potrs if op == "potrs" else seeds.lu_solve
         fn = functools.partial(v1_solve._solve_worked, op, False) if donate else plain
-        return functools.partial(fn, **kw), (a, b)
+        return functools.partial(fn, precision=precision, **kw), (a, b)
     if op == "potri":
         return functools.partial(seeds.potri, **kw), (a,)
     if op == "syevd":

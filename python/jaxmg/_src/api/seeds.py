@@ -40,6 +40,8 @@ def potrs(
     in_specs: Any = None,
     return_status: bool = False,
     pad: bool = True,
+    *,
+    precision: str = "exact",
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Solves ``a @ x = b`` for Hermitian positive definite ``a`` on all devices.
 
@@ -64,6 +66,15 @@ def potrs(
       in_specs: ``(P(axis, None), P(None, None))``, or just ``(P(axis, None),)``.
       return_status: also return the solver's status.
       pad: pad each shard to a multiple of T_A when needed (else raise).
+      precision: "exact" (the default): factor and solve in ``a``'s dtype.
+        "mixed": factor in the next lower precision (float32 for float64,
+        complex64 for complex128), refine x in ``a``'s dtype until its
+        backward error is the exact path's, and fall back to the exact
+        factorization by itself where refinement does not converge (an
+        ill-conditioned ``a``): the same answer and status either way
+        (docs/guides/mixed-precision.md). float32 and complex64 inputs run
+        the exact path on CPU devices. Runs on one GPU (cuSOLVERDn) and on
+        CPU devices; other engines refuse it with a ValueError.
 
     Returns:
       x with b's shape, replicated on every device; with ``return_status``,
@@ -71,7 +82,8 @@ def potrs(
       the leading minor of order k is not positive definite, -1 when A has a
       NaN or an Inf entry (x is then NaN).
     """
-    x, status = run_solve("potrs", a, b, T_A, mesh, in_specs, pad, potrs_core.over_mesh)
+    x, status = run_solve("potrs", a, b, T_A, mesh, in_specs, pad, potrs_core.over_mesh,
+                          precision=precision)
     return (x, status) if return_status else x
 
 
@@ -81,6 +93,8 @@ def potrs_shardmap_ctx(
     T_A: int | None = None,
     pad: bool = True,
     axis_name: str | tuple[str, ...] | None = None,
+    *,
+    precision: str = "exact",
 ) -> tuple[jax.Array, jax.Array]:
     """``potrs`` on the local shard, from inside your own ``jax.shard_map``.
 
@@ -92,6 +106,7 @@ def potrs_shardmap_ctx(
       pad: as in ``potrs``.
       axis_name: the mesh axis (or axes) A's rows are sharded over; may be
         omitted when the shard_map has one axis.
+      precision: "exact" or "mixed", as in ``potrs``.
 
     Returns:
       ``(x, status)``: x with b's shape (the same on every device) and the
@@ -103,7 +118,7 @@ def potrs_shardmap_ctx(
       out_specs.
     """
     return _solve_in_shard_map("potrs_shardmap_ctx", potrs_core.local, a, b, T_A, pad,
-                               axis_name)
+                               axis_name, precision)
 
 
 def potri(
@@ -274,6 +289,8 @@ def lu_solve(
     in_specs: Any = None,
     return_status: bool = False,
     pad: bool = True,
+    *,
+    precision: str = "exact",
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Solves ``a @ x = b`` for a general nonsingular ``a`` on all devices, by
     LU with partial pivoting.
@@ -287,6 +304,9 @@ def lu_solve(
       in_specs: ``(P(axis, None), P(None, None))``, or just ``(P(axis, None),)``.
       return_status: also return the solver's status.
       pad: pad each shard to a multiple of T_A when needed (else raise).
+      precision: "exact" (the default) or "mixed": an LU in the next lower
+        precision refined in ``a``'s dtype, with the exact LU as its
+        fallback, as in ``potrs``.
 
     Returns:
       x with b's shape, replicated on every device; with ``return_status``,
@@ -296,7 +316,8 @@ def lu_solve(
       as its condition number allows, as LAPACK's getrf/getrs. Differentiable
       in a and b, and batched by ``jax.vmap`` (one matrix after the other).
     """
-    x, status = run_solve("lu_solve", a, b, T_A, mesh, in_specs, pad, lu_solve_core.over_mesh)
+    x, status = run_solve("lu_solve", a, b, T_A, mesh, in_specs, pad, lu_solve_core.over_mesh,
+                          precision=precision)
     return (x, status) if return_status else x
 
 
@@ -306,6 +327,8 @@ def lu_solve_shardmap_ctx(
     T_A: int | None = None,
     pad: bool = True,
     axis_name: str | tuple[str, ...] | None = None,
+    *,
+    precision: str = "exact",
 ) -> tuple[jax.Array, jax.Array]:
     """``lu_solve`` on the local shard, from inside your own ``jax.shard_map``.
 
@@ -317,13 +340,14 @@ def lu_solve_shardmap_ctx(
       pad: as in ``lu_solve``.
       axis_name: the mesh axis (or axes) A's rows are sharded over; may be
         omitted when the shard_map has one axis.
+      precision: "exact" or "mixed", as in ``lu_solve``.
 
     Returns:
       ``(x, status)`` as ``potrs_shardmap_ctx``: x with b's shape (the same
       on every device), the status of shape (1,). Differentiable in a and b.
     """
     return _solve_in_shard_map("lu_solve_shardmap_ctx", lu_solve_core.local, a, b, T_A, pad,
-                               axis_name)
+                               axis_name, precision)
 
 
 # --- what the solves (potrs, lu_solve) share -----------------------------------------------
@@ -340,18 +364,22 @@ def run_solve(
     program: Callable[[Mesh, _checks.RowSharding, _geometry.Geometry], Callable[..., Any]],
     layout: Callable[[str, Any, Any, Any], tuple[Any, Any]] | None = None,
     x_at: int = 0,
+    precision: str = "exact",
 ) -> tuple[jax.Array, ...]:
     """A solve over a whole mesh, as the plain forms (and JAXMg 1.x's ctx
     forms at the global level, jaxmg._src.api.v1) make it: a and b checked,
     the mesh and specs (``layout``'s, when given, else inferred where left
     out), A onto the mesh (_placement.prepare), b replicated on it, a 1-D b as
     one column; then ``program(mesh, rows, g)(a, b)``, whose outputs are
-    returned, x (at ``x_at``) in b's shape."""
+    returned, x (at ``x_at``) in b's shape. ``precision`` (checked here) is
+    the geometry's: the engine is chosen for it and the program's solves
+    run in it."""
+    precision = _checks.check_precision(op, precision)
     n, dtype = _checks.check_matrix(op, a)
     _checks.check_rhs(op, b, n, dtype)
     if layout is not None:
         mesh, in_specs = layout(op, a, mesh, in_specs)
-    a, mesh, rows, g = _placement.prepare(op, a, n, T_A, mesh, in_specs, 2, pad)
+    a, mesh, rows, g = _placement.prepare(op, a, n, T_A, mesh, in_specs, 2, pad, precision)
     b = _placement.onto(b, mesh, P())
     out = list(program(mesh, rows, g)(a, _columns(b)))
     out[x_at] = _shaped_like(out[x_at], b)
@@ -360,13 +388,15 @@ def run_solve(
 
 def _solve_in_shard_map(op: str, local: Callable[..., tuple[jax.Array, jax.Array]],
                         a: jax.Array, b: jax.Array, T_A: int | None, pad: bool,
-                        axis_name: str | tuple[str, ...] | None) -> tuple[jax.Array, jax.Array]:
+                        axis_name: str | tuple[str, ...] | None,
+                        precision: str = "exact") -> tuple[jax.Array, jax.Array]:
     """A solve's ctx form (op: ``potrs_shardmap_ctx``, ...) on this device's
     rows a: the checks, then the op's core ``local``; ``(x, status)``, x in
     b's shape, the status of shape (1,)."""
+    precision = _checks.check_precision(op, precision)
     rows, n, dtype = _checks.check_local_shard(op, a, current_manual_axes(), axis_name)
     _checks.check_rhs(op, b, n, dtype)
-    call = _manual.make_call(op, rows, n, a, T_A, pad)
+    call = _manual.make_call(op, rows, n, a, T_A, pad, precision=precision)
     _native.load()
     x, status = local(call, a, _columns(b))
     return _shaped_like(x, b), status.reshape(1)

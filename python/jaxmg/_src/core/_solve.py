@@ -18,7 +18,19 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _native, _placement
+
+def precision_attrs(call: _ffi_call.Call) -> dict[str, int]:
+    """The FFI attribute ``precision`` of a solve (csrc/common/op.h,
+    jmg_precision) from the call's geometry, which carries the caller's
+    ``precision=``: absent for the exact path, so that such a call is the
+    one the library has always taken. Every solve of one call, those of its
+    derivative rules included, runs in the same precision (the rules' solves
+    go through the same ``call``)."""
+    if call.g.precision == "exact":
+        return {}
+    return {"precision": _native.PRECISIONS[call.g.precision]}
+
 
 # (call, a, b) -> (work rows, x, status): the op's one-shard FFI program.
 Shard = Callable[[_ffi_call.Call, jax.Array, jax.Array], tuple[jax.Array, ...]]

@@ -61,6 +61,7 @@ def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array,
         call=call,
         varying=(per_shard, same, same),
         trans=trans,
+        **_solve.precision_attrs(call),
     )
     x = _geometry.unpad_rows(x_cm.T, g)
     return _geometry.unpad_shard(work, g), x, _geometry.unpad_info(info, g)

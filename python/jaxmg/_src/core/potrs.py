@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from jaxmg._src import _compat, _ffi_call, _geometry, _manual
 from jaxmg._src.core import _solve
 from jaxmg._src.core import potri as potri_core
+from jaxmg._src.core._solve import precision_attrs
 
 
 def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array,
@@ -46,6 +47,7 @@ def shard(call: _ffi_call.Call, a: jax.Array, b: jax.Array,
     # want_logdet is passed only when wanted: a call without it is the one
     # the library has always taken.
     attrs = {"want_logdet": 1} if want_logdet else {}
+    attrs.update(precision_attrs(call))
     work, y_cm, *rest = _ffi_call.ffi_call(
         "potrs",
         (a_p, b_cm, pos),

@@ -39,6 +39,7 @@ def potrs(
     matrix_specs: Any = None,
     return_logdet: bool = False,
     donate: bool = False,
+    precision: str = "exact",
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Solves ``a @ x = b`` for Hermitian positive definite ``a`` on all devices.
 
@@ -64,6 +65,11 @@ def potrs(
       donate: donate ``a`` and ``b`` to the solve when called eagerly (they
         are then deleted); by default they are kept (1.x's default was True).
         Under ``jax.jit``, donate through the jit's ``donate_argnums``.
+      precision: "exact" (the default) or "mixed": a factorization in the
+        next lower precision refined to the exact path's backward error,
+        with the exact factorization as its automatic fallback (see
+        ``jaxmg._src.api.seeds.potrs``; docs/guides/mixed-precision.md). Not
+        with ``return_logdet``.
 
     Returns:
       x with b's shape, replicated; with ``return_status``, ``(x, status)``,
@@ -73,10 +79,11 @@ def potrs(
     """
     specs = _specs("potrs", in_specs, matrix_specs)
     want_logdet = _check_flag("potrs", "return_logdet", return_logdet)
+    precision = _check_precision("potrs", precision, want_logdet)
     solve = _potrs_with_logdet if want_logdet else seeds.potrs
     return _plain("potrs", solve, (a, b), T_A, mesh, specs, donate,
                   functools.partial(_solve_worked, "potrs", want_logdet),
-                  return_status=return_status, pad=pad)
+                  return_status=return_status, pad=pad, precision=precision)
 
 
 def lu_solve(
@@ -90,6 +97,7 @@ def lu_solve(
     *,
     matrix_specs: Any = None,
     donate: bool = False,
+    precision: str = "exact",
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Solves ``a @ x = b`` for a general nonsingular ``a`` on all devices
     (LU with partial pivoting).
@@ -97,9 +105,11 @@ def lu_solve(
     The seeds' form (``lu_solve(a, b, T_A, mesh, in_specs, return_status,
     pad)``) and JAXMg 1.x's (``lu_solve(a, b, T_A, mesh=None,
     matrix_specs=None, *, in_specs=None, return_status=False, pad=True,
-    donate=True)``) in one. ``matrix_specs`` and ``donate`` as in ``potrs``;
-    ``a`` may be sharded over two mesh axes ``P(r, c)``. See
-    ``jaxmg._src.api.seeds.lu_solve`` for the rest.
+    donate=True)``) in one. ``matrix_specs``, ``donate`` and ``precision``
+    ("exact" or "mixed": an LU in the next lower precision, refined, with
+    the exact LU as its fallback) as in ``potrs``; ``a`` may be sharded over
+    two mesh axes ``P(r, c)``. See ``jaxmg._src.api.seeds.lu_solve`` for the
+    rest.
 
     Returns:
       x with b's shape, replicated; with ``return_status``, ``(x, status)``,
@@ -107,16 +117,30 @@ def lu_solve(
       zero (A singular), -1 when A has a NaN or an Inf (x is then NaN).
     """
     specs = _specs("lu_solve", in_specs, matrix_specs)
+    precision = _check_precision("lu_solve", precision, False)
     return _plain("lu_solve", seeds.lu_solve, (a, b), T_A, mesh, specs, donate,
                   functools.partial(_solve_worked, "lu_solve", False),
-                  return_status=return_status, pad=pad)
+                  return_status=return_status, pad=pad, precision=precision)
+
+
+def _check_precision(op: str, precision: Any, want_logdet: bool) -> str:
+    """precision= checked (_checks.check_precision), and refused with the
+    log-determinant, which would come from the lower-precision factor."""
+    precision = _checks.check_precision(op, precision)
+    if want_logdet and precision != "exact":
+        raise ValueError(
+            f"jaxmg.{op}: return_logdet=True needs precision=\"exact\": with "
+            f"precision=\"{precision}\" the factor is in a lower precision, and so would "
+            "the log-determinant be")
+    return precision
 
 
 def _potrs_with_logdet(a: jax.Array, b: jax.Array, T_A: int | None = None,
                        mesh: Mesh | None = None, in_specs: Any = None,
                        return_status: bool = False,
-                       pad: bool = True) -> tuple[jax.Array, ...]:
-    """``seeds.potrs`` with log det A: (x, logdet) or (x, logdet, status)."""
+                       pad: bool = True, precision: str = "exact") -> tuple[jax.Array, ...]:
+    """``seeds.potrs`` with log det A: (x, logdet) or (x, logdet, status);
+    precision is exact (``_check_precision`` refuses the others)."""
     x, logdet, status = seeds.run_solve("potrs", a, b, T_A, mesh, in_specs, pad,
                                         _without_work)
     return (x, logdet, status) if return_status else (x, logdet)
@@ -124,12 +148,14 @@ def _potrs_with_logdet(a: jax.Array, b: jax.Array, T_A: int | None = None,
 
 def _solve_worked(op: str, want_logdet: bool, a: jax.Array, b: jax.Array,
                   T_A: int | None = None, mesh: Mesh | None = None, in_specs: Any = None,
-                  return_status: bool = False, pad: bool = True) -> tuple[Any, Any]:
+                  return_status: bool = False, pad: bool = True,
+                  precision: str = "exact") -> tuple[Any, Any]:
     """A solve's plain form with A's work buffer: (work, what the plain form
     returns), for a donating jit (_donate.run)."""
     work, *out = seeds.run_solve(op, a, b, T_A, mesh, in_specs, pad,
                                  functools.partial(_solve_program, op,
-                                                   want_logdet=want_logdet), x_at=1)
+                                                   want_logdet=want_logdet), x_at=1,
+                                 precision=precision)
     out = out if return_status else out[:-1]
     return work, (out[0] if len(out) == 1 else tuple(out))
 
@@ -180,29 +206,32 @@ def _solve_program(op: str, mesh: Mesh, rows: _checks.RowSharding,
 
 def _solve_ctx(op: str, a: Any, b: Any, T_A: Any, positional: tuple[Any, ...], *,
                mesh: Any, matrix_specs: Any, in_specs: Any, pad: Any, axis_name: Any,
-               extra: dict[str, Any]) -> tuple[jax.Array, ...]:
+               extra: dict[str, Any], precision: Any = "exact") -> tuple[jax.Array, ...]:
     """A solve's ctx form (op: ``potrs_shardmap_ctx``, ...): the seeds'
     inside a shard_map body, else 1.x's, ``(a_work, x, status)``, x in b's
     shape, replicated. extra: 1.x's options this version does not implement
-    (return_logdet), refused inside a shard_map and when true."""
+    (return_logdet), refused inside a shard_map and when true. precision:
+    both forms take it ("exact" or "mixed")."""
     if current_manual_axes():
+        precision = _check_precision(op, precision, False)
         pad, axis_name, _ = _inside_shard_map(
             op, positional, pad=pad, axis_name=axis_name, mesh=mesh,
             matrix_specs=matrix_specs, in_specs=in_specs,
             extra={k: bool(v) for k, v in extra.items()})
-        return getattr(seeds, op)(a, b, T_A, pad, axis_name)
+        return getattr(seeds, op)(a, b, T_A, pad, axis_name, precision=precision)
     pad, mesh, specs = _at_global_level(op, positional, pad=pad, axis_name=axis_name,
                                         mesh=mesh, matrix_specs=matrix_specs,
                                         in_specs=in_specs)
     want_logdet = "return_logdet" in extra and _check_flag(
         op, "return_logdet", extra["return_logdet"])
+    precision = _check_precision(op, precision, want_logdet)
     base = op.removesuffix("_shardmap_ctx")
 
     def solve(mesh: Mesh, rows: _checks.RowSharding, g: _geometry.Geometry) -> Any:
         return _solve_program(base, mesh, rows, g, want_logdet)
 
     return seeds.run_solve(op, a, b, T_A, mesh, specs, pad, solve, layout=_global_layout,
-                           x_at=1)
+                           x_at=1, precision=precision)
 
 
 # --- the ctx forms ------------------------------------------------------------------------
@@ -219,6 +248,7 @@ def potrs_shardmap_ctx(
     return_logdet: bool = False,
     pad: bool = _UNSET,
     axis_name: str | tuple[str, ...] | None = _UNSET,
+    precision: str = "exact",
 ) -> tuple[jax.Array, ...]:
     """``potrs`` for a caller's own program: the seeds' form inside a
     ``jax.shard_map`` body, JAXMg 1.x's at the global level (see
@@ -240,6 +270,7 @@ def potrs_shardmap_ctx(
       T_A, pad: as in ``potrs``.
       mesh, matrix_specs (or in_specs): as in ``potrs``.
       return_logdet: also return log det ``a``, as in ``potrs``.
+      precision: "exact" or "mixed", as in ``potrs`` (both forms).
 
     Returns:
       ``(a_work, x, status)``, or ``(a_work, x, logdet, status)`` with
@@ -252,7 +283,8 @@ def potrs_shardmap_ctx(
     """
     return _solve_ctx("potrs_shardmap_ctx", a, b, T_A, positional, mesh=mesh,
                       matrix_specs=matrix_specs, in_specs=in_specs, pad=pad,
-                      axis_name=axis_name, extra={"return_logdet": return_logdet})
+                      axis_name=axis_name, extra={"return_logdet": return_logdet},
+                      precision=precision)
 
 
 def lu_solve_shardmap_ctx(
@@ -265,6 +297,7 @@ def lu_solve_shardmap_ctx(
     in_specs: Any = None,
     pad: bool = _UNSET,
     axis_name: str | tuple[str, ...] | None = _UNSET,
+    precision: str = "exact",
 ) -> tuple[jax.Array, ...]:
     """``lu_solve`` for a caller's own program: the seeds' form inside a
     ``jax.shard_map`` body, JAXMg 1.x's at the global level (see
@@ -277,7 +310,8 @@ def lu_solve_shardmap_ctx(
 
     At the global level, ``lu_solve_shardmap_ctx(a, b, T_A=None, mesh=None,
     matrix_specs=None, *, in_specs=None, pad=True)``: ``a`` the whole
-    matrix, read as in ``potrs_shardmap_ctx``.
+    matrix, read as in ``potrs_shardmap_ctx``. Both forms take
+    ``precision`` ("exact" or "mixed", as in ``lu_solve``).
 
     Returns (global level):
       ``(a_work, x, status)``: a_work the solver's work buffer in A's shape
@@ -288,6 +322,6 @@ def lu_solve_shardmap_ctx(
     """
     return _solve_ctx("lu_solve_shardmap_ctx", a, b, T_A, positional, mesh=mesh,
                       matrix_specs=matrix_specs, in_specs=in_specs, pad=pad,
-                      axis_name=axis_name, extra={})
+                      axis_name=axis_name, extra={}, precision=precision)
 
 

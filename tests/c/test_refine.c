@@ -1,0 +1,391 @@
+/* Mixed-precision solves (issue 39): the refinement loop (engine/refine.h)
+ * on steps written here, whose error contracts by a chosen factor each
+ * correction, and the LAPACK engine's potrs and lu_solve in mixed precision
+ * (engine/lapack/mixed.h) on the reference routines (ref_lapack.h): a
+ * benign matrix refined to the exact path's level without falling back,
+ * a hopeless one (condition number 1e13) falling back to the exact path's
+ * very answer, a matrix that is not positive definite or singular reported
+ * as the exact path reports it, entries past float32's range, and float32
+ * input on the exact path. */
+#include <complex.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/lapack/lapack.h"
+#include "engine/lapack/mixed.h"
+#include "engine/refine.h"
+#include "ref_lapack.h"
+#include "test.h"
+
+/* --- the loop on a one-dimensional problem a x = b, a = b = 1 ------------- */
+
+/* Each solve by the "factor" makes the relative error rho: x0 = 1 + rho,
+ * and a correction x += r (1 + rho) leaves an error of -rho times the
+ * last. fail_at: the step (1 first, 2 residual, 3 correct) that fails;
+ * nan_at: the residual call (1-based) whose norm is NaN. */
+typedef struct toy {
+  double rho, x, r;
+  int calls, fail_at, nan_at;
+} toy;
+
+static int toy_first(void *ctx, jmg_error *err) {
+  toy *t = ctx;
+  if (t->fail_at == 1)
+    return jmg_error_set(err, JMG_EINTERNAL, "potrs", "toy", "first failed");
+  t->x = 1.0 + t->rho;
+  return 0;
+}
+
+static int toy_residual(void *ctx, double *rnorm, double *xnorm,
+                        jmg_error *err) {
+  toy *t = ctx;
+  if (t->fail_at == 2)
+    return jmg_error_set(err, JMG_EINTERNAL, "potrs", "toy", "residual failed");
+  t->calls += 1;
+  t->r = 1.0 - t->x;
+  *rnorm = t->calls == t->nan_at ? NAN : fabs(t->r);
+  *xnorm = fabs(t->x);
+  return 0;
+}
+
+static int toy_correct(void *ctx, jmg_error *err) {
+  toy *t = ctx;
+  if (t->fail_at == 3)
+    return jmg_error_set(err, JMG_EINTERNAL, "potrs", "toy", "correct failed");
+  t->x += t->r * (1.0 + t->rho);
+  return 0;
+}
+
+static int run_toy(toy *t, int64_t n, jmg_refine_result *out, jmg_error *err) {
+  const jmg_refine_steps steps = {.ctx = t,
+                                  .first = toy_first,
+                                  .residual = toy_residual,
+                                  .correct = toy_correct};
+  const double bnorm = 1.0;
+  jmg_error_clear(err);
+  return jmg_refine_run(&steps, JMG_F64, n, 1, &bnorm, 1.0, out, err);
+}
+
+TEST(refine_loop_converges_to_the_unit_roundoff_with_a_contracting_solve) {
+  toy t = {.rho = 0.1};
+  jmg_refine_result r;
+  jmg_error err;
+  CHECK_EQ(run_toy(&t, 100, &r, &err), 0);
+  CHECK_EQ(r.converged, 1);
+  /* The error 0.1^(k+1) falls below 2^-53 after 15 or 16 corrections. */
+  CHECK(r.iterations >= 14 && r.iterations <= 17);
+  CHECK(r.berr <= 0.5 * DBL_EPSILON);
+  /* An exact first solve: converged with no correction. */
+  toy exact = {.rho = 0.0};
+  CHECK_EQ(run_toy(&exact, 100, &r, &err), 0);
+  CHECK_EQ(r.converged, 1);
+  CHECK_EQ(r.iterations, 0);
+  CHECK(r.berr == 0.0);
+}
+
+TEST(refine_loop_stagnation_above_sqrt_n_u_is_not_converged) {
+  /* An error that shrinks by 0.9 a step does not halve: stop after one
+   * correction, far above sqrt(n) u. */
+  toy slow = {.rho = 0.9};
+  jmg_refine_result r;
+  jmg_error err;
+  CHECK_EQ(run_toy(&slow, 100, &r, &err), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.iterations, 1);
+  CHECK(r.berr > 0.1);
+  /* A diverging one too. */
+  toy diverging = {.rho = 2.0};
+  CHECK_EQ(run_toy(&diverging, 100, &r, &err), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.iterations, 1);
+}
+
+TEST(refine_loop_stops_at_its_iteration_bound) {
+  /* An error that shrinks a little more than halving each step (0.49, of
+   * one sign: rho = -0.49) is still 0.49^31 ~ 2e-10 after
+   * JMG_REFINE_MAX_ITER corrections: not converged, and no more
+   * corrections than the bound. */
+  toy t = {.rho = -0.49};
+  jmg_refine_result r;
+  jmg_error err;
+  CHECK_EQ(run_toy(&t, 100, &r, &err), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.iterations, JMG_REFINE_MAX_ITER);
+  CHECK(r.berr > 1e-11 && r.berr < 1e-9);
+}
+
+TEST(refine_loop_a_nan_stops_without_converging) {
+  toy t = {.rho = 0.1, .nan_at = 3};
+  jmg_refine_result r;
+  jmg_error err;
+  CHECK_EQ(run_toy(&t, 100, &r, &err), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.iterations, 2);
+  CHECK(isnan(r.berr));
+  char text[128];
+  jmg_refine_describe(&r, JMG_F64, text, sizeof text);
+  CHECK_CONTAINS(text, "refine float64 did not converge after 2 iterations");
+}
+
+TEST(refine_loop_returns_a_failing_step_s_error) {
+  for (int step = 1; step <= 3; ++step) {
+    toy t = {.rho = 0.1, .fail_at = step};
+    jmg_refine_result r;
+    jmg_error err;
+    CHECK(run_toy(&t, 100, &r, &err) < 0);
+    CHECK_CONTAINS(err.msg, "failed");
+  }
+}
+
+TEST(refine_backward_error_of_zero_and_nan_columns) {
+  const double zero[2] = {0.0, 0.0}, one[2] = {1.0, 1.0};
+  const double r1[2] = {0.0, 1e-20}, nan2[2] = {0.0, NAN};
+  CHECK(jmg_refine_backward_error(2, zero, zero, zero, 1.0) == 0.0);
+  CHECK(isinf(jmg_refine_backward_error(2, r1, zero, zero, 1.0)));
+  CHECK(isnan(jmg_refine_backward_error(2, nan2, one, one, 1.0)));
+  CHECK(fabs(jmg_refine_backward_error(2, r1, one, one, 3.0) - 0.25e-20) <
+        1e-35);
+  jmg_dtype low;
+  CHECK_EQ(jmg_refine_lower(JMG_F64, &low), 1);
+  CHECK_EQ(low, JMG_F32);
+  CHECK_EQ(jmg_refine_lower(JMG_C128, &low), 1);
+  CHECK_EQ(low, JMG_C64);
+  CHECK_EQ(jmg_refine_lower(JMG_F32, &low), 0);
+  CHECK_EQ(jmg_refine_lower(JMG_C64, &low), 0);
+}
+
+/* --- the LAPACK engine's mixed routines ------------------------------------
+ */
+
+/* H = I - 2 v vᴴ / (vᴴ v) applied to the columns of m (n x n, column-major,
+ * double complex): m = H m (left) or m H (right). */
+static void reflect(double complex *m, const double complex *v, int n,
+                    int left) {
+  double vv = 0.0;
+  for (int i = 0; i < n; ++i) vv += creal(conj(v[i]) * v[i]);
+  for (int k = 0; k < n; ++k) {
+    double complex s = 0.0;
+    for (int i = 0; i < n; ++i)
+      s += left ? conj(v[i]) * m[(size_t)k * n + i]
+                : m[(size_t)i * n + k] * v[i];
+    s *= 2.0 / vv;
+    for (int i = 0; i < n; ++i) {
+      if (left)
+        m[(size_t)k * n + i] -= v[i] * s;
+      else
+        m[(size_t)i * n + k] -= s * conj(v[i]);
+    }
+  }
+}
+
+/* An n x n matrix of dtype t with singular values from 1 to 1/kappa: H1 D
+ * H1 (Hermitian positive definite, hpd) or H1 D H2, H1 and H2 Householder
+ * reflectors; stored in t into out and returned in double complex. */
+static double complex *conditioned(jmg_dtype t, int n, double kappa, int hpd,
+                                   unsigned seed, void *out) {
+  double complex *m = calloc((size_t)n * n, sizeof *m);
+  double complex *v1 = malloc((size_t)n * sizeof *v1);
+  double complex *v2 = malloc((size_t)n * sizeof *v2);
+  srand(seed);
+  const int cplx = jmg_dtype_is_complex(t);
+  for (int i = 0; i < n; ++i) {
+    v1[i] = (rand() / (double)RAND_MAX - 0.5) +
+            (cplx ? I * (rand() / (double)RAND_MAX - 0.5) : 0.0);
+    v2[i] = (rand() / (double)RAND_MAX - 0.5) +
+            (cplx ? I * (rand() / (double)RAND_MAX - 0.5) : 0.0);
+    m[(size_t)i * n + i] = pow(kappa, -(double)i / (n - 1));
+  }
+  reflect(m, v1, n, 1);
+  reflect(m, hpd ? v1 : v2, n, 0);
+  for (size_t i = 0; i < (size_t)n * n; ++i) ref_store(t, out, i, m[i]);
+  free(v1);
+  free(v2);
+  return m;
+}
+
+/* ||b - op(A) x|| / (||A||_F ||x|| + ||b||) over every column, the worst,
+ * A column-major in double complex. */
+static double backward_error(const double complex *a, const void *x,
+                             const void *b, jmg_dtype t, int n, int k,
+                             int transpose) {
+  double anorm = 0.0, worst = 0.0;
+  for (size_t i = 0; i < (size_t)n * n; ++i) anorm += creal(conj(a[i]) * a[i]);
+  anorm = sqrt(anorm);
+  for (int c = 0; c < k; ++c) {
+    double rn = 0.0, xn = 0.0, bn = 0.0;
+    for (int i = 0; i < n; ++i) {
+      double complex s = ref_load(t, b, (size_t)c * n + i);
+      for (int j = 0; j < n; ++j) {
+        const double complex aij =
+            transpose ? a[(size_t)i * n + j] : a[(size_t)j * n + i];
+        s -= aij * ref_load(t, x, (size_t)c * n + j);
+      }
+      const double complex xi = ref_load(t, x, (size_t)c * n + i);
+      const double complex bi = ref_load(t, b, (size_t)c * n + i);
+      rn += creal(conj(s) * s);
+      xn += creal(conj(xi) * xi);
+      bn += creal(conj(bi) * bi);
+    }
+    const double e = sqrt(rn) / (anorm * sqrt(xn) + sqrt(bn));
+    if (e > worst) worst = e;
+  }
+  return worst;
+}
+
+enum { MN = 24, MK = 2 };
+
+/* One mixed call and the exact one on copies of the same A and b: the
+ * outcome, both infos, x of each (into xm, xe), and the mixed x's backward
+ * error. */
+typedef struct pair_result {
+  jmg_mixed_outcome out;
+  int rc, info_mixed, info_exact;
+  double berr;
+} pair_result;
+
+static pair_result solve_pair(jmg_dtype t, double kappa, int lu, int transpose,
+                              unsigned seed, void *xm, void *xe) {
+  const size_t es = jmg_dtype_size(t), nn = (size_t)MN * MN;
+  void *a1 = malloc(nn * es), *a2 = malloc(nn * es), *b = malloc(MN * MK * es);
+  double complex *a = conditioned(t, MN, kappa, !lu, seed, a1);
+  memcpy(a2, a1, nn * es);
+  for (size_t i = 0; i < (size_t)MN * MK; ++i)
+    ref_store(
+        t, b, i,
+        (double)(i % 7) - 3.0 + (jmg_dtype_is_complex(t) ? 0.5 * I : 0.0));
+  memcpy(xm, b, (size_t)MN * MK * es);
+  memcpy(xe, b, (size_t)MN * MK * es);
+  pair_result p;
+  jmg_error err;
+  jmg_error_clear(&err);
+  if (lu) {
+    p.rc = jmg_lapack_lu_solve_mixed_full(t, MN, a1, xm, MK, transpose,
+                                          &p.info_mixed, &p.out, &err);
+    p.rc |= jmg_lapack_lu_solve_full(t, MN, a2, xe, MK, transpose,
+                                     &p.info_exact, &err);
+  } else {
+    p.rc = jmg_lapack_potrs_mixed_full(t, MN, a1, xm, MK, &p.info_mixed, &p.out,
+                                       &err);
+    p.rc |= jmg_lapack_potrs_full(t, MN, a2, xe, MK, NULL, &p.info_exact, &err);
+  }
+  p.berr = backward_error(a, xm, b, t, MN, MK, lu && transpose);
+  free(a);
+  free(a1);
+  free(a2);
+  free(b);
+  return p;
+}
+
+TEST(lapack_mixed_refines_benign_matrices_to_the_exact_level) {
+  register_reference_cholesky();
+  register_reference_lu();
+  const jmg_dtype types[] = {JMG_F64, JMG_C128};
+  for (int ti = 0; ti < 2; ++ti)
+    for (int op = 0; op < 3; ++op) { /* potrs, lu_solve, lu_solve with Aᵀ */
+      const jmg_dtype t = types[ti];
+      unsigned char xm[MN * MK * 16], xe[MN * MK * 16];
+      pair_result p = solve_pair(t, 1e4, op > 0, op == 2, 7u + op, xm, xe);
+      CHECK_EQ(p.rc, 0);
+      CHECK_EQ(p.info_mixed, 0);
+      CHECK_EQ(p.info_exact, 0);
+      CHECK_EQ(p.out.lowered, 1);
+      CHECK_EQ(p.out.converged, 1);
+      CHECK_EQ(p.out.fell_back, 0);
+      CHECK(p.out.iterations >= 1 && p.out.iterations <= 10);
+      CHECK(p.out.berr <= sqrt((double)MN) * 0.5 * DBL_EPSILON);
+      /* The caller's measure agrees, and x is the exact path's to ~kappa u. */
+      CHECK(p.berr <= 4.0 * sqrt((double)MN) * DBL_EPSILON);
+      for (size_t i = 0; i < (size_t)MN * MK; ++i)
+        CHECK(cabs(ref_load(t, xm, i) - ref_load(t, xe, i)) <=
+              1e-9 * (1.0 + cabs(ref_load(t, xe, i))));
+    }
+}
+
+TEST(lapack_mixed_falls_back_on_a_hopeless_matrix_to_the_exact_answer) {
+  register_reference_cholesky();
+  register_reference_lu();
+  for (int op = 0; op < 3; ++op) {
+    unsigned char xm[MN * MK * 16], xe[MN * MK * 16];
+    pair_result p =
+        solve_pair(JMG_F64, 1e13, op > 0, op == 2, 11u + op, xm, xe);
+    CHECK_EQ(p.rc, 0);
+    CHECK_EQ(p.info_mixed, p.info_exact);
+    CHECK_EQ(p.out.converged, 0);
+    CHECK_EQ(p.out.fell_back, 1);
+    /* The fallback is the exact routine on the same A and b. */
+    CHECK(memcmp(xm, xe, (size_t)MN * MK * sizeof(double)) == 0);
+  }
+}
+
+TEST(lapack_mixed_reports_the_exact_path_s_info) {
+  register_reference_cholesky();
+  register_reference_lu();
+  enum { N = 4 };
+  /* Not positive definite at the leading minor of order 3 (diagonal 1, 1,
+   * -1, 1); and singular, with a zero third row and column for LU. */
+  for (int lu = 0; lu < 2; ++lu) {
+    double a[N * N] = {0}, b[N] = {1, 2, 3, 4};
+    for (int i = 0; i < N; ++i)
+      a[i * N + i] = (i == 2) ? (lu ? 0.0 : -1.0) : 1.0;
+    int info = -7;
+    jmg_mixed_outcome out;
+    jmg_error err;
+    jmg_error_clear(&err);
+    const int rc = lu ? jmg_lapack_lu_solve_mixed_full(JMG_F64, N, a, b, 1, 1,
+                                                       &info, &out, &err)
+                      : jmg_lapack_potrs_mixed_full(JMG_F64, N, a, b, 1, &info,
+                                                    &out, &err);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(info, 3);
+    CHECK_EQ(out.fell_back, 1);
+  }
+}
+
+TEST(lapack_mixed_a_past_float32_s_range_falls_back) {
+  register_reference_cholesky();
+  enum { N = 3 };
+  double a[N * N] = {1e300, 0, 0, 0, 1e300, 0, 0, 0, 1e300};
+  double b[N] = {1e300, 2e300, 3e300};
+  int info = -7;
+  jmg_mixed_outcome out;
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_lapack_potrs_mixed_full(JMG_F64, N, a, b, 1, &info, &out, &err),
+           0);
+  CHECK_EQ(info, 0);
+  CHECK_EQ(out.lowered, 1);
+  CHECK_EQ(out.fell_back, 1);
+  CHECK(fabs(b[0] - 1.0) < 1e-15 && fabs(b[2] - 3.0) < 1e-15);
+}
+
+TEST(lapack_mixed_float32_runs_the_exact_path) {
+  register_reference_cholesky();
+  enum { N = 2 };
+  float a[N * N] = {4, 0, 0, 9}, b[N] = {8, 9};
+  int info = -7;
+  jmg_mixed_outcome out;
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_lapack_potrs_mixed_full(JMG_F32, N, a, b, 1, &info, &out, &err),
+           0);
+  CHECK_EQ(info, 0);
+  CHECK_EQ(out.lowered, 0);
+  CHECK_EQ(out.fell_back, 0);
+  CHECK(b[0] == 2.0f && b[1] == 1.0f);
+}
+
+TEST(lapack_mixed_names_the_lower_precision_routine_it_lacks) {
+  enum { N = 2 };
+  double a[N * N] = {4, 0, 0, 9}, b[N] = {8, 9};
+  int info = 0;
+  jmg_mixed_outcome out;
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK(jmg_lapack_potrs_mixed_full(JMG_F64, N, a, b, 1, &info, &out, &err) <
+        0);
+  CHECK_CONTAINS(err.msg, "LAPACK routine spotrf was not registered");
+  CHECK_CONTAINS(err.op, "potrs");
+}
