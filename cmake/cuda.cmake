@@ -39,6 +39,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/gesvd.c
   csrc/engine/cusolverdn/qr.c
   csrc/engine/cusolverdn/workspace.c
+  csrc/engine/cusolverdn/mixed.c
+  csrc/cuda/convert.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c
   csrc/engine/gather/potri.c

@@ -337,3 +337,27 @@ cublasStatus_t jmg_cublas_scal_64(cublasHandle_t h, jmg_dtype t, int64_t n,
       return cublasZscal_v2_64(h, n, &a.z, x, 1);
   }
 }
+
+cublasStatus_t jmg_cublas_hemm_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasFillMode_t uplo, int64_t n, int64_t k,
+                                  double alpha, const void *A, int64_t lda,
+                                  const void *B, int64_t ldb, double beta,
+                                  void *C, int64_t ldc) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                        be = jmg_cuda_scalar_of(t, beta);
+  const cublasSideMode_t left = CUBLAS_SIDE_LEFT;
+  switch (t) {
+    case JMG_F32:
+      return cublasSsymm_v2_64(h, left, uplo, n, k, &al.s, A, lda, B, ldb,
+                               &be.s, C, ldc);
+    case JMG_F64:
+      return cublasDsymm_v2_64(h, left, uplo, n, k, &al.d, A, lda, B, ldb,
+                               &be.d, C, ldc);
+    case JMG_C64:
+      return cublasChemm_v2_64(h, left, uplo, n, k, &al.c, A, lda, B, ldb,
+                               &be.c, C, ldc);
+    default:
+      return cublasZhemm_v2_64(h, left, uplo, n, k, &al.z, A, lda, B, ldb,
+                               &be.z, C, ldc);
+  }
+}

@@ -59,6 +59,15 @@ cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,
                                   const void *A, int64_t lda, double beta,
                                   void *C, int64_t ldc);
 
+/* C = alpha A B + beta C, A n x n Hermitian (symmetric for the real types)
+ * of which the triangle uplo is read, on the left of B (n x k), 64-bit
+ * sizes (cublas<t>symm for the real types, <t>hemm for the complex ones). */
+cublasStatus_t jmg_cublas_hemm_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasFillMode_t uplo, int64_t n, int64_t k,
+                                  double alpha, const void *A, int64_t lda,
+                                  const void *B, int64_t ldb, double beta,
+                                  void *C, int64_t ldc);
+
 /* y = op(A) x (alpha 1, beta 0: y is not read), A m x n, 64-bit sizes. */
 cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
                                cublasOperation_t op, int64_t m, int64_t n,

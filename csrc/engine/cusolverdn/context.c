@@ -99,5 +99,7 @@ const jmg_engine jmg_cusolverdn_engine = {
             .gesvd = jmg_dn_gesvd,
             .qr = jmg_dn_qr,
             .sygvd = jmg_dn_sygvd,
+            .potrs_mixed = jmg_dn_potrs_mixed,
+            .lu_solve_mixed = jmg_dn_lu_solve_mixed,
         },
 };

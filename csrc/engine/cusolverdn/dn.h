@@ -138,4 +138,15 @@ int jmg_dn_gesvd(const jmg_engine *e, const jmg_dist_matrix *a, void *s,
 int jmg_dn_qr(const jmg_engine *e, const jmg_dist_matrix *a,
               const jmg_dist_matrix *rt, int *info, jmg_error *err);
 
+/* potrs and lu_solve in mixed precision (mixed.c): engine.h's potrs_mixed
+ * and lu_solve_mixed. jmg_dn_mixed_query: their workspace beside the exact
+ * routine's, which the fallback takes after it (lu: lu_solve's). */
+int jmg_dn_potrs_mixed(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
+                       int64_t nrhs, int *info, jmg_error *err);
+int jmg_dn_lu_solve_mixed(const jmg_engine *e, const jmg_dist_matrix *a,
+                          void *b, int64_t nrhs, int transpose, int *info,
+                          jmg_error *err);
+int jmg_dn_mixed_query(jmg_dn_call *call, const jmg_workspace_query *q, int lu,
+                       size_t *bytes, jmg_error *err);
+
 #endif

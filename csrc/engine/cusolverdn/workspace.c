@@ -25,6 +25,29 @@ static const dn_query k_queries[JMG_NUM_OPS] = {
     [JMG_OP_QR] = jmg_dn_qr_query,
 };
 
+/* A mixed-precision call's (precision mixed, common/op.h): the larger of
+ * its own workspace and the exact routine's, which its fallback takes after
+ * the mixed one went back (mixed.c). */
+static int mixed_query(jmg_dn_call *call, const jmg_workspace_query *q, int lu,
+                       size_t *bytes, jmg_error *err) {
+  size_t exact = 0, mixed = 0;
+  int rc = lu ? jmg_dn_lu_solve_query(call, q, &exact, err)
+              : jmg_dn_potrs_query(call, q, &exact, err);
+  if (rc == 0) rc = jmg_dn_mixed_query(call, q, lu, &mixed, err);
+  *bytes = exact > mixed ? exact : mixed;
+  return rc;
+}
+
+static int potrs_mixed_query(jmg_dn_call *call, const jmg_workspace_query *q,
+                             size_t *bytes, jmg_error *err) {
+  return mixed_query(call, q, 0, bytes, err);
+}
+
+static int lu_solve_mixed_query(jmg_dn_call *call, const jmg_workspace_query *q,
+                                size_t *bytes, jmg_error *err) {
+  return mixed_query(call, q, 1, bytes, err);
+}
+
 /* A cuSOLVERDn handle and its params of their own on the current GPU,
  * made for the query and destroyed after it. Destroying cannot fail
  * usefully: its status is reported only where the query succeeded. */
@@ -54,8 +77,12 @@ int jmg_dn_workspace(const jmg_engine *e, const jmg_problem *p,
                      jmg_error *err) {
   (void)e;
   const char *op = jmg_op_name(p->op);
-  const dn_query fn =
+  dn_query fn =
       (int)p->op >= 0 && p->op < JMG_NUM_OPS ? k_queries[p->op] : NULL;
+  if (p->precision == JMG_PRECISION_MIXED && p->op == JMG_OP_POTRS)
+    fn = potrs_mixed_query;
+  if (p->precision == JMG_PRECISION_MIXED && p->op == JMG_OP_LU_SOLVE)
+    fn = lu_solve_mixed_query;
   if (fn == NULL)
     return jmg_error_set(err, JMG_EUNSUPPORTED, op, "cuSOLVERDn",
                          "the workspace of %s is not asked ahead of a call "

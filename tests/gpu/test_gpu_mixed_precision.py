@@ -1,0 +1,138 @@
+"""precision="mixed" on one GPU (cuSOLVERDn, issue 39): float64 and
+complex128 potrs and lu_solve factored in float32 / complex64 by cuSOLVER,
+refined in float64 by cuBLAS against the kept A (the conversion kernels
+loaded from PTX), against NumPy's float64 answer: condition numbers 1e2,
+1e6 (refinement converges: JAXMG_TRACE names the iterations) and 1e13 (the
+fallback, the exact path's answer), both transposes of lu_solve, statuses,
+derivatives against jnp, memory_estimate's workspace, and several GPUs
+refusing it with a clear error. Skipped without GPUs."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+
+from gpu_env import gpu_devices  # noqa: E402
+
+GPUS = gpu_devices()
+pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
+
+import jaxmg  # noqa: E402
+
+N = 512
+SPECS = (P("x", None), P(None, None))
+U = np.finfo(np.float64).eps / 2
+
+
+def _one_gpu() -> Mesh:
+    return Mesh(np.array(GPUS[:1]), ("x",))
+
+
+def _matrix(rng, n: int, kappa: float, hermitian: bool, dtype) -> np.ndarray:
+    def unitary():
+        m = rng.standard_normal((n, n))
+        if np.issubdtype(dtype, np.complexfloating):
+            m = m + 1j * rng.standard_normal((n, n))
+        return np.linalg.qr(m)[0]
+
+    q = unitary()
+    s = np.logspace(0, -np.log10(kappa), n)
+    a = (q * s) @ (q.conj().T if hermitian else unitary().conj().T)
+    return ((a + a.conj().T) / 2 if hermitian else a).astype(dtype)
+
+
+def _berr(a, x, b) -> float:
+    x, b = np.asarray(x).reshape(len(b), -1), np.asarray(b).reshape(len(b), -1)
+    r = np.linalg.norm(b - a @ x, axis=0)
+    return float(np.max(r / (np.linalg.norm(a) * np.linalg.norm(x, axis=0)
+                             + np.linalg.norm(b, axis=0))))
+
+
+def _solve(op, a, b, precision):
+    mesh = _one_gpu()
+    x, status = getattr(jaxmg, op)(jnp.asarray(a), jnp.asarray(b), 128, mesh, SPECS,
+                                   return_status=True, precision=precision)
+    return np.asarray(x), int(status)
+
+
+@pytest.mark.parametrize("kappa", [1e2, 1e6, 1e13], ids=["1e2", "1e6", "1e13"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+@pytest.mark.parametrize("op", ["potrs", "lu_solve"])
+def test_mixed_on_one_gpu_has_the_exact_path_s_accuracy(capfd, monkeypatch, op, dtype,
+                                                        kappa):
+    rng = np.random.default_rng(39)
+    a = _matrix(rng, N, kappa, op == "potrs", dtype)
+    b = rng.standard_normal((N, 3)).astype(dtype)
+    xe, se = _solve(op, a, b, "exact")
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    capfd.readouterr()
+    x, s = _solve(op, a, b, "mixed")
+    line = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("jaxmg trace")]
+    assert s == se == 0
+    assert _berr(a, x, b) <= 10 * max(_berr(a, xe, b), U)
+    assert "engine cusolverdn" in line[-1]
+    if kappa < 1e10:
+        assert re.search(r"refine \w+ \d+ iterations? backward error", line[-1]), line
+        assert "fallback" not in line[-1]
+    else:
+        assert "fallback" in line[-1], line
+        np.testing.assert_array_equal(x, xe)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=["f32", "c64"])
+def test_single_precision_input_runs_the_exact_path(dtype):
+    rng = np.random.default_rng(1)
+    a = _matrix(rng, N, 1e2, True, dtype)
+    b = rng.standard_normal((N, 1)).astype(dtype)
+    np.testing.assert_array_equal(_solve("potrs", a, b, "mixed")[0],
+                                  _solve("potrs", a, b, "exact")[0])
+
+
+def test_statuses_are_the_exact_path_s():
+    rng = np.random.default_rng(2)
+    a = _matrix(rng, N, 1e2, True, np.float64)
+    a[9, 9] = -1e3
+    b = rng.standard_normal((N, 1))
+    x, s = _solve("potrs", a, b, "mixed")
+    assert s == _solve("potrs", a, b, "exact")[1] > 0 and np.isnan(x).all()
+
+
+def test_lu_solve_derivative_uses_the_mixed_solve():
+    rng = np.random.default_rng(3)
+    a = jnp.asarray(_matrix(rng, 128, 10.0, False, np.float64))
+    b = jnp.asarray(rng.standard_normal((128, 2)))
+    mesh = _one_gpu()
+
+    def loss(solve):
+        return lambda a, b: jnp.sum(jnp.sin(solve(a, b)))
+
+    g = jax.grad(loss(lambda a, b: jaxmg.lu_solve(a, b, 32, mesh, SPECS,
+                                                  precision="mixed")), (0, 1))(a, b)
+    with jax.default_matmul_precision("highest"):
+        g_ref = jax.grad(loss(jnp.linalg.solve), (0, 1))(a, b)
+    for got, want in zip(g, g_ref):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9, atol=1e-11)
+
+
+def test_memory_estimate_counts_the_float32_copy():
+    mesh = _one_gpu()
+    exact = jaxmg.memory_estimate("potrs", (4096, 4096), np.float64, mesh, nrhs=1)
+    mixed = jaxmg.memory_estimate("potrs", (4096, 4096), np.float64, mesh, nrhs=1,
+                                  precision="mixed")
+    assert mixed.engine == "cusolverdn"
+    assert mixed.workspace >= exact.workspace + 4096 * 4096 * 4
+
+
+@pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
+def test_several_gpus_refuse_mixed_naming_what_to_pass():
+    mesh = Mesh(np.array(GPUS[:2]), ("x",))
+    a = np.eye(64)
+    with pytest.raises(ValueError, match=r'precision="mixed".*pass precision="exact"'):
+        jaxmg.potrs(jnp.asarray(a), jnp.ones((64, 1)), 32, mesh, SPECS, precision="mixed")
