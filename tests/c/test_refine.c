@@ -6,11 +6,14 @@
  * a hopeless one (condition number 1e13) falling back to the exact path's
  * very answer, a matrix that is not positive definite or singular reported
  * as the exact path reports it, entries past float32's range, and float32
- * input on the exact path. */
+ * input on the exact path; and selection, which sends a mixed call only to
+ * an engine with a mixed routine. */
+#define _POSIX_C_SOURCE 200809L
 #include <complex.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -388,4 +391,58 @@ TEST(lapack_mixed_names_the_lower_precision_routine_it_lacks) {
         0);
   CHECK_CONTAINS(err.msg, "LAPACK routine spotrf was not registered");
   CHECK_CONTAINS(err.op, "potrs");
+}
+
+/* --- selection: a mixed call goes to an engine with a mixed routine --------
+ */
+
+/* The CPU library's export (ffi/cpu_targets.c), over its real engines. */
+int jaxmg_engine_check_cpu(const char *op, int nparts, int nodes,
+                           const char *dtype, int64_t m, int64_t n,
+                           int64_t tile, int precision, char *out, size_t len,
+                           int64_t *block);
+
+TEST(engine_select_sends_mixed_solves_to_engines_with_a_mixed_routine) {
+  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_engine, JMG_OP_POTRS,
+                                    JMG_PRECISION_MIXED),
+           1);
+  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_engine, JMG_OP_LU_SOLVE,
+                                    JMG_PRECISION_MIXED),
+           1);
+  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_engine, JMG_OP_SYEVD,
+                                    JMG_PRECISION_MIXED),
+           0);
+  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_local_engine, JMG_OP_POTRS,
+                                    JMG_PRECISION_MIXED),
+           0);
+  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_local_engine, JMG_OP_POTRS,
+                                    JMG_PRECISION_EXACT),
+           1);
+  char out[1024];
+  const char *saved = getenv("JAXMG_ENGINE");
+  char keep[64] = "";
+  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
+  unsetenv("JAXMG_ENGINE");
+  CHECK_EQ(jaxmg_engine_check_cpu("potrs", 4, 1, "float64", 0, 64, 16, 1, out,
+                                  sizeof out, NULL),
+           1);
+  CHECK_CONTAINS(out, "lapack");
+  /* No precision past mixed. */
+  CHECK_EQ(jaxmg_engine_check_cpu("potrs", 4, 1, "float64", 0, 64, 16, 2, out,
+                                  sizeof out, NULL),
+           -1);
+  CHECK_CONTAINS(out, "unknown precision 2");
+  /* An engine named that has none: the op, the engine, what to pass. */
+  setenv("JAXMG_ENGINE", "lapack-local", 1);
+  const int named = jaxmg_engine_check_cpu("lu_solve", 4, 1, "float64", 0, 64,
+                                           16, 1, out, sizeof out, NULL);
+  if (saved != NULL)
+    setenv("JAXMG_ENGINE", keep, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+  CHECK_EQ(named, 0);
+  CHECK_CONTAINS(out, "lu_solve float64 N=64 T_A=16 precision=\"mixed\"");
+  CHECK_CONTAINS(out,
+                 "has no lu_solve with precision=\"mixed\" (pass "
+                 "precision=\"exact\"");
 }
