@@ -40,6 +40,7 @@ static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
     rc = jmg_cuda_call_buffer(c, d, shard_bytes, &x[d], err);
   int h_info = 0;
   if (rc == 0) rc = jmg_mg_factor_for_solve(&call, x, r, &desc_a, &h_info, err);
+  const int factored = rc == 0; /* A holds the factor from here on */
   const cudaStream_t s0 = rc == 0 ? stream_of(a, 0) : NULL;
   for (int k = 1; rc == 0 && h_info == 0 && k <= a->ndev; ++k) {
     const int d = k % a->ndev; /* slabs 1, 2, ..., ndev - 1, then 0 */
@@ -65,6 +66,12 @@ static int potri_slabs(const jmg_dist_matrix *a, int *info, jmg_error *err) {
   if (rc == 0) rc = c->mem->sync(&c->group, err);
   jmg_trace_mark("potri slabs");
   *info = h_info;
+  /* Once A holds the factor, a want of memory (a copy's bookkeeping) is not
+   * the contract's JMG_ENOMEM: calling potri again would invert the factor. */
+  if (factored && rc == -(int)JMG_ENOMEM) {
+    err->code = JMG_EINTERNAL;
+    rc = -(int)JMG_EINTERNAL;
+  }
   /* After a failure copies may still run on x: the end waits for them
    * before x goes back. */
   return jmg_mg_end(&call, rc, err);
@@ -82,11 +89,15 @@ static int fill_upper(const jmg_dist_matrix *a, jmg_error *err) {
 int jmg_mg_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
                  jmg_error *err) {
   (void)e;
+  /* A want of memory before the slabs write A is the contract's JMG_ENOMEM
+   * (nothing written): the ops layer may free its scratch and call potri
+   * again (exec/leader.c, jmg_leader_retry_without_scratch). */
   int rc = potri_slabs(a, info, err);
-  if (rc == 0 && *info == 0) rc = fill_upper(a, err);
+  if (rc != 0 || *info != 0) return rc;
+  rc = fill_upper(a, err);
   /* The fill takes its scratch after A holds the inverse: a lack of memory
-   * then is not the JMG_ENOMEM of the contract (nothing written), on which
-   * the ops layer would call potri again, on the inverse. */
+   * then is not that JMG_ENOMEM, on which the ops layer would call potri
+   * again, on the inverse. */
   if (rc == -(int)JMG_ENOMEM) {
     err->code = JMG_EINTERNAL;
     rc = -(int)JMG_EINTERNAL;
