@@ -400,7 +400,9 @@ TEST(gather_thresholds_hold_the_measured_sizes) {
   CHECK(jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 4)->measured);
   CHECK(!jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 2)->measured);
   CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_C128, 4)->below, 32768);
-  CHECK(!jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 4)->measured);
+  CHECK(jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 4)->measured);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 2)->below, 32768);
+  CHECK(!jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_C64, 2)->measured);
   CHECK(!jmg_gather_row_of(JMG_OP_POTRS, JMG_C128, 4)->measured);
 }
 
@@ -426,16 +428,17 @@ TEST(gather_prefers_small_problems_on_several_devices_only) {
   CHECK_CONTAINS(why, "no size measured for potrs float64 on 8 GPUs");
 }
 
-/* Like the gather engine: several devices, what the distributed engine it
- * falls back on supports (here narrow's tile limit), preferred by the real
- * table. */
+/* Like the gather engine: several devices, whatever the distributed engine
+ * it falls back on supports (that is judged in the call, where the copy does
+ * not fit), preferred by the real table. */
 static int several_devices(const jmg_engine *e, const jmg_problem *p, char *why,
                            size_t len) {
+  (void)e;
   if (p->nparts < 2) {
     snprintf(why, len, "one GPU: nothing to gather");
     return 0;
   }
-  return narrow_tiles(e, p, why, len);
+  return 1;
 }
 
 static const jmg_engine g_gather = {
@@ -477,10 +480,13 @@ TEST(engine_select_gathers_small_problems_on_several_devices) {
   CHECK(chosen("", JMG_OP_SYEVD, 4, 32768, 8, &err) == &g_narrow);
   /* More devices than the table has rows for: distributed. */
   CHECK(chosen("", JMG_OP_POTRS, 8, 1024, 8, &err) == &g_narrow);
-  /* A tile the distributed engine refuses: the gather engine refuses it too
-   * (it could not fall back), and the error names both reasons. */
-  CHECK(chosen("", JMG_OP_SYEVD, 4, 4096, 16, &err) == NULL);
-  CHECK_CONTAINS(err.msg, "gather: T_A=16 > 8");
+  /* A tile the distributed engine refuses: gathered all the same below the
+   * table's size (cuSOLVERMg's syevd and T_A > 1024 went to cuSOLVERMp
+   * otherwise, at a third of one GPU's speed); from the size on no engine
+   * runs it, and the error names both reasons. */
+  CHECK(chosen("", JMG_OP_SYEVD, 4, 4096, 16, &err) == &g_gather);
+  CHECK(chosen("", JMG_OP_SYEVD, 4, 32768, 16, &err) == NULL);
+  CHECK_CONTAINS(err.msg, "gather: N=32768 >= 32768");
   CHECK_CONTAINS(err.msg, "narrow: T_A=16 > 8");
   /* JAXMG_ENGINE forces either, below and above the table's size. */
   CHECK(chosen("narrow", JMG_OP_POTRS, 4, 1024, 8, &err) == &g_narrow);

@@ -183,8 +183,29 @@ int jmg_gather_no_room(int rc, const char *op, const jmg_dist_matrix *a,
                        why);
 }
 
-int jmg_gather_fall_back(int *rc, jmg_error *err) {
+int jmg_gather_fall_back(int *rc, const jmg_dist_matrix *a, jmg_op op,
+                         jmg_error *err) {
   if (*rc != -(int)JMG_ENOMEM) return 0;
+  const jmg_engine *dist = JMG_GATHER_DISTRIBUTED;
+  const jmg_problem p = {.op = op,
+                         .nparts = a->ndev,
+                         .nodes = 1,
+                         .dtype = a->dtype,
+                         .n = a->n,
+                         .m = a->n,
+                         .tile = a->tile};
+  char why[JMG_ERROR_MSG_LEN / 2];
+  if (dist->supports != NULL && !dist->supports(dist, &p, why, sizeof why)) {
+    char cause[JMG_ERROR_MSG_LEN];
+    snprintf(cause, sizeof cause, "%s", err->msg);
+    jmg_error_set(err, JMG_ENOMEM, jmg_op_name(op), "cusolverdn-gather",
+                  "the gathered %lld x %lld matrix does not fit on the first "
+                  "GPU of the %d (%s), and %s, which runs where it does not, "
+                  "cannot run this call: %s",
+                  (long long)a->n, (long long)a->n, a->ndev, cause, dist->name,
+                  why);
+    return 0;
+  }
   jmg_error_clear(err);
   *rc = 0;
   jmg_trace_mark("no memory to gather: cusolvermg");
@@ -195,8 +216,8 @@ int jmg_gather_fall_back(int *rc, jmg_error *err) {
 /* ---- the engine -----------------------------------------------------------*/
 
 /* What the engine can run: a group of several GPUs (one GPU is cuSOLVERDn's
- * own), what cuSOLVERDn can run on one GPU, and what cuSOLVERMg can run on
- * the group (its routine runs when the gathered copy does not fit, gather.h).
+ * own) and what cuSOLVERDn can run on one GPU (cuSOLVERMg's routine runs
+ * when the gathered copy does not fit, where it can: gather.h).
  * Where it is preferred is thresholds.c's table (`prefers`). */
 static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
                            size_t why_len) {
@@ -208,17 +229,16 @@ static int gather_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   }
   jmg_problem one = *p;
   one.nparts = 1;
-  const jmg_engine *dn = JMG_GATHER_ONE, *mg = JMG_GATHER_DISTRIBUTED;
+  const jmg_engine *dn = JMG_GATHER_ONE;
   if (dn->supports != NULL && !dn->supports(dn, &one, why, why_len)) return 0;
-  /* An op the distributed engine lacks (gesvd, sygvd, qr) has no fall back
-   * to judge:
-   * where its copy does not fit, its routine says so. */
-  char mg_why[128];
-  if (jmg_engine_has(mg, p->op) && mg->supports != NULL &&
-      !mg->supports(mg, p, mg_why, sizeof mg_why)) {
-    snprintf(why, why_len, "its fall back %s cannot: %s", mg->name, mg_why);
-    return 0;
-  }
+  /* The distributed engine runs only where the gathered copy does not fit,
+   * which is known in the call: a problem it cannot take (cuSOLVERMg's syevd
+   * and T_A > 1024) is still gathered, and where the copy does not fit the
+   * error names both causes (jmg_gather_fall_back). Refusing it here sent
+   * syevd at N = 8192 on 2 and 4 H200 with the default T_A to cuSOLVERMp,
+   * at 0.36x one GPU (bench/results/2026-11-27-h200x4-scaling). An op the
+   * distributed engine lacks (gesvd, sygvd, qr) has no fall back: where its
+   * copy does not fit, its routine says so. */
   /* The gathered copy's size in bytes must be a size_t. */
   const int64_t rows = jmg_problem_rows(p);
   if (p->n > 0 &&

@@ -115,9 +115,12 @@ int jmg_gather_end(jmg_gather_call *c, int rc, jmg_error *err);
 
 /* After jmg_gather_end: whether the call ran short of memory before writing
  * anything (*rc is -JMG_ENOMEM), so that the distributed engine's routine
- * must run instead. Then clears the error and *rc, says so in the trace and
- * returns 1; else 0. */
-int jmg_gather_fall_back(int *rc, jmg_error *err);
+ * must run op on a instead. Then clears the error and *rc, says so in the
+ * trace and returns 1. Where the distributed engine cannot run it (its
+ * `supports`: cuSOLVERMg's syevd and T_A > 1024), the want of memory stays
+ * the error, naming both causes; returns 0 then, as for any other rc. */
+int jmg_gather_fall_back(int *rc, const jmg_dist_matrix *a, jmg_op op,
+                         jmg_error *err);
 
 /* After jmg_gather_end, for the ops without a fall back (gesvd, qr): a
  * want of memory (rc -JMG_ENOMEM) becomes the error that says what did not

@@ -16,7 +16,7 @@ int jmg_gather_lu_solve(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   if (rc == 0)
     rc = one->leader.lu_solve(one, &c.one, b, nrhs, transpose, info, err);
   rc = jmg_gather_end(&c, rc, err);
-  if (jmg_gather_fall_back(&rc, err))
+  if (jmg_gather_fall_back(&rc, a, JMG_OP_LU_SOLVE, err))
     rc = dist->leader.lu_solve(dist, a, b, nrhs, transpose, info, err);
   return rc;
 }

@@ -16,7 +16,7 @@ int jmg_gather_potri(const jmg_engine *e, const jmg_dist_matrix *a, int *info,
   if (rc == 0 && *info == 0)
     rc = jmg_gather_scatter(&c, JMG_GATHER_TO_CONTIGUOUS, err);
   rc = jmg_gather_end(&c, rc, err);
-  if (jmg_gather_fall_back(&rc, err))
+  if (jmg_gather_fall_back(&rc, a, JMG_OP_POTRI, err))
     rc = dist->leader.potri(dist, a, info, err);
   return rc;
 }

@@ -12,7 +12,7 @@ int jmg_gather_potrs(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   int rc = jmg_gather_begin(&c, JMG_OP_POTRS, a, err);
   if (rc == 0) rc = one->leader.potrs(one, &c.one, b, nrhs, diag, info, err);
   rc = jmg_gather_end(&c, rc, err);
-  if (jmg_gather_fall_back(&rc, err))
+  if (jmg_gather_fall_back(&rc, a, JMG_OP_POTRS, err))
     rc = dist->leader.potrs(dist, a, b, nrhs, diag, info, err);
   return rc;
 }

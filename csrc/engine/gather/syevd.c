@@ -16,7 +16,7 @@ int jmg_gather_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   if (rc == 0 && *info == 0 && want_vectors)
     rc = jmg_gather_scatter(&c, JMG_GATHER_TO_CYCLIC, err);
   rc = jmg_gather_end(&c, rc, err);
-  if (jmg_gather_fall_back(&rc, err))
+  if (jmg_gather_fall_back(&rc, a, JMG_OP_SYEVD, err))
     rc = dist->leader.syevd(dist, a, w, want_vectors, info, err);
   return rc;
 }
