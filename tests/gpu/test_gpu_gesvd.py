@@ -41,7 +41,17 @@ def _random(rng, shape, dtype) -> np.ndarray:
     return a.astype(dtype)
 
 
-def _check(a, u, s, vh, full) -> None:
+def _orthonormality(u, vh, dtype) -> tuple[float, float]:
+    """||UᴴU - I||_F and ||Vh Vhᴴ - I||_F, in the reference precision."""
+    u = np.asarray(u).astype(dtype)
+    vh = np.asarray(vh).astype(dtype)
+    return (float(np.linalg.norm(u.conj().T @ u - np.eye(u.shape[1]))),
+            float(np.linalg.norm(vh @ vh.conj().T - np.eye(vh.shape[0]))))
+
+
+def _check(a, u, s, vh, full, orth_tol: float | None = None) -> None:
+    """Residual checks; orth_tol, where given, bounds UᴴU - I and Vh Vhᴴ - I
+    in place of 30 max(M, N) eps."""
     ref = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
     m, n = ref.shape
     k = min(m, n)
@@ -52,8 +62,9 @@ def _check(a, u, s, vh, full) -> None:
     u = np.asarray(u).astype(ref.dtype)
     vh = np.asarray(vh).astype(ref.dtype)
     assert u.shape == (m, m if full else k) and vh.shape == (n if full else k, n)
-    assert np.linalg.norm(u.conj().T @ u - np.eye(u.shape[1])) < tol
-    assert np.linalg.norm(vh @ vh.conj().T - np.eye(vh.shape[0])) < tol
+    u_err, vh_err = _orthonormality(u, vh, ref.dtype)
+    assert u_err < (orth_tol or tol), (u_err, orth_tol or tol)
+    assert vh_err < (orth_tol or tol), (vh_err, orth_tol or tol)
     u_k, vh_k = u[:, :k], vh[:k]
     assert np.linalg.norm(ref @ vh_k.conj().T - u_k * s) / np.linalg.norm(ref) < tol
 
@@ -110,7 +121,15 @@ def test_gather_on_every_gpu(monkeypatch, rng, dtype, full):
         a = _random(rng, shape, dtype)
         A = jax.device_put(a, NamedSharding(mesh, ROWS))
         u, s, vh = jaxmg.gesvd(A, full_matrices=full)
-        _check(a, u, s, vh, full)
+        # The gathered copy runs cuSOLVERDn's routine, JAX's on one GPU: U and
+        # Vh as orthonormal as JAX's of the same A (3x its error), or 30 N eps
+        # where that is looser. On 4 H200 the 160 x 160 cases gave 32 to 42
+        # N eps through Jacobi (docs/gpu-runs/2026-11-27-s16-h200x4).
+        ju, _, jvh = jnp.linalg.svd(jax.device_put(a, GPUS[0]), full_matrices=full)
+        ref_dtype = np.complex128 if np.iscomplexobj(a) else np.float64
+        jax_err = max(_orthonormality(ju, jvh, ref_dtype))
+        tol = 30 * max(shape) * float(np.finfo(dtype).eps)
+        _check(a, u, s, vh, full, orth_tol=max(tol, 3 * jax_err))
         assert u.sharding.is_equivalent_to(NamedSharding(mesh, ROWS), 2)
         assert vh.sharding.is_equivalent_to(NamedSharding(mesh, ROWS), 2)
 
