@@ -15,7 +15,10 @@
 # one-GPU JAX); its results go to RESULTS_DIR/<date>-<machine>-scaling/,
 # the folder to copy to bench/results/. On 2 GPUs, about 8 minutes in all
 # (build included), with the cuSOLVERMp wheel carried in .whl/:
-#   JAXMG_BENCH_TIMEOUT=380 scripts/device-bench.sh $OUT/scaling --scaling --budget-s 330
+#   JAXMG_BENCH_TIMEOUT=380 JAXMG_BENCH_PACK=$OUT/scaling.tar.gz \
+#     scripts/device-bench.sh /tmp/scaling --scaling --budget-s 330
+# (the device tool returns at most 8 files from $OUT: pack, as here; on
+# 2026-11-27 results.csv stayed behind, bench/results/2026-11-27-h200x4-scaling).
 # The wheels in .whl/ (cuSOLVERMp's) are installed for every mode
 # (jaxmg_carried_wheels in scripts/device-lib.sh).
 #
@@ -29,7 +32,9 @@
 # Environment: JAXMG_COMMIT (recorded in meta.txt when the tree has no .git),
 # JAXMG_BENCH_TIMEOUT (seconds for the benchmark itself, default 450: the
 # h200x4 preset stops starting cases at 380 s), JAXMG_SKIP_BUILD=1 (reuse the
-# build of a previous call on a machine still warm); see scripts/device-lib.sh.
+# build of a previous call on a machine still warm), JAXMG_BENCH_PACK=FILE
+# (at the end, RESULTS_DIR packed into FILE, a .tar.gz, and removed); see
+# scripts/device-lib.sh.
 set -uo pipefail
 results="${1:?usage: scripts/device-bench.sh RESULTS_DIR [run.py args]}"
 shift
@@ -37,6 +42,20 @@ shift
 source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
 raw="$results/raw"
 mkdir -p "$raw"
+
+# The end of every mode: the status, and RESULTS_DIR packed where asked.
+finish() {
+  echo "device-bench: exit $1; results in $results"
+  if [ -n "${JAXMG_BENCH_PACK:-}" ]; then
+    if tar -czf "$JAXMG_BENCH_PACK" -C "$results" . ; then
+      rm -rf "$results"
+      echo "device-bench: packed into $JAXMG_BENCH_PACK"
+    else
+      echo "device-bench: packing into $JAXMG_BENCH_PACK failed; $results kept"
+    fi
+  fi
+  exit "$1"
+}
 jaxmg_device_env
 jaxmg_machine_info "$raw"
 ceiling="${JAXMG_CEILING_BIN:-/tmp/jaxmg-bench/ceiling}"
@@ -81,8 +100,7 @@ if [ "$engines" = 1 ]; then
   timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/engines.py "$results" "$@" \
     2>&1 | tee "$raw/engines.log"
   status="${PIPESTATUS[0]}"
-  echo "device-bench: exit $status; results in $results"
-  exit "$status"
+  finish "$status"
 fi
 if [ "$scaling" = 1 ]; then
   echo "== scaling: bench/scaling.py --out-root $results $*"
@@ -92,8 +110,7 @@ if [ "$scaling" = 1 ]; then
     timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/scaling.py \
     --out-root "$results" "$@" 2>&1 | tee "$raw/scaling.log"
   status="${PIPESTATUS[0]}"
-  echo "device-bench: exit $status; results in $results"
-  exit "$status"
+  finish "$status"
 fi
 echo "== benchmark: bench/run.py $*"
 extra=()
@@ -102,5 +119,4 @@ extra=()
 timeout -k 30 "${JAXMG_BENCH_TIMEOUT:-450}" "$jaxmg_python" bench/run.py "$@" \
   --out "$results" "${extra[@]}" 2>&1 | tee "$raw/run.log"
 status="${PIPESTATUS[0]}"
-echo "device-bench: exit $status; results in $results"
-exit "$status"
+finish "$status"
