@@ -49,6 +49,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/gather/lu_solve.c
   csrc/engine/gather/gesvd.c
   csrc/engine/gather/qr.c
+  csrc/engine/gather/mixed.c
+  csrc/engine/gather/workspace.c
   csrc/share/cuda_share.c
   csrc/share/cuda_driver.c
   csrc/cuda/comm_nccl.c

@@ -4,8 +4,12 @@ refined in float64 by cuBLAS against the kept A (the conversion kernels
 loaded from PTX), against NumPy's float64 answer: condition numbers 1e2,
 1e6 (refinement converges: JAXMG_TRACE names the iterations) and 1e13 (the
 fallback, the exact path's answer), both transposes of lu_solve, statuses,
-derivatives against jnp, memory_estimate's workspace, and several GPUs
-refusing it with a clear error. Skipped without GPUs."""
+derivatives against jnp, memory_estimate's workspace. On 2 GPUs the gather
+engine (A gathered onto GPU 0, cuSOLVERDn's mixed routine on the copy):
+the same accuracy and trace marks, memory_estimate's gathered copy, a
+gathered copy that does not fit running cuSOLVERMg's exact routine, and
+the distributed engines, forced, refusing it with a clear error. Skipped
+without GPUs (the 2-GPU cases below 2)."""
 
 from __future__ import annotations
 
@@ -130,9 +134,100 @@ def test_memory_estimate_counts_the_float32_copy():
     assert mixed.workspace >= exact.workspace + 4096 * 4096 * 4
 
 
-@pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
-def test_several_gpus_refuse_mixed_naming_what_to_pass():
-    mesh = Mesh(np.array(GPUS[:2]), ("x",))
-    a = np.eye(64)
+TWO = pytest.mark.skipif(len(GPUS) < 2, reason="needs 2 GPUs")
+GATHER = "cusolverdn-gather"
+
+
+def _two_gpus() -> Mesh:
+    return Mesh(np.array(GPUS[:2]), ("x",))
+
+
+@TWO
+@pytest.mark.parametrize("kappa", [1e2, 1e13], ids=["1e2", "1e13"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+@pytest.mark.parametrize("op", ["potrs", "lu_solve"])
+def test_mixed_on_two_gpus_runs_on_the_gathered_copy(capfd, monkeypatch, op, dtype, kappa):
+    """A row-sharded A of N = 640 (T_A 64: 5 tiles per GPU) gathered onto
+    GPU 0: refinement (or, at 1e13, the fallback) there, the exact path's
+    accuracy and status, the gather engine's trace."""
+    rng = np.random.default_rng(40)
+    n = 640
+    a = _matrix(rng, n, kappa, op == "potrs", dtype)
+    b = rng.standard_normal((n, 2)).astype(dtype)
+    mesh = _two_gpus()
+
+    def solve(precision):
+        x, s = getattr(jaxmg, op)(jnp.asarray(a), jnp.asarray(b), 64, mesh, SPECS,
+                                  return_status=True, precision=precision)
+        return np.asarray(x), int(s)
+
+    xe, se = solve("exact")
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    capfd.readouterr()
+    x, s = solve("mixed")
+    line = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("jaxmg trace")]
+    assert s == se == 0
+    assert _berr(a, x, b) <= 10 * max(_berr(a, xe, b), U)
+    assert f"engine {GATHER}," in line[-1], line
+    if kappa < 1e10:
+        assert re.search(r"refine \w+ \d+ iterations? backward error", line[-1]), line
+    else:
+        assert "fallback" in line[-1], line
+
+
+@TWO
+def test_mixed_on_two_gpus_above_the_gather_table_still_gathers(capfd, monkeypatch):
+    """No distributed engine has a mixed routine: the gather engine takes a
+    mixed potrs at every size (the exact one goes to cuSOLVERMg from the
+    table's size on; engine/gather/thresholds.c)."""
+    from jaxmg._src import _native
+    assert _native.engine_check("CUDA", "potrs", 2, "float64", 65536, 1024,
+                                precision="mixed") == (True, GATHER)
+
+
+@TWO
+def test_memory_estimate_on_two_gpus_counts_the_gathered_and_float32_copies():
+    mesh = _two_gpus()
+    n = 4096
+    exact = jaxmg.memory_estimate("potrs", (n, n), np.float64, mesh, nrhs=1)
+    mixed = jaxmg.memory_estimate("potrs", (n, n), np.float64, mesh, nrhs=1,
+                                  precision="mixed")
+    assert exact.engine == mixed.engine == GATHER
+    assert exact.workspace >= n * n * 8  # the gathered copy
+    assert mixed.workspace >= exact.workspace + n * n * 4  # and its float32 copy
+
+
+@TWO
+@pytest.mark.parametrize("engine", ["cusolvermg", "cusolvermp"])
+def test_distributed_engines_forced_refuse_mixed_naming_what_to_pass(monkeypatch, engine):
+    monkeypatch.setenv("JAXMG_ENGINE", engine)
+    mesh = _two_gpus()
     with pytest.raises(ValueError, match=r'precision="mixed".*pass precision="exact"'):
-        jaxmg.potrs(jnp.asarray(a), jnp.ones((64, 1)), 32, mesh, SPECS, precision="mixed")
+        jaxmg.potrs(jnp.asarray(np.eye(64)), jnp.ones((64, 1)), 32, mesh, SPECS,
+                    precision="mixed")
+
+
+@TWO
+@pytest.mark.timeout(400)
+def test_gathered_copy_that_does_not_fit_runs_cusolvermg_s_exact_potrs():
+    """The gather engine forced under a capped allocator (test_gpu_gather's
+    child, precision "mixed"): the gathered copy does not fit, and
+    cuSOLVERMg's exact potrs solves the distributed A (it has no mixed
+    routine), status 0, the trace saying so."""
+    from test_gpu_errors import _child, _run_capped, _traces
+    child = _child(0.45, """
+        solve = jax.jit(lambda b: jaxmg.potrs(
+            jax.lax.with_sharding_constraint(make(n), rows), b, 256, mesh,
+            (P("x", None), P(None, None)), return_status=True, precision="mixed"))
+        x, s = solve(jnp.ones((n, 1)))
+        res = host_residual(np.asarray(x)[:, 0], lambda i: 1.0)
+        print(f"SOLVED: status {int(s)} residual {res:.2e}", flush=True)
+        sys.exit(0 if int(s) == 0 and res < 1e-14 else 4)
+        """)
+    out = _run_capped(child, JAXMG_TRACE="1", JAXMG_ENGINE=GATHER)
+    assert "SOLVED: status 0" in out.stdout, out.stdout
+    traces = _traces(out, "potrs")
+    assert traces, out.stderr[-3000:]
+    for t in traces:
+        assert "no memory to gather: cusolvermg" in t, t
+        assert "exact float64 on cusolvermg (it has no mixed routine)" in t, t

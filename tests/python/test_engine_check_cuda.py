@@ -116,3 +116,24 @@ def test_gesvd_of_a_tall_a_past_cublas_s_int_is_refused_before_tracing(cuda):
     with pytest.raises(ValueError, match=r"jaxmg\.polar: no engine runs a 2147483649 x 2 "
                        r"float32 SVD.*M at most 2147483647"):
         gesvd_core.geometry("polar", big, 2, 1, f32, None, "CUDA")
+
+
+def test_mixed_solves_on_several_gpus_go_to_the_gather_engine(cuda, monkeypatch):
+    """precision="mixed" on several GPUs: the gather engine (cuSOLVERDn's
+    mixed routine on the gathered copy) at every size, since no other engine
+    of several GPUs has a mixed routine; the exact path keeps its table."""
+    for op in ("potrs", "lu_solve"):
+        for nparts, n in ((2, 4096), (4, 16384), (4, 65536), (8, 1024)):
+            ok, name = _native.engine_check("CUDA", op, nparts, "float64", n, 1024,
+                                            precision="mixed")
+            assert ok and name == "cusolverdn-gather", (op, nparts, n, name)
+    assert _engine("potrs", 4, "float64", 65536, 1024) == "cusolvermg"
+    ok, name = _native.engine_check("CUDA", "potrs", 1, "complex128", 4096, 1024,
+                                    precision="mixed")
+    assert ok and name == "cusolverdn", name
+    # The distributed engines have none: forcing one names what to pass.
+    for engine in ("cusolvermg", "cusolvermp"):
+        monkeypatch.setenv("JAXMG_ENGINE", engine)
+        ok, why = _native.engine_check("CUDA", "lu_solve", 2, "float64", 4096, 1024,
+                                       precision="mixed")
+        assert not ok and 'precision="mixed"' in why and 'precision="exact"' in why, why

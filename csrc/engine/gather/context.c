@@ -5,6 +5,7 @@
 
 #include "common/trace.h"
 #include "engine/gather/gather.h"
+#include "engine/gather/mixed.h"
 #include "engine/gather/thresholds.h"
 #include "layout/cyclic.h"
 
@@ -255,7 +256,8 @@ const jmg_engine jmg_gather_engine = {
     .name = "cusolverdn-gather",
     .model = JMG_MODEL_LEADER,
     .supports = gather_supports,
-    .prefers = jmg_gather_prefers,
+    .prefers = jmg_gather_prefers_precision,
+    .workspace = jmg_gather_workspace,
     .leader =
         {
             .potrs = jmg_gather_potrs,
@@ -265,5 +267,7 @@ const jmg_engine jmg_gather_engine = {
             .gesvd = jmg_gather_gesvd,
             .qr = jmg_gather_qr,
             .sygvd = jmg_gather_sygvd,
+            .potrs_mixed = jmg_gather_potrs_mixed,
+            .lu_solve_mixed = jmg_gather_lu_solve_mixed,
         },
 };
