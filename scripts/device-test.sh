@@ -15,7 +15,9 @@
 # values, one pytest run each, e.g. "0,1,2,3 0,1 0"; default: all GPUs once),
 # JAXMG_SKIP_BUILD=1 (reuse the build of an earlier call on a machine still
 # warm); see also scripts/device-lib.sh.
-# Logs: LOGDIR/pytest-<set>.log, with the set's commas as dashes.
+# Logs: LOGDIR/pytest-<set>.log, with the set's commas as dashes, and
+# LOGDIR/progress-<set>.txt (each test's start, outcome and seconds as it
+# goes: what a run cut by its bound still tells).
 set -uo pipefail
 logdir="${1:?usage: scripts/device-test.sh LOGDIR [pytest args]}"
 shift
@@ -40,6 +42,7 @@ for set in ${JAXMG_GPU_SETS:-all}; do
   label="${set//,/-}"
   if [ "$set" = all ]; then unset CUDA_VISIBLE_DEVICES; else export CUDA_VISIBLE_DEVICES="$set"; fi
   echo "== GPU tests (GPUs: $set)"
+  export JAXMG_TEST_PROGRESS="$logdir/progress-$label.txt"  # tests/gpu/conftest.py
   timeout "${JAXMG_TEST_TIMEOUT:-1500}" "$jaxmg_python" -m pytest -q -rs -p no:cacheprovider \
     --timeout 900 --durations=10 ${targets[@]+"${targets[@]}"} "$@" 2>&1 | tee "$logdir/pytest-$label.log" |
     grep -vE "only supports IOTA device assignment"

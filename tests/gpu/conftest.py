@@ -5,13 +5,38 @@ tests/python/conftest.py must set XLA_FLAGS before jax is first imported, and
 pytest may load this conftest first (``pytest tests/gpu tests/python``).
 """
 
+import os
 import pathlib
+import time
 
 import pytest
 
 from gpu_env import gpu_devices
 
 _HERE = pathlib.Path(__file__).resolve().parent
+
+# JAXMG_TEST_PROGRESS=FILE: one line per test as it starts and as it ends
+# (wall time, outcome, seconds), written at once, so that a run cut by a
+# device call's bound still says how long each test took and which one it
+# was in (pytest's own --durations table comes only at the end).
+_PROGRESS = os.environ.get("JAXMG_TEST_PROGRESS", "")
+
+
+def _progress(line: str) -> None:
+    if _PROGRESS:
+        with open(_PROGRESS, "a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _progress(f"start {nodeid}")
+
+
+def pytest_runtest_logreport(report):
+    # The call phase's outcome, or a setup/teardown that did not pass (a
+    # skip, an error); each with the phase's seconds.
+    if report.when == "call" or report.outcome != "passed":
+        _progress(f"{report.outcome} {report.when} {report.duration:.2f} s {report.nodeid}")
 
 
 def pytest_collection_modifyitems(config, items):
