@@ -14,7 +14,7 @@ typedef struct trace {
   int active;
   double start, last;
   size_t len;
-  char text[1024];
+  char text[2048];
   char engine[32];
   size_t alloc_bytes; /* what the call asked its platform's allocator for */
   int allocs;
@@ -84,6 +84,17 @@ void jmg_trace_mark(const char *what) {
   double n = now();
   append(t, " %s %.2f ms,", what, 1e3 * (n - t->last));
   t->last = n;
+}
+
+void jmg_trace_note(const char *fmt, ...) {
+  trace *t = &t_trace;
+  if (!t->active) return;
+  append(t, " ");
+  va_list ap;
+  va_start(ap, fmt);
+  vappend(t, fmt, ap);
+  va_end(ap);
+  append(t, ",");
 }
 
 void jmg_trace_end(void) {

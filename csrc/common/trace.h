@@ -36,6 +36,16 @@ void jmg_trace_alloc(size_t bytes);
 /* Ends the step `what`: the time since the previous mark (or the begin). */
 void jmg_trace_mark(const char *what);
 
+/* Adds a printf-formatted note after the steps so far, without a time of
+ * its own ("tiled potrf [GPU 0: factor 1.20 ms, ...]"): what a step
+ * measured inside itself, such as the time each device spent on each kind
+ * of work (engine/cusolvermg/tiles.h, the step timer). */
+void jmg_trace_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 /* Prints the trace (with the total) and ends it. */
 void jmg_trace_end(void);
 

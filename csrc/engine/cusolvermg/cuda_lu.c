@@ -121,6 +121,7 @@ typedef struct run {
   /* Every step's pivots, for the copies to the devices: each step writes
    * its own part, so none is overwritten while a copy may read it. */
   int *h_piv32;
+  jmg_tiles_timer tm; /* JAXMG_TRACE: each device's time by kind */
 } run;
 
 static void workspace_of(run *r, int d, void *work) {
@@ -153,12 +154,16 @@ static int factor_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
   int rc =
       JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, o)), r->g.op, err);
   if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, o, JMG_TILES_IDLE, err);
+  if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXgetrf(r->h->dn[o], r->h->dn_params, m, r->g.t, r->type,
                          jmg_tiles_at(&r->g, k, top), r->g.n, r->d_piv[o],
                          r->type, r->dn_work[o], r->l.dn, r->host_work[o],
                          r->l.host, r->d_info[o]),
         r->g.op, err);
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, o, JMG_TILES_FACTOR, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(
         cudaMemcpyAsync(r->h_piv, r->d_piv[o], (size_t)r->g.t * sizeof(int64_t),
@@ -200,6 +205,8 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   const int64_t ncols = (r->slots - s0) * r->g.t;
   int rc =
       JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_IDLE, err);
   if (rc != 0) return rc;
   if (d == o) {
     /* The panel's own rows were interchanged by getrf. */
@@ -208,6 +215,8 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   } else {
     rc = swap_rows(r, d, k, 0, lc, err);
   }
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_SWAP, err);
   if (rc != 0 || ncols == 0) return rc;
   const char *l = jmg_tiles_at(&r->g, k, top);
   int64_t ldl = r->g.n;
@@ -216,6 +225,8 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
     if (rc == 0)
       rc = JMG_CUDA_TRY(cudaEventRecord(r->copied[d], r->g.stream[d]), r->g.op,
                         err);
+    if (rc == 0)
+      rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_COPY, err);
     l = r->panel[d];
     ldl = m;
   }
@@ -233,6 +244,8 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
                         l + (size_t)r->g.t * r->g.es, (int)ldl, u, (int)r->g.n,
                         1.0, u + (size_t)r->g.t * r->g.es, (int)r->g.n),
         r->g.op, err);
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
   return rc;
 }
 
@@ -248,6 +261,8 @@ static int wait_for_copies(run *r, int64_t k, jmg_error *err) {
     if (d != p)
       rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->g.stream[p], r->copied[d], 0),
                         r->g.op, err);
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, p, JMG_TILES_WAIT, err);
   return rc;
 }
 
@@ -267,6 +282,10 @@ static int setup(run *r, void *const *work, jmg_error *err) {
       rc =
           jmg_tiles_host_work(&r->g, r->l.host, "getrf", &r->host_work[d], err);
   }
+  /* Per device and step: the panel's idle and factor, the wait for the
+   * copies, idle, swap, copy, update; and the start. */
+  if (rc == 0)
+    rc = jmg_tiles_timer_start(&r->tm, &r->g, 8 * r->g.nt + 4, err);
   return rc;
 }
 
@@ -283,6 +302,7 @@ static int finish(run *r, int rc, jmg_error *err) {
   }
   free(r->h_piv);
   free(r->h_piv32);
+  jmg_tiles_timer_end(&r->tm, &r->g, "tiled getrf");
   return rc;
 }
 

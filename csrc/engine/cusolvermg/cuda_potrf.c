@@ -73,6 +73,7 @@ typedef struct run {
   void *dn_work[JMG_CUDA_MAX_DEVICES];
   int *info[JMG_CUDA_MAX_DEVICES];
   void *host_work[JMG_CUDA_MAX_DEVICES];
+  jmg_tiles_timer tm; /* JAXMG_TRACE: each device's time by kind */
 } run;
 
 /* Step k's factor, on tile k's device (current). */
@@ -95,6 +96,8 @@ static int factor_tile(run *r, int64_t k, jmg_error *err) {
             (int)r->g.n, akk + (size_t)r->g.t * r->g.es, (int)r->g.n),
         r->g.op, err);
   if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_FACTOR, err);
+  if (rc == 0)
     rc = JMG_CUDA_TRY(cudaEventRecord(r->panel_ready[d], r->g.stream[d]),
                       r->g.op, err);
   return rc;
@@ -110,13 +113,19 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   const int64_t m = r->g.n - top;
   int rc =
       JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_IDLE, err);
   const char *p = jmg_tiles_at(&r->g, k, top);
   int64_t ldp = r->g.n;
   if (rc == 0 && d != owner) {
     rc = JMG_CUDA_TRY(
         cudaStreamWaitEvent(r->g.stream[d], r->panel_ready[owner], 0), r->g.op,
         err);
+    if (rc == 0)
+      rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_WAIT, err);
     if (rc == 0) rc = jmg_tiles_copy_panel(&r->g, d, r->panel[d], p, m, err);
+    if (rc == 0)
+      rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_COPY, err);
     p = r->panel[d];
     ldp = m;
   }
@@ -128,8 +137,13 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
                         (int)ldp, pj, (int)ldp, 1.0,
                         jmg_tiles_at(&r->g, j, j * r->g.t), (int)r->g.n),
         r->g.op, err);
-    if (rc == 0 && j == k + 1) rc = factor_tile(r, j, err);
+    if (rc == 0 && j == k + 1) {
+      rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
+      if (rc == 0) rc = factor_tile(r, j, err);
+    }
   }
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
   return rc;
 }
 
@@ -150,6 +164,10 @@ static int setup(run *r, void *const *work, jmg_error *err) {
       rc =
           jmg_tiles_host_work(&r->g, r->l.host, "potrf", &r->host_work[d], err);
   }
+  /* Per device and step: idle, wait, copy, update, the lookahead's factor,
+   * update; and the start and step 0's factor. */
+  if (rc == 0)
+    rc = jmg_tiles_timer_start(&r->tm, &r->g, 6 * r->g.nt + 4, err);
   return rc;
 }
 
@@ -190,6 +208,7 @@ static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
     free(r->host_work[d]);
   }
   free(host);
+  jmg_tiles_timer_end(&r->tm, &r->g, "tiled potrf");
   return rc;
 }
 

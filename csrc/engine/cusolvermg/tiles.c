@@ -1,8 +1,11 @@
 /* The tiled factorizations' shared pieces (tiles.h). */
 #include "engine/cusolvermg/tiles.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/trace.h"
 #include "cuda/check.h"
 
 int jmg_tiles_check(const jmg_dist_matrix *a, const char *who, const char *op,
@@ -87,4 +90,105 @@ int jmg_tiles_sync_device(const jmg_tiles *g, int d, jmg_error *err) {
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaStreamSynchronize(g->stream[d]), g->op, err);
   return rc;
+}
+
+int jmg_tiles_timer_start(jmg_tiles_timer *tm, const jmg_tiles *g,
+                          int64_t marks_per_device, jmg_error *err) {
+  memset(tm, 0, sizeof *tm);
+  if (!jmg_trace_on() || marks_per_device < 1) return 0;
+  tm->cap = marks_per_device;
+  int rc = 0;
+  for (int d = 0; rc == 0 && d < g->G; ++d) {
+    tm->ev[d] = calloc((size_t)tm->cap, sizeof *tm->ev[d]);
+    tm->kind[d] = calloc((size_t)tm->cap, sizeof *tm->kind[d]);
+    if (tm->ev[d] == NULL || tm->kind[d] == NULL) {
+      rc = jmg_error_set(err, JMG_ENOMEM, g->op, "malloc",
+                         "cannot allocate %lld trace events",
+                         (long long)tm->cap);
+      break;
+    }
+    rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(g, d)), g->op, err);
+    for (int64_t i = 0; rc == 0 && i < tm->cap; ++i)
+      rc = JMG_CUDA_TRY(cudaEventCreate(&tm->ev[d][i]), g->op, err);
+  }
+  tm->on = 1; /* from here, jmg_tiles_timer_end frees what was made */
+  for (int d = 0; rc == 0 && d < g->G; ++d) {
+    rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(g, d)), g->op, err);
+    if (rc == 0) rc = jmg_tiles_timer_mark(tm, g, d, JMG_TILES_IDLE, err);
+  }
+  return rc;
+}
+
+int jmg_tiles_timer_mark(jmg_tiles_timer *tm, const jmg_tiles *g, int d,
+                         jmg_tiles_kind kind, jmg_error *err) {
+  if (!tm->on) return 0;
+  if (tm->count[d] >= tm->cap) {
+    tm->dropped += 1;
+    return 0;
+  }
+  const int64_t i = tm->count[d];
+  int rc = JMG_CUDA_TRY(cudaEventRecord(tm->ev[d][i], g->stream[d]), g->op,
+                        err);
+  if (rc == 0) {
+    tm->kind[d][i] = (unsigned char)kind;
+    tm->count[d] = i + 1;
+  }
+  return rc;
+}
+
+static const char *const kind_names[JMG_TILES_KINDS] = {
+    "idle", "wait", "factor", "swap", "copy", "update"};
+
+/* Device d's sums by kind into ms; 0, or -1 where an interval cannot be
+ * read (an event not completed). */
+static int sum_device(const jmg_tiles_timer *tm, int d, double *ms) {
+  for (int k = 0; k < JMG_TILES_KINDS; ++k) ms[k] = 0.0;
+  for (int64_t i = 1; i < tm->count[d]; ++i) {
+    float part = 0.0f;
+    if (cudaEventElapsedTime(&part, tm->ev[d][i - 1], tm->ev[d][i]) !=
+        cudaSuccess) {
+      (void)cudaGetLastError(); /* not sticky: clear it */
+      return -1;
+    }
+    ms[tm->kind[d][i]] += (double)part;
+  }
+  return 0;
+}
+
+void jmg_tiles_timer_end(jmg_tiles_timer *tm, const jmg_tiles *g,
+                         const char *what) {
+  if (!tm->on) return;
+  char text[1024];
+  size_t used = 0;
+  text[0] = '\0';
+  for (int d = 0; d < g->G && used < sizeof text; ++d) {
+    double ms[JMG_TILES_KINDS];
+    int w = snprintf(text + used, sizeof text - used, "%sGPU %d:",
+                     d ? "; " : "", d);
+    if (w > 0) used += (size_t)w;
+    if (sum_device(tm, d, ms) != 0) {
+      w = snprintf(text + used, used < sizeof text ? sizeof text - used : 0,
+                   " not measured");
+      if (w > 0) used += (size_t)w;
+      continue;
+    }
+    for (int k = 0; k < JMG_TILES_KINDS && used < sizeof text; ++k) {
+      if (ms[k] <= 0.0) continue;
+      w = snprintf(text + used, sizeof text - used, " %s %.2f ms",
+                   kind_names[k], ms[k]);
+      if (w > 0) used += (size_t)w;
+    }
+  }
+  if (tm->dropped > 0)
+    jmg_trace_note("%s [%s; %lld marks dropped]", what, text,
+                   (long long)tm->dropped);
+  else
+    jmg_trace_note("%s [%s]", what, text);
+  for (int d = 0; d < g->G; ++d) {
+    for (int64_t i = 0; tm->ev[d] != NULL && i < tm->cap; ++i)
+      if (tm->ev[d][i] != NULL) (void)cudaEventDestroy(tm->ev[d][i]);
+    free(tm->ev[d]);
+    free(tm->kind[d]);
+  }
+  memset(tm, 0, sizeof *tm);
 }

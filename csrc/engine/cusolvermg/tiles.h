@@ -63,4 +63,52 @@ int jmg_tiles_copy_panel(const jmg_tiles *g, int d, void *dst, const void *src,
 /* Makes device d current and waits for its stream. */
 int jmg_tiles_sync_device(const jmg_tiles *g, int d, jmg_error *err);
 
+/* ---- where the time goes (JAXMG_TRACE) ----
+ *
+ * With JAXMG_TRACE on, and not at all without it, a factorization marks
+ * each device's stream at the end of each piece of its work with the kind
+ * of that piece (a timing event recorded on the stream). After the last
+ * synchronization the intervals between consecutive marks are summed by
+ * kind and noted in the call's trace line: per GPU, the time its stream
+ * spent on each kind. IDLE is time a stream had nothing queued (the host
+ * had not given it its next work: a mark made when a step's work for it
+ * begins), WAIT time it waited for another device's event. The events are
+ * asynchronous: marking adds no synchronization. */
+typedef enum jmg_tiles_kind {
+  JMG_TILES_IDLE,
+  JMG_TILES_WAIT,
+  JMG_TILES_FACTOR,
+  JMG_TILES_SWAP,
+  JMG_TILES_COPY,
+  JMG_TILES_UPDATE,
+  JMG_TILES_KINDS
+} jmg_tiles_kind;
+
+typedef struct jmg_tiles_timer {
+  int on;
+  int64_t cap;                               /* marks per device */
+  int64_t count[JMG_CUDA_MAX_DEVICES];       /* marks made */
+  int64_t dropped;                           /* marks past cap */
+  cudaEvent_t *ev[JMG_CUDA_MAX_DEVICES];     /* cap events per device */
+  unsigned char *kind[JMG_CUDA_MAX_DEVICES]; /* the kind each mark ends */
+} jmg_tiles_timer;
+
+/* Zeroes tm and, where JAXMG_TRACE is on, creates marks_per_device timing
+ * events on each device and marks every stream once (the start). After
+ * jmg_tiles_start_device for every device; leaves device G - 1 current. */
+int jmg_tiles_timer_start(jmg_tiles_timer *tm, const jmg_tiles *g,
+                          int64_t marks_per_device, jmg_error *err);
+
+/* Ends the piece of device d's work queued since its previous mark: it was
+ * of kind. Device d must be current. Nothing when the timer is off; a mark
+ * past the cap is dropped (and counted). */
+int jmg_tiles_timer_mark(jmg_tiles_timer *tm, const jmg_tiles *g, int d,
+                         jmg_tiles_kind kind, jmg_error *err);
+
+/* After every device's stream finished: notes "what [GPU 0: factor 1.20 ms,
+ * ...; GPU 1: ...]" in the trace (common/trace.h) and destroys the events.
+ * Safe with the timer off or after a failed start. */
+void jmg_tiles_timer_end(jmg_tiles_timer *tm, const jmg_tiles *g,
+                         const char *what);
+
 #endif
