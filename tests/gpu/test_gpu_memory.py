@@ -10,6 +10,7 @@ GPU, the call, its outputs and workspaces. Skipped without GPUs.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -37,7 +38,9 @@ PEAK_OVER_A = {"potrs": 1.05, "lu_solve": 1.05, "potri": 1.05, "syevd": 1.05,
                "syevd_values": 1.05}
 
 
-def _child(op: str, dtype: str, n: int, rows: int | None = None) -> dict:
+def _run_child(op: str, dtype: str, n: int, rows: int | None) -> dict | str:
+    """One case in a fresh process: its LARGEST record, or what it printed
+    where it gave none."""
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     out = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "largest.py"), "--one", str(n), "--op", op,
@@ -45,8 +48,33 @@ def _child(op: str, dtype: str, n: int, rows: int | None = None) -> dict:
         + (["--rows", str(rows)] if rows else []),
         capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("LARGEST ")]
-    assert lines, out.stdout[-2000:] + out.stderr[-3000:]
+    if not lines:
+        return out.stdout[-2000:] + out.stderr[-3000:]
     return json.loads(lines[-1][len("LARGEST "):])
+
+
+# Every case of this file, run when the first test asks, JAXMG_TEST_CHILDREN
+# processes at a time (default 1: one after the other, 123 s of a device call
+# on an H200, docs/gpu-runs/2026-11-27-s16-h200x4). Each process's peak is
+# its own allocator's, so running them side by side on the GPU changes no
+# figure; it is not the default until a run shows that jaxmg processes
+# sharing a GPU do not stall (two did there, in other tests, not diagnosed).
+CHILDREN = max(1, int(os.environ.get("JAXMG_TEST_CHILDREN", "1") or "1"))
+_CASES = ([(op, dtype, N, None) for op in sorted(PEAK_OVER_A) for dtype in ("float64", "complex64")]
+          + [("potri", dtype, 46400, None) for dtype in ("float32", "complex64")]
+          + [("qr", dtype, N, m) for dtype in ("float64", "complex64") for m in (N, 4 * N)])
+_results: dict[tuple, dict | str] = {}
+
+
+def _child(op: str, dtype: str, n: int, rows: int | None = None) -> dict:
+    key = (op, dtype, n, rows)
+    if not _results:
+        with concurrent.futures.ThreadPoolExecutor(CHILDREN) as pool:
+            done = dict(zip(_CASES, pool.map(lambda c: _run_child(*c), _CASES)))
+        _results.update(done)
+    r = _results[key] if key in _results else _run_child(*key)
+    assert isinstance(r, dict), r
+    return r
 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
