@@ -38,7 +38,8 @@ typedef struct jmg_shard_io {
   int64_t local_cols;
   int64_t tile;
   /* Whether the leader may take a scratch shard per device to permute A out
-   * of place (the Python layer's judgment of the memory; see _shard.py). */
+   * of place (the Python layer's judgment of the memory; see
+   * python/jaxmg/_src/_ffi_call.py, scratch_fits). */
   int scratch_ok;
   void *a;          /* n x local_cols: this shard's columns of A, in and out */
   void *status;     /* int32: the solver's info */

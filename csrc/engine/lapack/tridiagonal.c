@@ -473,9 +473,42 @@ static int64_t widest_gap(const double *v, int64_t width, int64_t lo,
   return best;
 }
 
+/* The boundaries b[1 ..] of chunks of about k vectors, in order, from the
+ * windows' eigenvalues w->vals (window i: eigenvalues w->lo[i] .. +
+ * w->width - 1, of half width h): each after its window's widest gap, or
+ * where that gap is below small, past its cluster (past_cluster). Targets
+ * that an earlier cluster carried the boundary to within k/2 of are passed
+ * over. *nchunks gets their number (the last boundary is n). */
+static int place_boundaries(const window_job *w, int64_t k, int64_t h,
+                            double small, stebz_bufs *seq, double *ext,
+                            int64_t *b, int64_t *nchunks, int *info,
+                            jmg_error *err) {
+  const int n = w->n;
+  int rc = 0;
+  int64_t prev = 0, nb = 0;
+  for (int64_t i = 0; i < w->nwin && rc == 0 && *info == 0; ++i) {
+    const int64_t t = (i + 1) * k;
+    if (t <= prev + k / 2) continue;
+    if (n - prev <= k + h) break;
+    const double *v = w->vals + i * w->width; /* v[q]: eigenvalue lo[i] + q */
+    double gap = -1.0;
+    int64_t best = widest_gap(v, w->width, w->lo[i], t, &gap);
+    if (gap < small) {
+      rc = past_cluster(w->op, w->stebz, n, w->d, w->e, t + h,
+                        v[w->width - 1], small, seq, ext, &best, info, err);
+      if (best >= n) break; /* the cluster runs to the end */
+    }
+    b[++nb] = best;
+    prev = best;
+  }
+  b[++nb] = n;
+  *nchunks = nb;
+  return rc;
+}
+
 /* b has room for n / (k - k/4) + 3 entries; *nchunks gets their number.
  * The windows' eigenvalues (run_windows), then each boundary from its
- * window, or past its cluster (past_cluster). */
+ * window, or past its cluster (place_boundaries). */
 static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
                        const double *d, const double *e, int64_t k, int threads,
                        int64_t *b, int64_t *nchunks, int *info,
@@ -528,27 +561,9 @@ static int plan_chunks(const char *op, jmg_stebz_fn stebz, int n,
   if (rc == 0 && *info == 0 && nthreads == 0)
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate dstebz's workspace (N=%d)", n);
-  /* In order: each boundary from its window, or past its cluster. Targets
-   * that an earlier cluster carried the boundary to within k/2 of are
-   * passed over. */
-  int64_t prev = 0, nb = 0;
-  for (int64_t i = 0; i < nwin && rc == 0 && *info == 0; ++i) {
-    const int64_t t = (i + 1) * k;
-    if (t <= prev + k / 2) continue;
-    if (n - prev <= k + h) break;
-    const double *v = vals + i * width; /* v[q]: eigenvalue lo[i] + q */
-    double gap = -1.0;
-    int64_t best = widest_gap(v, width, lo[i], t, &gap);
-    if (gap < small) {
-      rc = past_cluster(op, stebz, n, d, e, t + h, v[width - 1], small, &seq,
-                        ext, &best, info, err);
-      if (best >= n) break; /* the cluster runs to the end */
-    }
-    b[++nb] = best;
-    prev = best;
-  }
-  b[++nb] = n;
-  *nchunks = nb;
+  if (rc == 0 && *info == 0)
+    rc = place_boundaries(&proto, k, h, small, &seq, ext, b, nchunks, info,
+                          err);
   for (int i = 0; i < nthreads; ++i) stebz_bufs_free(&jobs[i].buf);
   stebz_bufs_free(&seq);
   free(jobs);
