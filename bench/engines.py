@@ -56,7 +56,6 @@ import os
 import pathlib
 import platform as _platform
 import signal
-import subprocess
 import sys
 import time
 import zlib
@@ -75,7 +74,7 @@ from jax.sharding import Mesh  # noqa: E402
 import cases  # noqa: E402
 import inputs  # noqa: E402
 import measure  # noqa: E402
-from run import Interrupted, _on_sigterm  # noqa: E402
+from shared import Interrupted, commit, on_sigterm  # noqa: E402
 
 # The dtype of each op (issue 20).
 CASES = {"potrs": "float64", "syevd": "float64", "potri": "complex128",
@@ -360,18 +359,6 @@ def plot(rows: list[dict], path: pathlib.Path, engines: tuple[str, ...], gpus: i
     return True
 
 
-def _commit() -> str:
-    """JAXMG_COMMIT, else git's HEAD of this tree, else "unknown"."""
-    if os.environ.get("JAXMG_COMMIT"):
-        return os.environ["JAXMG_COMMIT"]
-    try:
-        return subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def meta(devices: list, argv: list[str], settings: dict[str, Any]) -> str:
     """What meta.txt records: date, devices, versions, commit, command."""
     import jaxlib
@@ -388,7 +375,7 @@ def meta(devices: list, argv: list[str], settings: dict[str, Any]) -> str:
         f"jax: {jax.__version__}, jaxlib {jaxlib.__version__}",
         f"jaxmg: {getattr(jaxmg, '__version__', '?')} ({pathlib.Path(jaxmg.__file__).parent})",
         f"cusolvermp_available: {mp[0]}{'' if mp[0] else f' ({mp[1]})'}",
-        f"commit: {_commit()}",
+        f"commit: {commit()}",
         f"command: bench/engines.py {' '.join(argv)}",
         f"settings: {settings}",
         "env: " + " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
@@ -456,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         f.write(text)
     print(text, end="", flush=True)
     rows: list[dict] = []
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         run(out, devices, args.size_map, args.engines, args.repeats, args.max_case_s,
             args.budget_s, args.tile, rows)

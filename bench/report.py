@@ -10,11 +10,11 @@ results passed their checks.
 from __future__ import annotations
 
 import csv
-import math
 import pathlib
 from dataclasses import dataclass
 
 import cases
+from shared import csv_cell
 from measure import Measured
 
 Key = tuple[str, str, int, int, int]  # op, dtype, N, T_A, gpus
@@ -90,14 +90,6 @@ COLUMNS = [
 ]
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
-    return str(v)
-
-
 def _measured(prefix: str, m: Measured | None) -> dict[str, object]:
     if m is None:
         return {f"{prefix}_status": ""}
@@ -127,7 +119,7 @@ def write_csv(rows: list[Row], path: pathlib.Path) -> None:
             d["ceiling_gflops"], d["ceiling_peak_frac"] = r.rate(r.ceiling, r.gpus)
             d["jax1_gflops"], d["jax1_peak_frac"] = r.rate(r.jax, 1)
             d["tolerance"] = cases.tolerance(r.dtype, r.n)
-            w.writerow({k: _fmt(v) for k, v in d.items()})
+            w.writerow({k: csv_cell(v) for k, v in d.items()})
 
 
 def _time(m: Measured | None) -> str:

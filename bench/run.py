@@ -34,18 +34,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import cases  # noqa: E402
+from shared import Interrupted, on_sigterm  # noqa: E402
 
 # The ceiling's share of --budget-s; the JAX phase gets the rest and whatever
 # the ceiling leaves.
 CEILING_SHARE = 0.42
-
-
-class Interrupted(Exception):
-    """SIGTERM (from `timeout`): stop measuring, write what we have."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Interrupted()
 
 
 def _csv_list(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
@@ -150,7 +143,7 @@ def main(argv: list[str]) -> int:
     out, raw = args.out, args.out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     log = Log(raw / "bench.log")
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if args.platform == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")

@@ -89,7 +89,6 @@ import argparse
 import csv
 import datetime
 import json
-import math
 import os
 import pathlib
 import queue
@@ -108,6 +107,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import cases  # noqa: E402  (no jax)
+from shared import Interrupted, commit, csv_cell, on_sigterm  # noqa: E402  (no jax)
 
 OPS = ("potrs", "lu_solve", "potri", "syevd", "syevd_values", "gesvd")
 # bench/measure.py's name of an op, where it differs.
@@ -327,14 +327,6 @@ def worker(args: argparse.Namespace) -> int:
 # ---- the parent: lanes, workers, rows -------------------------------------------------
 
 
-class Interrupted(Exception):
-    """SIGTERM: stop, write what was measured."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Interrupted()
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -448,16 +440,8 @@ class Results:
         self.rows.append(r)
         with self.path.open("a", newline="") as f:
             csv.DictWriter(f, fieldnames=FIELDS).writerow(
-                {k: _fmt(r.get(k)) for k in FIELDS})
+                {k: csv_cell(r.get(k)) for k in FIELDS})
         return r
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
-    return str(v)
 
 
 def plan_lanes(platform: str, engines: list[str], gpus: list[int], ndev: int,
@@ -742,17 +726,6 @@ def finish(out: pathlib.Path, results: Results, meta: dict[str, Any]) -> None:
     print("\n" + table, flush=True)
 
 
-def _commit() -> str:
-    if os.environ.get("JAXMG_COMMIT"):
-        return os.environ["JAXMG_COMMIT"]
-    try:
-        return subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def gpu_probe(args: argparse.Namespace) -> dict[str, Any]:
     """probe's answer from a process of its own (the parent never touches
     a GPU: a worker after it gets all the memory)."""
@@ -799,7 +772,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         logf.write(text + "\n")
         logf.flush()
 
-    meta = {"command": "python bench/scaling.py " + " ".join(argv), "commit": _commit(),
+    meta = {"command": "python bench/scaling.py " + " ".join(argv), "commit": commit(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": info, "budget_s": args.budget_s, "repeats": args.repeats,
             "case_timeout_s": args.case_timeout_s, "peak_tflops": args.peak_tflops,
@@ -813,7 +786,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     lanes = plan_lanes(args.platform, args.engines, args.gpus, info["devices"], args.mpmd_gpus)
     todo = plan_cases(args.ops, args.sizes)
     hard_end = t0 + args.budget_s
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     interrupted = False
     try:
         work = []
