@@ -8,19 +8,33 @@ const XLA_FFI_DataType k_xla_types[JMG_NUM_DTYPES] = {
     XLA_FFI_DataType_F32, XLA_FFI_DataType_F64, XLA_FFI_DataType_C64,
     XLA_FFI_DataType_C128};
 
-void build_potrs(frame_builder *f, int64_t run_id, int64_t mesh_id,
-                 int64_t tile, XLA_FFI_DataType dt, void *a, int64_t lc,
-                 int64_t n, void *b, void *x, int64_t nrhs, int32_t *shard,
-                 int32_t *status) {
+static const char k_want_logdet[] = "want_logdet#";
+
+void build_potrs_logdet(frame_builder *f, int64_t run_id, int64_t mesh_id,
+                        int64_t tile, XLA_FFI_DataType dt, void *a, int64_t lc,
+                        int64_t n, void *b, void *x, int64_t nrhs,
+                        XLA_FFI_DataType logdet_dt, void *logdet,
+                        int32_t *shard, int32_t *status) {
   fb_init(f, fake_xla_api(), run_id);
   fb_arg(f, dt, a, 2, lc, n);
   fb_arg(f, dt, b, 2, nrhs, n);
   fb_arg(f, XLA_FFI_DataType_S32, shard, 0, 0, 0);
   fb_ret(f, dt, a, 2, lc, n);
   fb_ret(f, dt, x, 2, nrhs, n);
+  if (logdet != NULL) fb_ret(f, logdet_dt, logdet, 0, 0, 0);
   fb_ret(f, XLA_FFI_DataType_S32, status, 0, 0, 0);
   fb_attr_i64(f, NAME_T_A, tile);
   fb_attr_i64(f, NAME_MESH_ID, mesh_id);
+  if (logdet != NULL)
+    fb_attr_scalar(f, k_want_logdet, 11, XLA_FFI_DataType_PRED, 1);
+}
+
+void build_potrs(frame_builder *f, int64_t run_id, int64_t mesh_id,
+                 int64_t tile, XLA_FFI_DataType dt, void *a, int64_t lc,
+                 int64_t n, void *b, void *x, int64_t nrhs, int32_t *shard,
+                 int32_t *status) {
+  build_potrs_logdet(f, run_id, mesh_id, tile, dt, a, lc, n, b, x, nrhs, dt,
+                     NULL, shard, status);
 }
 
 void build_potri(frame_builder *f, int64_t run_id, int64_t mesh_id,

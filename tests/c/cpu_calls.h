@@ -20,6 +20,15 @@ void build_potrs(frame_builder *f, int64_t run_id, int64_t mesh_id,
                  int64_t n, void *b, void *x, int64_t nrhs, int32_t *shard,
                  int32_t *status);
 
+/* potrs with the log-determinant where logdet is not NULL: rets A, X,
+ * logdet (rank 0, of type logdet_dt), status; attrs T_A, mesh_id,
+ * want_logdet. logdet NULL: build_potrs's frame. */
+void build_potrs_logdet(frame_builder *f, int64_t run_id, int64_t mesh_id,
+                        int64_t tile, XLA_FFI_DataType dt, void *a, int64_t lc,
+                        int64_t n, void *b, void *x, int64_t nrhs,
+                        XLA_FFI_DataType logdet_dt, void *logdet,
+                        int32_t *shard, int32_t *status);
+
 /* potri: args A, shard; rets A, status; attrs T_A, mesh_id. */
 void build_potri(frame_builder *f, int64_t run_id, int64_t mesh_id,
                  int64_t tile, XLA_FFI_DataType dt, void *a, int64_t lc,

@@ -117,6 +117,14 @@ void expect_rejected(const char *label, XLA_FFI_Handler *handler,
                      frame_builder *f, XLA_FFI_Error_Code code,
                      const char *says);
 
+/* expect_rejected, then a return from the calling test where it failed:
+ * for a test that checks one frame after another. */
+#define EXPECT_REJECTED(label, handler, f, code, says) \
+  do {                                                 \
+    expect_rejected(label, handler, f, code, says);    \
+    if (jmg_test_failed) return;                       \
+  } while (0)
+
 /* One participant's call, made on a thread of its own by run_calls. */
 typedef struct ffi_call {
   XLA_FFI_Handler *handler;

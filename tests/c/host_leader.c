@@ -22,6 +22,18 @@ const jmg_op_buf *op_buf_named(const jmg_op_desc *op, const char *name) {
   abort();
 }
 
+void host_shard_io_init(jmg_shard_io *io, jmg_dtype t, int64_t n,
+                        int64_t local_cols, int64_t tile, void *a,
+                        int32_t *status) {
+  io->dtype = t;
+  io->n = n;
+  io->local_cols = local_cols;
+  io->tile = tile;
+  io->a = a;
+  io->status = status;
+  *status = -99;
+}
+
 void host_leader_call(jmg_op_call *call, const jmg_op_desc *op) {
   memset(call, 0, sizeof *call);
   call->op = op;

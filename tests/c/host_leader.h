@@ -18,6 +18,13 @@ int64_t *op_scalar_named(const jmg_op_desc *op, jmg_shard_io *io,
                          const char *name);
 const jmg_op_buf *op_buf_named(const jmg_op_desc *op, const char *name);
 
+/* Begins a participant's post: its shard of A (a: n x local_cols, column-
+ * major, in dtype t) in tiles of T_A tile, and its status, set to -99 (not
+ * yet written). The op's own buffers and scalars are the test's. */
+void host_shard_io_init(jmg_shard_io *io, jmg_dtype t, int64_t n,
+                        int64_t local_cols, int64_t tile, void *a,
+                        int32_t *status);
+
 /* A call of op on the LAPACK engine over host memory, the configuration
  * read from the environment as at a call. */
 void host_leader_call(jmg_op_call *call, const jmg_op_desc *op);

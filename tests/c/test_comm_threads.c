@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm_exchanges.h"
 #include "test.h"
 
 #define MAX_RANKS 8
@@ -52,29 +53,9 @@ static int run_jobs(ct_job *jobs, int n) {
   return 0;
 }
 
-/* Rounds of max_int, a ring exchange and a broadcast. */
+/* Rounds of max_int, a ring exchange and a broadcast (comm_exchanges.h). */
 static void rounds_body(ct_job *j, jmg_comm *c) {
-  const jmg_comm_ops *o = ops();
-  for (int round = 0; j->rc == 0 && round < 20; ++round) {
-    int v = j->rank * 7 + round;
-    j->rc = o->max_int(c, &v, NULL, "test", &j->err);
-    if (j->rc == 0 && v != (j->ranks - 1) * 7 + round) j->bad = 1;
-    long out = (long)j->rank * 1000 + round, in = -1;
-    const int next = (j->rank + 1) % j->ranks;
-    const int prev = (j->rank + j->ranks - 1) % j->ranks;
-    if (j->rc == 0) j->rc = o->group_begin("test", &j->err);
-    if (j->rc == 0)
-      j->rc = o->send(c, &out, sizeof out, next, NULL, "test", &j->err);
-    if (j->rc == 0)
-      j->rc = o->recv(c, &in, sizeof in, prev, NULL, "test", &j->err);
-    if (j->rc == 0) j->rc = o->group_end("test", &j->err);
-    if (j->rc == 0 && in != (long)prev * 1000 + round) j->bad = 1;
-    int word = j->rank == round % j->ranks ? 4242 + round : 0;
-    if (j->rc == 0)
-      j->rc = o->bcast(c, &word, sizeof word, round % j->ranks, NULL, "test",
-                       &j->err);
-    if (j->rc == 0 && word != 4242 + round) j->bad = 1;
-  }
+  j->rc = comm_rounds(ops(), c, j->rank, j->ranks, &j->bad, &j->err);
 }
 
 TEST(comm_threads_two_communicators_at_once) {
@@ -103,48 +84,8 @@ TEST(comm_threads_two_communicators_at_once) {
 #define BIG ((size_t)8 << 20)
 
 static void big_body(ct_job *j, jmg_comm *c) {
-  const jmg_comm_ops *o = ops();
-  const int P = j->ranks;
-  int *out = malloc((size_t)P * MANY * sizeof *out);
-  int *in = malloc((size_t)P * MANY * sizeof *in);
-  unsigned char *big_out = malloc(BIG), *big_in = malloc((size_t)P * BIG);
-  if (!out || !in || !big_out || !big_in) {
-    j->bad = 1;
-    free(out), free(in), free(big_out), free(big_in);
-    return;
-  }
-  for (int p = 0; p < P; ++p)
-    for (int m = 0; m < MANY; ++m) out[p * MANY + m] = (j->rank * 100 + p) * MANY + m;
-  memset(big_out, j->rank + 1, BIG);
-  j->rc = o->group_begin("test", &j->err);
-  for (int p = 0; j->rc == 0 && p < P; ++p) {
-    for (int m = 0; j->rc == 0 && m < MANY; ++m)
-      j->rc = o->send(c, &out[p * MANY + m], sizeof(int), p, NULL, "test", &j->err);
-    if (j->rc == 0) j->rc = o->send(c, big_out, BIG, p, NULL, "test", &j->err);
-  }
-  for (int p = 0; j->rc == 0 && p < P; ++p) {
-    for (int m = 0; j->rc == 0 && m < MANY; ++m)
-      j->rc = o->recv(c, &in[p * MANY + m], sizeof(int), p, NULL, "test", &j->err);
-    if (j->rc == 0)
-      j->rc = o->recv(c, big_in + (size_t)p * BIG, BIG, p, NULL, "test", &j->err);
-  }
-  if (j->rc == 0) j->rc = o->group_end("test", &j->err);
-  for (int p = 0; j->rc == 0 && p < P; ++p) {
-    for (int m = 0; m < MANY; ++m)
-      if (in[p * MANY + m] != (p * 100 + j->rank) * MANY + m) j->bad = 1;
-    for (size_t k = 0; k < BIG; k += 4093)
-      if (big_in[(size_t)p * BIG + k] != (unsigned char)(p + 1)) j->bad = 1;
-  }
-  /* Broadcasts from every root, in one group. */
-  int words[MAX_RANKS];
-  for (int p = 0; p < P; ++p) words[p] = p == j->rank ? 100 + p : -1;
-  if (j->rc == 0) j->rc = o->group_begin("test", &j->err);
-  for (int p = 0; j->rc == 0 && p < P; ++p)
-    j->rc = o->bcast(c, &words[p], sizeof words[p], p, NULL, "test", &j->err);
-  if (j->rc == 0) j->rc = o->group_end("test", &j->err);
-  for (int p = 0; j->rc == 0 && p < P; ++p)
-    if (words[p] != 100 + p) j->bad = 1;
-  free(out), free(in), free(big_out), free(big_in);
+  j->rc = comm_big_exchange(ops(), c, j->rank, j->ranks, MANY, BIG, &j->bad,
+                            &j->err);
 }
 
 TEST(comm_threads_a_big_exchange_in_one_group) {

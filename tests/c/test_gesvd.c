@@ -19,6 +19,7 @@
 #include "ops/ops.h"
 #include "ref_lapack.h"
 #include "test.h"
+#include "test_random.h"
 
 /* ---- a reference gesdd ---------------------------------------------------*/
 
@@ -260,12 +261,7 @@ static void register_reference_gesdd(void) {
  * do not depend on which tests ran before it. */
 static uint64_t g_seed;
 static void seed_uniform(void) { g_seed = 88172645463325252ULL; }
-static double uniform(void) { /* xorshift, in (-1, 1) */
-  g_seed ^= g_seed << 13;
-  g_seed ^= g_seed >> 7;
-  g_seed ^= g_seed << 17;
-  return (double)(g_seed >> 11) / 4503599627370496.0 - 1.0;
-}
+static double uniform(void) { return test_uniform(&g_seed); }
 
 /* A Householder reflector I - 2 w wᴴ / (wᴴ w), k x k, col-major. */
 static cplx *reflector(int k, int complex_entries) {
@@ -579,10 +575,6 @@ static void run_op(post *p, int ndev, jmg_dtype t, const cplx *A, int m, int n,
   for (int d = 0; d < ndev; ++d) {
     memset(&p[d], 0, sizeof p[d]);
     jmg_shard_io *io = &p[d].io.io;
-    io->dtype = t;
-    io->n = n;
-    io->local_cols = lc;
-    io->tile = 1;
     p[d].a = malloc((size_t)lc * n * es);
     p[d].s = malloc((size_t)k * jmg_dtype_real_size(t));
     p[d].u = want_u ? malloc((size_t)lc * uc * es) : NULL;
@@ -590,9 +582,7 @@ static void run_op(post *p, int ndev, jmg_dtype t, const cplx *A, int m, int n,
     if (!p[d].a || !p[d].s || (want_u && !p[d].u) || (want_vh && !p[d].vh)) abort();
     for (size_t i = 0; i < (size_t)lc * n; ++i)
       ref_store(t, p[d].a, i, A[(size_t)d * lc * n + i]);
-    io->a = p[d].a;
-    io->status = &p[d].status;
-    p[d].status = -99;
+    host_shard_io_init(io, t, n, lc, 1, p[d].a, &p[d].status);
     set_scalar(&p[d], "m", m);
     set_scalar(&p[d], "want_u", want_u);
     set_scalar(&p[d], "want_vh", want_vh);

@@ -25,15 +25,8 @@ static void build_lu_solve(frame_builder *f, int64_t run_id, int64_t mesh_id,
                            int64_t tile, int64_t trans, XLA_FFI_DataType dt,
                            void *a, int64_t lc, int64_t n, void *b, void *x,
                            int64_t nrhs, int32_t *shard, int32_t *status) {
-  fb_init(f, fake_xla_api(), run_id);
-  fb_arg(f, dt, a, 2, lc, n);
-  fb_arg(f, dt, b, 2, nrhs, n);
-  fb_arg(f, XLA_FFI_DataType_S32, shard, 0, 0, 0);
-  fb_ret(f, dt, a, 2, lc, n);
-  fb_ret(f, dt, x, 2, nrhs, n);
-  fb_ret(f, XLA_FFI_DataType_S32, status, 0, 0, 0);
-  fb_attr_i64(f, NAME_T_A, tile);
-  fb_attr_i64(f, NAME_MESH_ID, mesh_id);
+  build_potrs(f, run_id, mesh_id, tile, dt, a, lc, n, b, x, nrhs, shard,
+              status); /* potrs's frame, and trans */
   fb_attr_scalar(f, k_trans, 5, XLA_FFI_DataType_PRED, trans);
 }
 

@@ -34,11 +34,8 @@ TEST(ffi_potrs_rejects_bad_frames_promptly) {
 #define FRESH()                                                              \
   build_potrs(&f, fresh_run_id(), mesh, 1, XLA_FFI_DataType_F64, a, N, N, b, \
               x, 1, &shard, &status)
-#define REJECT(label, code, says)                            \
-  do {                                                       \
-    expect_rejected(label, jaxmg_potrs_cpu, &f, code, says); \
-    if (jmg_test_failed) return;                             \
-  } while (0)
+#define REJECT(label, code, says) \
+  EXPECT_REJECTED(label, jaxmg_potrs_cpu, &f, code, says)
   const XLA_FFI_Error_Code INVAL = XLA_FFI_Error_Code_INVALID_ARGUMENT;
   int live = fake_xla_errors_live();
 
@@ -352,32 +349,6 @@ TEST(ffi_potrs_nonfinite_a_gives_status_minus_one_and_nan) {
 
 /* ---- the log-determinant (want_logdet) ----------------------------------- */
 
-static const char k_want_logdet[] = "want_logdet#";
-
-/* potrs with the log-determinant: rets A, X, logdet (rank 0, real), status;
- * attrs T_A, mesh_id, want_logdet. */
-static void build_potrs_logdet(frame_builder *f, int64_t run_id,
-                               int64_t mesh_id, int64_t tile, jmg_dtype t,
-                               void *a, int64_t lc, int64_t n, void *b, void *x,
-                               int64_t nrhs, void *logdet, int32_t *shard,
-                               int32_t *status) {
-  const XLA_FFI_DataType dt = k_xla_types[t];
-  fb_init(f, fake_xla_api(), run_id);
-  fb_arg(f, dt, a, 2, lc, n);
-  fb_arg(f, dt, b, 2, nrhs, n);
-  fb_arg(f, XLA_FFI_DataType_S32, shard, 0, 0, 0);
-  fb_ret(f, dt, a, 2, lc, n);
-  fb_ret(f, dt, x, 2, nrhs, n);
-  fb_ret(
-      f,
-      jmg_dtype_real_size(t) == 4 ? XLA_FFI_DataType_F32 : XLA_FFI_DataType_F64,
-      logdet, 0, 0, 0);
-  fb_ret(f, XLA_FFI_DataType_S32, status, 0, 0, 0);
-  fb_attr_i64(f, NAME_T_A, tile);
-  fb_attr_i64(f, NAME_MESH_ID, mesh_id);
-  fb_attr_scalar(f, k_want_logdet, 11, XLA_FFI_DataType_PRED, 1);
-}
-
 /* An n x n Hermitian positive definite matrix (row-major; complex parts off
  * the diagonal for complex t), as stored in t; with bad_minor >= 1 the
  * leading minor of that order is made negative. */
@@ -424,6 +395,10 @@ static void check_potrs_logdet(int nparts, jmg_dtype t, int64_t n, int64_t tile,
   const size_t es = jmg_dtype_size(t);
   const int64_t lc = n / nparts;
   const int64_t run_id = fresh_run_id();
+  /* logdet is real: rank 0, of A's real type */
+  const XLA_FFI_DataType real_dt = jmg_dtype_real_size(t) == 4
+                                       ? XLA_FFI_DataType_F32
+                                       : XLA_FFI_DataType_F64;
   double complex *A = hpd_matrix(t, n, bad_minor);
   const double want = bad_minor >= 1 ? NAN : ref_logdet(A, n);
   typed_call *s = calloc((size_t)nparts, sizeof *s);
@@ -440,8 +415,9 @@ static void check_potrs_logdet(int nparts, jmg_dtype t, int64_t n, int64_t tile,
       ref_store(t, s[d].a, (size_t)i, A[d * lc * n + i]);
     for (int64_t i = 0; i < NRHS * n; ++i) ref_store(t, s[d].b, (size_t)i, 1.0);
     ld[d][0] = ld[d][1] = -777.0;
-    build_potrs_logdet(&s[d].f, run_id, mesh_id, tile, t, s[d].a, lc, n, s[d].b,
-                       s[d].x, NRHS, ld[d], &s[d].shard, &s[d].status);
+    build_potrs_logdet(&s[d].f, run_id, mesh_id, tile, k_xla_types[t], s[d].a,
+                       lc, n, s[d].b, s[d].x, NRHS, real_dt, ld[d],
+                       &s[d].shard, &s[d].status);
     s[d].call.handler = jaxmg_potrs_cpu;
     s[d].call.frame = &s[d].f.frame;
   }

@@ -20,6 +20,7 @@
 #include "host_leader.h"
 #include "ops/ops.h"
 #include "test.h"
+#include "test_random.h"
 
 typedef double complex cplx;
 
@@ -143,12 +144,7 @@ static void register_reference_qr(void) {
  * do not depend on which tests ran before it. */
 static uint64_t g_seed;
 static void seed_uniform(void) { g_seed = 0x9E3779B97F4A7C15ULL; }
-static double uniform(void) { /* xorshift, in (-1, 1) */
-  g_seed ^= g_seed << 13;
-  g_seed ^= g_seed >> 7;
-  g_seed ^= g_seed << 17;
-  return (double)(g_seed >> 11) / 4503599627370496.0 - 1.0;
-}
+static double uniform(void) { return test_uniform(&g_seed); }
 
 typedef struct post {
   jmg_io_storage io;
@@ -171,18 +167,12 @@ static int run_op(post *p, int ndev, jmg_dtype t, const cplx *A, int m, int n,
   for (int d = 0; d < ndev; ++d) {
     memset(&p[d], 0, sizeof p[d]);
     jmg_shard_io *io = &p[d].io.io;
-    io->dtype = t;
-    io->n = n;
-    io->local_cols = lc;
-    io->tile = 1;
     p[d].a = malloc((size_t)lc * n * es);
     p[d].r = malloc((size_t)rr * n * es);
     if (!p[d].a || !p[d].r) abort();
     memset(p[d].r, 0xAB, (size_t)rr * n * es); /* garbage: the op writes it all */
     for (size_t i = 0; i < (size_t)lc * n; ++i) put(z, p[d].a, i, A[(size_t)d * lc * n + i]);
-    io->a = p[d].a;
-    io->status = &p[d].status;
-    p[d].status = -99;
+    host_shard_io_init(io, t, n, lc, 1, p[d].a, &p[d].status);
     set_scalar(&p[d], "m", m);
     set_scalar(&p[d], "r_rows", rr);
     *jmg_op_buf_slot(jmg_op_buffer(op, 1), io) = p[d].r;

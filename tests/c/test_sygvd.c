@@ -68,10 +68,6 @@ static int run_op(post *p, int ndev, int n, int tile, int want_vectors,
   for (int d = 0; d < ndev; ++d) {
     memset(&p[d], 0, sizeof p[d]);
     jmg_shard_io *io = &p[d].io.io;
-    io->dtype = JMG_F64;
-    io->n = n;
-    io->local_cols = lc;
-    io->tile = tile;
     p[d].a = malloc((size_t)lc * n * sizeof(double));
     p[d].b = malloc((size_t)lc * n * sizeof(double));
     p[d].w = malloc((size_t)n * sizeof(double));
@@ -83,9 +79,7 @@ static int run_op(post *p, int ndev, int n, int tile, int want_vectors,
         p[d].a[i + (size_t)j * n] = A[(size_t)(d * lc + j) * n + i];
         p[d].b[i + (size_t)j * n] = B[(size_t)(d * lc + j) * n + i];
       }
-    io->a = p[d].a;
-    io->status = &p[d].status;
-    p[d].status = -99;
+    host_shard_io_init(io, JMG_F64, n, lc, tile, p[d].a, &p[d].status);
     *jmg_op_scalar_slot(&op->scalars[0], io) = want_vectors;
     *jmg_op_buf_slot(op_buf_named(op, "B"), io) = p[d].b;
     *jmg_op_buf_slot(op_buf_named(op, "W"), io) = p[d].w;
