@@ -56,6 +56,21 @@ typedef struct jmg_comm_ops {
    * fails at once, naming the rank, where a rank's process is gone, instead
    * of waiting for it until the timeout. Not collective. */
   void (*watch)(const void *id, int ranks, const int64_t *pids);
+  /* Optional (NULL where every wait of the communicator ends by itself,
+   * as the CPU communicators' do by JAXMG_RENDEZVOUS_TIMEOUT): guards one
+   * call on c, from just after open to the end of the call, for a library
+   * whose waits cannot time out (NCCL: its kernels wait for a dead peer
+   * forever). Between guard_begin and guard_end a watchdog thread
+   * (comm/watchdog.h) aborts c where a watched rank's process dies, the
+   * library reports an asynchronous error, or, until the call's first
+   * max_int completes (every rank arrived), JAXMG_RENDEZVOUS_TIMEOUT
+   * passes; the call's waits then end with errors. guard_end returns rc,
+   * or, where the watchdog aborted c, its error naming op, the rank and its
+   * pid (or the timeout); c is then dead: a later open of its id fails at
+   * once. Not collective; a guard_begin that failed needs no guard_end
+   * (guard_end is harmless then). */
+  int (*guard_begin)(jmg_comm *c, const char *op, jmg_error *err);
+  int (*guard_end)(jmg_comm *c, int rc, jmg_error *err);
   /* The library's own handle (ncclComm_t), for engines that take it. */
   void *(*native)(jmg_comm *c);
   /* *value = the maximum of every rank's *value (a host int); waits for the

@@ -17,6 +17,37 @@
  * second opener of the same (id, rank) waits on a condition variable. Each
  * comm keeps a device int for max_int, on its GPU.
  *
+ * Failures (comm.h: watch, guard_begin, guard_end). NCCL's waits never end
+ * by themselves: a peer that dies, or never comes, leaves this rank's
+ * kernels (in max_int, or inside cuSOLVERMp's routines) waiting forever.
+ * So:
+ * - watch keeps every rank's pid per id (0: not watchable from here);
+ * - a new communicator is set up (ncclCommInitRank) by a helper thread
+ *   while the opener waits for it, checking every JMG_WATCHDOG_POLL_S the
+ *   watched pids and JAXMG_RENDEZVOUS_TIMEOUT (comm/watchdog.h's check): a
+ *   rank whose process is gone, or that never comes, fails the open instead
+ *   of a wait forever. A set-up given up is left to its helper thread (a
+ *   blocking ncclCommInitRank cannot be interrupted: it has no handle yet),
+ *   which aborts the communicator if it ever completes; the entry is dead;
+ * - a call is guarded (guard_begin .. guard_end, around the whole call, the
+ *   engine's routines included): the watchdog thread (comm/watchdog.c)
+ *   checks the watched pids, ncclCommGetAsyncError and, until the call's
+ *   first max_int completes, the timeout. On a fault it revokes the
+ *   communicator (ncclCommRevoke, NCCL >= 2.28: "stops all in-flight
+ *   operations", and the communicator stays a valid object, so that the
+ *   call's thread, still inside cuSOLVERMp, never touches a freed one),
+ *   or, where libnccl has no ncclCommRevoke, aborts it (ncclCommAbort from
+ *   another thread, as PyTorch's and XLA's watchdogs do). This file's own
+ *   operations on a faulted communicator fail at once without calling
+ *   NCCL. guard_end, on the call's thread once the call is out of the
+ *   library, aborts a revoked communicator (freeing it), marks the entry
+ *   dead and returns the watchdog's error naming the op, the rank and its
+ *   pid. A dead entry stays in the cache, so that a later open of its id
+ *   (every later call of the same group of devices in this process) fails
+ *   at once; cuSOLVERMp's grids made on it (engine/cusolvermp/context.c,
+ *   cached by this entry's address) are never matched again, since entries
+ *   are never freed once listed and a dead one is never handed out.
+ *
  * At process exit: the comms are aborted (ncclCommAbort), not destroyed,
  * and only where their GPU's primary context is still active. Why:
  * - ncclCommDestroy flushes outstanding work and may wait on peers, which at
@@ -41,11 +72,16 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm/comm.h"
+#include "comm/watchdog.h"
+#include "common/config.h"
+#include "common/proc.h"
 #include "common/runtime_lib.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
@@ -70,6 +106,10 @@ typedef struct nccl_api {
   __typeof__(ncclGetErrorString) *get_error_string;
   __typeof__(ncclGetLastError) *get_last_error;
   __typeof__(ncclGetVersion) *get_version;
+  /* Optional: */
+  __typeof__(ncclCommGetAsyncError) *get_async_error; /* NCCL >= 2.4 */
+  /* NCCL >= 2.28; typed by hand, so that an older nccl.h builds too. */
+  ncclResult_t (*comm_revoke)(ncclComm_t comm, int revoke_flags);
 } nccl_api;
 
 static jmg_runtime_lib g_lib = JMG_RUNTIME_LIB_INIT(NCCL_SONAME);
@@ -112,6 +152,14 @@ static void load_once(void) {
   if (jmg_runtime_lib_lookup(lib, "ncclGetLastError", &g_nccl.get_last_error,
                              sizeof g_nccl.get_last_error) != 0)
     g_nccl.get_last_error = NULL;
+  /* Optional: the watchdog's (the header comment says how each is used). */
+  if (jmg_runtime_lib_lookup(lib, "ncclCommGetAsyncError",
+                             &g_nccl.get_async_error,
+                             sizeof g_nccl.get_async_error) != 0)
+    g_nccl.get_async_error = NULL;
+  if (jmg_runtime_lib_lookup(lib, "ncclCommRevoke", &g_nccl.comm_revoke,
+                             sizeof g_nccl.comm_revoke) != 0)
+    g_nccl.comm_revoke = NULL;
   if (missing != NULL) {
     /* The library stays loaded (harmless); nothing of it is used. */
     snprintf(g_why, sizeof g_why, "NCCL (%s) has no %s: too old a libnccl",
@@ -142,20 +190,56 @@ static int nccl_check(ncclResult_t r, const char *op, const char *call,
 
 /* ---- communicators --------------------------------------------------- */
 
-enum { COMM_OPENING, COMM_READY };
+/* OPENING: a helper thread runs ncclCommInitRank; READY: usable; DEAD: its
+ * set-up was given up, or a guarded call aborted it (why says which): never
+ * handed out again. */
+enum { COMM_OPENING, COMM_READY, COMM_DEAD };
+
+/* faulted: set by the watchdog's fire. */
+enum { FAULT_NONE, FAULT_REVOKED, FAULT_ABORTED };
 
 struct jmg_comm {
   uint8_t id[sizeof(ncclUniqueId)];
   int rank, ranks, device;
   int state;
+  char why[JMG_ERROR_MSG_LEN]; /* DEAD: why */
   ncclComm_t nc;
   int *dev_int; /* max_int's buffer, on device */
+  /* The set-up (the helper thread's; under g_comms_mu). */
+  int init_done, init_rc, abandoned;
+  jmg_error init_err;
+  /* The guard of the call in progress (its thread's, but faulted). */
+  jmg_watchdog_entry guard;
+  int guarded;
+  char guard_op[JMG_ERROR_OP_LEN];
+  int64_t *pids; /* ranks entries, from watch (NULL: none told) */
+  atomic_int faulted;
   struct jmg_comm *next;
 };
 
 static pthread_mutex_t g_comms_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_comms_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t g_comms_cv; /* CLOCK_MONOTONIC; made by make_cv */
+static pthread_once_t g_cv_once = PTHREAD_ONCE_INIT;
+static int g_cv_rc;
 static struct jmg_comm *g_comms;
+
+/* The pids told by watch, per id, kept until exit (under g_comms_mu). */
+typedef struct nccl_pids {
+  uint8_t id[sizeof(ncclUniqueId)];
+  int ranks;
+  int64_t *pids;
+  struct nccl_pids *next;
+} nccl_pids;
+static nccl_pids *g_pids;
+
+static void make_cv(void) {
+  pthread_condattr_t attr;
+  g_cv_rc = pthread_condattr_init(&attr);
+  if (g_cv_rc != 0) return;
+  g_cv_rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  if (g_cv_rc == 0) g_cv_rc = pthread_cond_init(&g_comms_cv, &attr);
+  pthread_condattr_destroy(&attr);
+}
 
 /* The driver's primary context state, for the exit handler. */
 typedef CUresult (*primary_ctx_state_fn)(CUdevice, unsigned int *, int *);
@@ -164,9 +248,13 @@ static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
 static void abort_comms_at_exit(void) {
   /* No lock: other threads may hold it forever at exit. Entries are never
-   * freed, so the list can be walked. */
+   * freed once listed (but for a set-up that failed, unlinked first), so
+   * the list can be walked. A comm that the watchdog aborted is gone; one
+   * that it revoked is aborted here if its call never ended. */
   for (struct jmg_comm *c = g_comms; c != NULL; c = c->next) {
-    if (c->state != COMM_READY || c->nc == NULL) continue;
+    if (c->state == COMM_OPENING || c->nc == NULL ||
+        atomic_load(&c->faulted) == FAULT_ABORTED)
+      continue;
     unsigned int flags = 0;
     int active = 0;
     if (g_ctx_state == NULL ||
@@ -205,23 +293,173 @@ static void unlink_locked(struct jmg_comm *dead) {
     }
 }
 
+static const nccl_pids *pids_locked(const void *id, int ranks) {
+  for (const nccl_pids *w = g_pids; w != NULL; w = w->next)
+    if (w->ranks == ranks && memcmp(w->id, id, sizeof w->id) == 0) return w;
+  return NULL;
+}
+
+static void nccl_watch(const void *id, int ranks, const int64_t *pids) {
+  if (ranks < 1 || pids == NULL) return;
+  pthread_mutex_lock(&g_comms_mu);
+  nccl_pids *w = (nccl_pids *)pids_locked(id, ranks);
+  if (w == NULL) {
+    nccl_pids *made = calloc(1, sizeof *made);
+    int64_t *copy = calloc((size_t)ranks, sizeof *copy);
+    if (made == NULL || copy == NULL) { /* nothing to watch: the timeout */
+      free(made), free(copy);
+      pthread_mutex_unlock(&g_comms_mu);
+      return;
+    }
+    memcpy(made->id, id, sizeof made->id);
+    made->ranks = ranks;
+    made->pids = copy;
+    made->next = g_pids;
+    g_pids = w = made;
+  }
+  memcpy(w->pids, pids, (size_t)ranks * sizeof *pids);
+  pthread_mutex_unlock(&g_comms_mu);
+}
+
+/* The error for a dead entry, at its next open. */
+static int dead_error(const struct jmg_comm *c, const char *op,
+                      jmg_error *err) {
+  return jmg_error_set(err, JMG_EPEER, op, "ncclCommInitRank",
+                       "rank %d of %d: this group's communicator failed "
+                       "earlier and is not used again (%s); a new job (new "
+                       "processes) makes a new one",
+                       c->rank, c->ranks, c->why);
+}
+
 /* ncclCommInitRank and the device int, on device, the lock not held. */
-static int open_new(struct jmg_comm *c, const char *op, jmg_error *err) {
+static int open_new(struct jmg_comm *c, ncclComm_t *nc, int **dev_int,
+                    const char *op, jmg_error *err) {
   int saved = -1;
   int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaSetDevice(c->device), op, err);
   ncclUniqueId uid;
   memcpy(&uid, c->id, sizeof uid);
   if (rc == 0)
-    rc = NCCL_TRY(g_nccl.comm_init_rank(&c->nc, c->ranks, uid, c->rank),
+    rc = NCCL_TRY(g_nccl.comm_init_rank(nc, c->ranks, uid, c->rank),
                   "ncclCommInitRank", op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMalloc((void **)&c->dev_int, sizeof(int)), op, err);
-  if (rc != 0 && c->nc != NULL) {
-    g_nccl.comm_abort(c->nc);
-    c->nc = NULL;
+    rc = JMG_CUDA_TRY(cudaMalloc((void **)dev_int, sizeof(int)), op, err);
+  if (rc != 0 && *nc != NULL) {
+    g_nccl.comm_abort(*nc);
+    *nc = NULL;
   }
   if (saved >= 0) cudaSetDevice(saved);
+  return rc;
+}
+
+/* The helper thread of a set-up: the entry is its until init_done, or, if
+ * its opener gave up (abandoned), for ever. */
+static void *open_thread(void *arg) {
+  struct jmg_comm *c = arg;
+  ncclComm_t nc = NULL;
+  int *dev_int = NULL;
+  jmg_error err;
+  jmg_error_clear(&err);
+  const int rc = open_new(c, &nc, &dev_int, c->guard_op, &err);
+  pthread_mutex_lock(&g_comms_mu);
+  const int abandoned = c->abandoned;
+  if (!abandoned) {
+    c->nc = nc;
+    c->dev_int = dev_int;
+    c->init_rc = rc;
+    c->init_err = err;
+    c->init_done = 1;
+  }
+  pthread_cond_broadcast(&g_comms_cv);
+  pthread_mutex_unlock(&g_comms_mu);
+  /* A late set-up: no one will use it (its device int goes with the
+   * context). */
+  if (abandoned && nc != NULL) g_nccl.comm_abort(nc);
+  return NULL;
+}
+
+static int probe_alive(void *ctx, int64_t pid) {
+  (void)ctx;
+  return jmg_proc_alive((pid_t)pid);
+}
+
+static double probe_now(void *ctx) {
+  (void)ctx;
+  return jmg_watch_now();
+}
+
+static double timeout_s(void) {
+  jmg_config cfg;
+  jmg_config_read(&cfg);
+  return cfg.rendezvous_timeout_s;
+}
+
+/* Sets c up (a new entry, listed OPENING): a helper thread runs
+ * ncclCommInitRank while this one watches the pids and the timeout. On
+ * success c is READY; on failure it is unlinked and freed, or, where the
+ * set-up was given up, DEAD (and the helper thread's). */
+static int set_up(struct jmg_comm *c, const char *op, jmg_error *err) {
+  int rc = 0;
+  pthread_mutex_lock(&g_comms_mu);
+  const nccl_pids *told = pids_locked(c->id, c->ranks);
+  const jmg_watch w = {.rank = c->rank,
+                       .ranks = c->ranks,
+                       .pids = told != NULL ? told->pids : NULL,
+                       .started = jmg_watch_now(),
+                       .timeout_s = timeout_s()};
+  const jmg_watch_probe p = {.alive = probe_alive, .now = probe_now};
+  jmg_watch_fault f;
+  /* The helper's op (guard_op is free until the first call's guard). */
+  snprintf(c->guard_op, sizeof c->guard_op, "%s", op != NULL ? op : "");
+  /* A rank already gone: fail before anything starts. */
+  int started = 0;
+  if (jmg_watch_check(&w, &p, &f) == JMG_WATCH_OK) {
+    pthread_attr_t attr;
+    pthread_t thread;
+    int prc = pthread_attr_init(&attr);
+    if (prc == 0)
+      prc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (prc == 0) prc = pthread_create(&thread, &attr, open_thread, c);
+    pthread_attr_destroy(&attr);
+    if (prc != 0)
+      rc = jmg_error_sys(err, JMG_EINTERNAL, op, "pthread_create", prc,
+                         "the communicator's set-up thread");
+    started = prc == 0;
+  }
+  while (started && !c->init_done &&
+         jmg_watch_check(&w, &p, &f) == JMG_WATCH_OK) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_nsec += (long)(JMG_WATCHDOG_POLL_S * 1e9);
+    if (t.tv_nsec >= 1000000000L) {
+      t.tv_sec += 1;
+      t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g_comms_cv, &g_comms_mu, &t);
+  }
+  int free_it = 0;
+  if (started && c->init_done) {
+    rc = c->init_rc;
+    if (rc == 0) {
+      c->state = COMM_READY;
+    } else {
+      jmg_error_copy(err, &c->init_err);
+      unlink_locked(c); /* a later call may try again with a new id */
+      free_it = 1;
+    }
+  } else if (rc == 0) { /* a rank gone, or late: given up */
+    rc = jmg_watch_error(&w, &f, "the communicator's set-up", NULL, op,
+                         "ncclCommInitRank", err);
+    snprintf(c->why, sizeof c->why, "%s", err->msg);
+    c->state = COMM_DEAD;
+    c->abandoned = started;
+  } else { /* no thread */
+    unlink_locked(c);
+    free_it = 1;
+  }
+  pthread_cond_broadcast(&g_comms_cv);
+  pthread_mutex_unlock(&g_comms_mu);
+  if (free_it) free(c);
   return rc;
 }
 
@@ -230,6 +468,10 @@ static int nccl_open(const void *id, int rank, int ranks, void *device_ctx,
   *out = NULL;
   int rc = jmg_nccl_load(op, err);
   if (rc != 0) return rc;
+  pthread_once(&g_cv_once, make_cv);
+  if (g_cv_rc != 0)
+    return jmg_error_sys(err, JMG_EINTERNAL, op, "pthread_cond_init", g_cv_rc,
+                         "the communicators' condition variable");
   const jmg_cuda_device *dev = device_ctx;
   if (dev == NULL)
     return jmg_error_set(err, JMG_EINVAL, op, "ncclCommInitRank",
@@ -242,7 +484,10 @@ static int nccl_open(const void *id, int rank, int ranks, void *device_ctx,
   while ((c = find_locked(id, rank)) != NULL && c->state == COMM_OPENING)
     pthread_cond_wait(&g_comms_cv, &g_comms_mu);
   if (c != NULL) {
+    int dead = c->state == COMM_DEAD;
+    rc = dead ? dead_error(c, op, err) : 0;
     pthread_mutex_unlock(&g_comms_mu);
+    if (rc != 0) return rc;
     if (c->ranks != ranks || c->device != dev->device)
       return jmg_error_set(err, JMG_EINVAL, op, "ncclCommInitRank",
                            "the communicator of this id and rank %d was "
@@ -263,26 +508,108 @@ static int nccl_open(const void *id, int rank, int ranks, void *device_ctx,
   c->ranks = ranks;
   c->device = dev->device;
   c->state = COMM_OPENING;
+  atomic_init(&c->faulted, FAULT_NONE);
   c->next = g_comms;
   g_comms = c;
   pthread_mutex_unlock(&g_comms_mu);
 
-  rc = open_new(c, op, err);
-
-  pthread_mutex_lock(&g_comms_mu);
-  if (rc == 0)
-    c->state = COMM_READY;
-  else
-    unlink_locked(c); /* a later call may try again with a new id */
-  pthread_cond_broadcast(&g_comms_cv);
-  pthread_mutex_unlock(&g_comms_mu);
-  if (rc != 0) {
-    free(c);
-    return rc;
-  }
+  rc = set_up(c, op, err);
+  if (rc != 0) return rc;
   pthread_once(&g_exit_once, register_exit_handler);
   *out = c;
   return 0;
+}
+
+/* ---- the guard of a call ---------------------------------------------- */
+
+/* 0, or NCCL's asynchronous error on c (the watchdog thread's). */
+static int comm_async_error(void *ctx) {
+  const struct jmg_comm *c = ctx;
+  ncclResult_t r = ncclSuccess;
+  if (g_nccl.get_async_error(c->nc, &r) != ncclSuccess) return 0;
+  return r == ncclSuccess || r == ncclInProgress ? 0 : (int)r;
+}
+
+/* The watchdog found a fault (its thread, its lock held): end c's waits. */
+static void comm_fire(void *ctx, const jmg_watch_fault *f) {
+  (void)f;
+  struct jmg_comm *c = ctx;
+  ncclResult_t r = ncclInternalError;
+  if (g_nccl.comm_revoke != NULL)
+    r = g_nccl.comm_revoke(c->nc, 0 /* NCCL_REVOKE_DEFAULT */);
+  /* In progress: quiescing (nccl.h); guard_end's abort comes after. */
+  if (r == ncclSuccess || r == ncclInProgress) {
+    atomic_store(&c->faulted, FAULT_REVOKED);
+    return;
+  }
+  /* Told first, so that this file's operations stop calling NCCL. */
+  atomic_store(&c->faulted, FAULT_ABORTED);
+  g_nccl.comm_abort(c->nc);
+}
+
+/* The error of an operation on a communicator that the watchdog ended
+ * (guard_end replaces it by the watchdog's own). */
+static int faulted_error(const struct jmg_comm *c, const char *op,
+                         const char *call, jmg_error *err) {
+  return jmg_error_set(err, JMG_EPEER, op, call,
+                       "rank %d of %d: the communicator was aborted by the "
+                       "watchdog during this call",
+                       c->rank, c->ranks);
+}
+
+#define CHECK_FAULT(c, op, call, err)                                   \
+  do {                                                                  \
+    if (atomic_load(&(c)->faulted) != FAULT_NONE)                       \
+      return faulted_error((c), (op), (call), (err));                   \
+  } while (0)
+
+static int nccl_guard_begin(jmg_comm *c, const char *op, jmg_error *err) {
+  if (c->ranks < 2 || c->guarded) return 0;
+  CHECK_FAULT(c, op, "NCCL", err);
+  pthread_mutex_lock(&g_comms_mu);
+  const nccl_pids *told = pids_locked(c->id, c->ranks);
+  if (told != NULL && c->pids == NULL)
+    c->pids = calloc((size_t)c->ranks, sizeof *c->pids);
+  if (told != NULL && c->pids != NULL) /* else no pids: the timeout only */
+    memcpy(c->pids, told->pids, (size_t)c->ranks * sizeof *c->pids);
+  pthread_mutex_unlock(&g_comms_mu);
+  snprintf(c->guard_op, sizeof c->guard_op, "%s", op != NULL ? op : "");
+  c->guard.watch = (jmg_watch){.rank = c->rank,
+                               .ranks = c->ranks,
+                               .pids = told != NULL ? c->pids : NULL,
+                               .timeout_s = timeout_s()};
+  c->guard.async_error =
+      g_nccl.get_async_error != NULL ? comm_async_error : NULL;
+  c->guard.fire = comm_fire;
+  c->guard.ctx = c;
+  int rc = jmg_watchdog_add(&c->guard, op, err);
+  c->guarded = rc == 0;
+  return rc;
+}
+
+static int nccl_guard_end(jmg_comm *c, int rc, jmg_error *err) {
+  if (!c->guarded) return rc;
+  c->guarded = 0;
+  jmg_watch_fault f;
+  if (!jmg_watchdog_remove(&c->guard, &f)) return rc;
+  /* The call is out of the library: free what NCCL holds (a revoked
+   * communicator; an aborted one is gone), and never hand c out again. */
+  const int faulted = atomic_load(&c->faulted);
+  pthread_mutex_lock(&g_comms_mu);
+  ncclComm_t nc = c->nc;
+  c->nc = NULL;
+  c->state = COMM_DEAD;
+  pthread_mutex_unlock(&g_comms_mu);
+  if (faulted == FAULT_REVOKED && nc != NULL) g_nccl.comm_abort(nc);
+  const char *words = f.verdict == JMG_WATCH_ASYNC
+                          ? g_nccl.get_error_string((ncclResult_t)f.code)
+                          : NULL;
+  rc = jmg_watch_error(&c->guard.watch, &f, "the call", words, c->guard_op,
+                       "NCCL", err);
+  pthread_mutex_lock(&g_comms_mu);
+  snprintf(c->why, sizeof c->why, "%s", err->msg);
+  pthread_mutex_unlock(&g_comms_mu);
+  return rc;
 }
 
 static int nccl_make_id(void *id, const char *op, jmg_error *err) {
@@ -303,6 +630,7 @@ static cudaStream_t stream_of(void *device_ctx) {
 
 static int nccl_max_int(jmg_comm *c, int *value, void *device_ctx,
                         const char *op, jmg_error *err) {
+  CHECK_FAULT(c, op, "ncclAllReduce", err);
   cudaStream_t s = stream_of(device_ctx);
   int host = *value;
   int rc = JMG_CUDA_TRY(cudaMemcpyAsync(c->dev_int, &host, sizeof host,
@@ -317,13 +645,19 @@ static int nccl_max_int(jmg_comm *c, int *value, void *device_ctx,
                                       cudaMemcpyDeviceToHost, s),
                       op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s), op, err);
+  /* A wait that a revoke or an abort ended: not a result. */
+  if (rc == 0 && atomic_load(&c->faulted) != FAULT_NONE)
+    rc = faulted_error(c, op, "ncclAllReduce", err);
   if (rc == 0) *value = host;
+  /* Every rank took part: the guarded call's wait for the others is over. */
+  if (rc == 0 && c->guarded) jmg_watchdog_arrived(&c->guard);
   return rc;
 }
 
 static int nccl_bcast(jmg_comm *c, void *buf, size_t bytes, int root,
                       void *device_ctx, const char *op, jmg_error *err) {
   if (bytes == 0) return 0;
+  CHECK_FAULT(c, op, "ncclBroadcast", err);
   return NCCL_TRY(g_nccl.broadcast(buf, buf, bytes, ncclUint8, root, c->nc,
                                    stream_of(device_ctx)),
                   "ncclBroadcast", op, err);
@@ -344,6 +678,7 @@ static int nccl_group_end(const char *op, jmg_error *err) {
 static int nccl_send(jmg_comm *c, const void *buf, size_t bytes, int peer,
                      void *device_ctx, const char *op, jmg_error *err) {
   if (bytes == 0) return 0;
+  CHECK_FAULT(c, op, "ncclSend", err);
   return NCCL_TRY(g_nccl.send(buf, bytes, ncclUint8, peer, c->nc,
                               stream_of(device_ctx)),
                   "ncclSend", op, err);
@@ -352,6 +687,7 @@ static int nccl_send(jmg_comm *c, const void *buf, size_t bytes, int peer,
 static int nccl_recv(jmg_comm *c, void *buf, size_t bytes, int peer,
                      void *device_ctx, const char *op, jmg_error *err) {
   if (bytes == 0) return 0;
+  CHECK_FAULT(c, op, "ncclRecv", err);
   return NCCL_TRY(g_nccl.recv(buf, bytes, ncclUint8, peer, c->nc,
                               stream_of(device_ctx)),
                   "ncclRecv", op, err);
@@ -362,6 +698,9 @@ static const jmg_comm_ops g_nccl_ops = {
     .id_bytes = sizeof(ncclUniqueId),
     .make_id = nccl_make_id,
     .open = nccl_open,
+    .watch = nccl_watch,
+    .guard_begin = nccl_guard_begin,
+    .guard_end = nccl_guard_end,
     .native = nccl_native,
     .max_int = nccl_max_int,
     .bcast = nccl_bcast,

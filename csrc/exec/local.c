@@ -241,6 +241,26 @@ static int open_comm(const jmg_op_call *call, void *device_ctx,
                               device_ctx, out, op, err);
 }
 
+/* Guards the call on comm where its communicator must be watched
+ * (comm.h, guard_begin: NCCL), for the whole call, the engine's routines
+ * included; rc as it was, or the guard's failure (told to the others by
+ * the agreement that follows). */
+static int guard_begin(const jmg_op_call *call, jmg_comm *comm, int rc,
+                       jmg_error *err) {
+  if (call->comm_ops->guard_begin == NULL || call->key.nparts < 2) return rc;
+  jmg_error ignored;
+  int grc = call->comm_ops->guard_begin(comm, call->op->name,
+                                        rc == 0 ? err : &ignored);
+  return rc != 0 ? rc : grc;
+}
+
+/* rc, or the watchdog's error where it aborted the communicator. */
+static int guard_end(const jmg_op_call *call, jmg_comm *comm, int rc,
+                     jmg_error *err) {
+  if (call->comm_ops->guard_end == NULL || call->key.nparts < 2) return rc;
+  return call->comm_ops->guard_end(comm, rc, err);
+}
+
 int jmg_local_abort(jmg_op_call *call, jmg_error *err) {
   if (call->device_ctx == NULL || call->comm_ops == NULL)
     return -(int)err->code;
@@ -248,9 +268,14 @@ int jmg_local_abort(jmg_op_call *call, jmg_error *err) {
   jmg_comm *comm = NULL;
   if (open_comm(call, call->device_ctx, &comm, &ignored) == 0 &&
       call->key.nparts > 1) {
+    /* The caller's error stands whatever happens here: a guard that
+     * failed leaves the agreement unguarded, and the guard's own error
+     * (a peer gone, the timeout) is not the call's. */
+    (void)guard_begin(call, comm, 0, &ignored);
     int failed = 1;
-    call->comm_ops->max_int(comm, &failed, call->device_ctx, call->op->name,
-                            &ignored);
+    int rc = call->comm_ops->max_int(comm, &failed, call->device_ctx,
+                                     call->op->name, &ignored);
+    (void)guard_end(call, comm, rc, &ignored);
   }
   return -(int)err->code;
 }
@@ -391,12 +416,14 @@ int jmg_local_run(jmg_op_call *call, jmg_shard_io *io, jmg_error *err) {
                   v.ranks / v.grid_rows, (long long)block, v.rank);
   jmg_trace_engine(v.engine->name);
   int info = 0;
+  rc = guard_begin(call, v.comm, rc, err);
   rc = run_steps(&v, rc, block, &info, err);
   if (rc == 0) {
     const int32_t status = (int32_t)info;
     rc = jmg_local_write(&v, io->status, &status, sizeof status, err);
     jmg_trace_mark("outputs");
   }
+  rc = guard_end(call, v.comm, rc, err);
   jmg_trace_end();
   jmg_local_perm_free(&v.perm);
   jmg_local_regrid_free(&v.regrid);

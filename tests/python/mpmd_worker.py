@@ -269,12 +269,14 @@ def local_failure(name: str, checks: Checks, me: int) -> None:
         return jax.block_until_ready(jaxmg.potri(a, T_A=2, mesh=mesh, in_specs=(P("x", None),)))
 
     if name == "local-kill-first":
-        # A first call in the leader model (engine lapack) publishes every
-        # process's pid; the next, the first in the local model, sets its
-        # communicator up, and process 1 is dead by then.
-        os.environ["JAXMG_ENGINE"] = "lapack"
+        # A first call in the leader model (engine lapack; on GPUs
+        # JAXMG_TEST_LEADER_ENGINE's) publishes every process's pid; the
+        # next, the first in the local model (the job's JAXMG_ENGINE), sets
+        # its communicator up, and process 1 is dead by then.
+        local_engine = os.environ.get("JAXMG_ENGINE", "lapack-local")
+        os.environ["JAXMG_ENGINE"] = os.environ.get("JAXMG_TEST_LEADER_ENGINE", "lapack")
         potri()
-        os.environ["JAXMG_ENGINE"] = "lapack-local"
+        os.environ["JAXMG_ENGINE"] = local_engine
         if me == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         t0 = time.monotonic()
@@ -293,7 +295,10 @@ def local_failure(name: str, checks: Checks, me: int) -> None:
             return  # and the process ends (main)
     if me == 1 and name == "local-kill":
         threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
-    if me == 2 and name == "local-kill":
+    # "local-kill": the process that comes 3 s late, so that the others wait
+    # inside the call when process 1 dies: process 2, or with 2 processes
+    # process 1 itself (killed while the other waits for it).
+    if me == (2 if jax.process_count() > 2 else 1) and name == "local-kill":
         time.sleep(3.0)
     if me == 1 and name == "local-absent":
         time.sleep(float(os.environ["JAXMG_RENDEZVOUS_TIMEOUT"]) + 2.0)

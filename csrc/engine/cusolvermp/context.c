@@ -7,7 +7,13 @@
  * so each GPU's handle is made once, on first use, with the participant's
  * stream, and every call sets its own stream (cusolverMpSetStream). The
  * grids of a GPU (one per communicator and grid shape) are cached beside
- * the handle. A GPU's state is locked for the whole call: XLA runs one
+ * the handle, by the communicator's address: a communicator that a
+ * guarded call aborted (cuda/comm_nccl.c, its watchdog) is never handed out
+ * again nor freed, so its grids are never matched again (they are leaked:
+ * destroying them would touch the aborted communicator). The handle stays:
+ * whether cuSOLVERMp's handle is sound after its communicator was revoked
+ * inside a routine is not documented, and not yet run on GPUs. A GPU's
+ * state is locked for the whole call: XLA runs one
  * device's calls in program order, so the lock only serializes what XLA
  * would not run at once anyway, and keeps the stream of the shared handle
  * the call's own. Handles and grids live until the process exits and are
