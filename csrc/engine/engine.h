@@ -341,6 +341,13 @@ int jmg_engine_has(const jmg_engine *e, jmg_op op);
  * lu_solve_mixed; no other op has one). */
 int jmg_engine_has_precision(const jmg_engine *e, jmg_op op, int precision);
 
+/* The execution model (jmg_model: JMG_MODEL_LEADER or JMG_MODEL_LOCAL) of
+ * the engine of engines (NULL-terminated) named name, or -1 where none is
+ * named so. Asked by the Python layer (through ffi/handler.h's export) for
+ * the engine jmg_engine_check chose: a call to an engine of the local model
+ * carries communicator ids. */
+int jmg_engine_model_of(const jmg_engine *const *engines, const char *name);
+
 /* The block size e lays A out in for p (its `block`, else p->tile). */
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p);
 

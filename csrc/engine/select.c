@@ -97,6 +97,14 @@ static void engine_names(const jmg_engine *const *engines, char *out,
   }
 }
 
+/* The engine of engines named name, or NULL. */
+static const jmg_engine *by_name(const jmg_engine *const *engines,
+                                 const char *name) {
+  for (int i = 0; engines[i] != NULL; ++i)
+    if (strcmp(engines[i]->name, name) == 0) return engines[i];
+  return NULL;
+}
+
 int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                       const jmg_config *cfg, const jmg_engine **out,
                       jmg_error *err) {
@@ -105,15 +113,15 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
   describe(p, what, sizeof what);
   *out = NULL;
   if (cfg->engine[0] != '\0') {
-    for (int i = 0; engines[i] != NULL; ++i) {
-      if (strcmp(engines[i]->name, cfg->engine) != 0) continue;
-      if (!runs(engines[i], p, 0, why, sizeof why))
+    const jmg_engine *named = by_name(engines, cfg->engine);
+    if (named != NULL) {
+      if (!runs(named, p, 0, why, sizeof why))
         return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op),
                              "JAXMG_ENGINE",
                              "engine \"%s\" cannot run %s on %d devices: "
                              "%s (engines here: %s)",
                              cfg->engine, what, p->nparts, why, names);
-      *out = engines[i];
+      *out = named;
       return 0;
     }
     return jmg_error_set(err, JMG_EINVAL, jmg_op_name(p->op), "JAXMG_ENGINE",
@@ -140,6 +148,12 @@ int jmg_engine_select(const jmg_engine *const *engines, const jmg_problem *p,
                        "engine selection",
                        "no engine runs %s on %d devices (%s)", what, p->nparts,
                        used ? reasons : "no engines");
+}
+
+int jmg_engine_model_of(const jmg_engine *const *engines, const char *name) {
+  if (engines == NULL || name == NULL) return -1;
+  const jmg_engine *e = by_name(engines, name);
+  return e != NULL ? (int)e->model : -1;
 }
 
 int64_t jmg_engine_block(const jmg_engine *e, const jmg_problem *p) {

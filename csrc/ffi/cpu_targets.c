@@ -67,6 +67,9 @@ JMG_FFI_EXPORT(jaxmg_sygvd_cpu, &jmg_sygvd_op, &g_cpu)
 
 /* Which engine would run a call: asked by the Python layer before tracing. */
 JMG_FFI_EXPORT_ENGINE_CHECK(jaxmg_engine_check_cpu, &g_cpu)
+/* Which model an engine runs in (the local model's calls carry
+ * communicator ids): asked by the Python layer of the engine chosen. */
+JMG_FFI_EXPORT_ENGINE_MODEL(jaxmg_engine_model_cpu, &g_cpu)
 
 #define JMG_EXPORT __attribute__((visibility("default")))
 

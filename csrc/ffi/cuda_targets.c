@@ -235,6 +235,9 @@ JMG_FFI_EXPORT(jaxmg_sygvd_cuda, &jmg_sygvd_op, &g_cuda)
 
 /* Which engine would run a call: asked by the Python layer before tracing. */
 JMG_FFI_EXPORT_ENGINE_CHECK(jaxmg_engine_check_cuda, &g_cuda)
+/* Which model an engine runs in (the local model's calls carry
+ * communicator ids): asked by the Python layer of the engine chosen. */
+JMG_FFI_EXPORT_ENGINE_MODEL(jaxmg_engine_model_cuda, &g_cuda)
 
 /* NCCL and cuSOLVERMp, loaded at run time, for the Python layer (ctypes):
  * where to load them from (NULL: the soname; each path is fixed by the

@@ -64,4 +64,14 @@ XLA_FFI_Error *jmg_ffi_handle(XLA_FFI_CallFrame *frame,
                                 m, n, tile, precision, &q, bytes, out, len);   \
   }
 
+/* Defines the exported `int symbol(name)`: jmg_engine_model_of over
+ * platform's engines (engine/engine.h): 0 (JMG_MODEL_LEADER), 1
+ * (JMG_MODEL_LOCAL), or -1 where the platform has no engine of that name;
+ * for the Python layer, through ctypes. */
+#define JMG_FFI_EXPORT_ENGINE_MODEL(symbol, platform)                      \
+  __attribute__((visibility("default"))) int symbol(const char *name);     \
+  __attribute__((visibility("default"))) int symbol(const char *name) {    \
+    return jmg_engine_model_of((platform)->engines, name);                 \
+  }
+
 #endif

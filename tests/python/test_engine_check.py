@@ -24,17 +24,19 @@ def test_jaxmg_engine_is_honoured_by_the_check(monkeypatch):
     assert not ok and "JAXMG_ENGINE" in why and "lapack" in why
 
 
-def _mg_like(platform, op, nparts, dtype, n, tile, nodes=1):
-    """Like the CUDA platform on 4 GPUs of one node: syevd refuses T_A > 1024."""
+def _mg_like(platform, op, nparts, dtype, n, tile, nodes=1, m=None, precision="exact"):
+    """Like the CUDA platform on 4 GPUs of one node (_native.engine_choice's
+    answer): syevd refuses T_A > 1024."""
     assert nodes == 1
     if op == "syevd" and tile > 1024:
-        return False, f"cusolvermg: T_A={tile} > 1024: cusolverMgSyevd rejects wider tiles"
-    return True, "cusolvermg"
+        why = f"cusolvermg: T_A={tile} > 1024: cusolverMgSyevd rejects wider tiles"
+        return _native.EngineChoice(False, why, 0)
+    return _native.EngineChoice(True, "cusolvermg", tile)
 
 
 @pytest.mark.parametrize("pad", [True, False])
 def test_default_tile_narrows_to_what_an_engine_runs(monkeypatch, pad):
-    monkeypatch.setattr(_native, "engine_check", _mg_like)
+    monkeypatch.setattr(_native, "engine_choice", _mg_like)
     f64 = np.dtype(np.float64)
     g = _geometry.choose_geometry("syevd", 8192, 4, f64, None, pad, "CUDA")
     assert g.tile == 1024 and g.rp == 2048
@@ -45,7 +47,7 @@ def test_default_tile_narrows_to_what_an_engine_runs(monkeypatch, pad):
 
 
 def test_explicit_tile_no_engine_takes_is_a_value_error(monkeypatch):
-    monkeypatch.setattr(_native, "engine_check", _mg_like)
+    monkeypatch.setattr(_native, "engine_choice", _mg_like)
     f64 = np.dtype(np.float64)
     with pytest.raises(ValueError, match="T_A=2048 cannot run.*> 1024"):
         _geometry.choose_geometry("syevd", 8192, 4, f64, 2048, True, "CUDA")

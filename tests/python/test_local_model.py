@@ -38,6 +38,35 @@ def test_the_engine_check_takes_nodes():
     assert not ok and "lapack" in why and "2 nodes" in why
 
 
+def test_the_engine_model_is_the_c_librarys(monkeypatch):
+    """The model of an engine comes from the C library's engine table
+    (jaxmg_engine_model_cpu), and the geometry keeps the chosen engine's."""
+    assert _native.engine_model("cpu", "lapack") == "leader"
+    assert _native.engine_model("cpu", "lapack-local") == "local"
+    with pytest.raises(ValueError, match="'cusolvermp' is not an engine of the cpu library"):
+        _native.engine_model("cpu", "cusolvermp")
+    f64 = np.dtype(np.float64)
+    g = _geometry.choose_geometry("potrs", 16, 4, f64, 4, False, "cpu")
+    assert (g.engine, g.local) == ("lapack", False)
+    monkeypatch.setenv("JAXMG_ENGINE", "lapack-local")
+    g = _geometry.choose_geometry("potrs", 16, 4, f64, 4, False, "cpu")
+    assert (g.engine, g.local) == ("lapack-local", True)
+    choice = _native.engine_choice("cpu", "potrs", 4, "float64", 16, 4)
+    assert choice is not None and choice.ok and choice.local
+
+
+def test_the_cuda_engines_models_where_the_cuda_library_loads():
+    """cuSOLVERMp is the CUDA library's engine of the local model (asked of
+    the library, which loads without GPUs)."""
+    if _native.engine_model("CUDA", "cusolvermp") is None:
+        pytest.skip("jaxmg's CUDA library is not loaded")
+    assert _native.engine_model("CUDA", "cusolvermp") == "local"
+    for name in ("cusolverdn", "cusolverdn-gather", "cusolvermg"):
+        assert _native.engine_model("CUDA", name) == "leader", name
+    with pytest.raises(ValueError, match="'lapack' is not an engine of the CUDA library"):
+        _native.engine_model("CUDA", "lapack")
+
+
 @pytest.mark.parametrize("T_A", [None, 4])
 def test_a_group_across_nodes_on_cpu_is_a_value_error_naming_why(T_A):
     f64 = np.dtype(np.float64)

@@ -81,16 +81,6 @@ def result_types(axes: Sequence[str], *inputs: jax.Array) -> tuple[frozenset[str
     return data | frozenset(axes), data - frozenset(axes)
 
 
-# The engines of the local model (engine/engine.h, JMG_MODEL_LOCAL): their
-# calls carry a communicator id per group (attribute comm_id, _mode.py): on
-# CPU devices (lapack-local) the threads communicator's in one process, the
-# processes communicator's where a group spans processes (MPMD). The C
-# library's engine check names the engine but not its model, so the list
-# is kept here; an exported query of the model (csrc/ffi/handler.h, beside
-# the engine check) would let it go.
-LOCAL_ENGINES = frozenset({"cusolvermp", "lapack-local"})
-
-
 def local_grid_rows(axes: Sequence[str], sizes: Any) -> int:
     """The rows r of the r x c process grid an engine of the local model
     runs on (the attribute ``grid_rows``; exec/local.h): A's rows sharded
@@ -109,14 +99,16 @@ def mesh_call(op: str, mesh: Mesh, rows: Any, g: Geometry) -> Call:
     """The Call of an op over a whole mesh: its device set's id, whether its
     groups span processes (MPMD: the job and every shard's pid), the nodes
     they span, and for an engine of the local model every group's
-    communicator id."""
+    communicator id (Geometry.local: the C library's engine table says
+    which engines run in that model: on CPU devices lapack-local, whose
+    calls carry the threads communicator's id in one process and the
+    processes communicator's where a group spans processes, MPMD)."""
     ids = [int(d.id) for d in np.asarray(mesh.devices).flat]
     job = _mode.call_job_id(op, mesh, rows.axes, rows.others)
     pids = tuple(int(p) for p in _mode.group_pids(mesh, rows.axes, rows.others)) if job else None
     nodes = _mode.call_nodes(mesh, rows.axes, rows.others)
-    local = g.engine in LOCAL_ENGINES
-    comm = _mode.mesh_comm_ids(mesh, rows.axes, rows.others, job) if local else None
-    grid_rows = local_grid_rows(rows.axes, mesh.shape) if local else 1
+    comm = _mode.mesh_comm_ids(mesh, rows.axes, rows.others, job) if g.local else None
+    grid_rows = local_grid_rows(rows.axes, mesh.shape) if g.local else 1
     return Call(g, rows.axes, rows.others, mesh_id(ids, mesh.axis_names), job, pids,
                 nodes, comm, grid_rows)
 

@@ -32,10 +32,12 @@ from jaxmg._src import _checks, _native
 class Geometry:
     """Sizes of one call: N over ``nparts`` shards of ``r`` rows, padded to
     ``rp``; the engine the C library's check chose for them ("" when not
-    asked: no library for the platform); and the precision of a solve
-    (potrs, lu_solve: "exact" or "mixed", the FFI attribute ``precision``),
-    which the engine was chosen for and which every solve of the call's
-    rules runs in too (core/_solve.py)."""
+    asked: no library for the platform) and whether it runs in the local
+    model (``local``, the C library's engine table's answer: its calls carry
+    a communicator id per group; _native.engine_model); and the precision of
+    a solve (potrs, lu_solve: "exact" or "mixed", the FFI attribute
+    ``precision``), which the engine was chosen for and which every solve of
+    the call's rules runs in too (core/_solve.py)."""
 
     n: int
     nparts: int
@@ -44,6 +46,7 @@ class Geometry:
     rp: int
     engine: str = ""
     precision: str = "exact"
+    local: bool = False
 
     @property
     def padded(self) -> bool:
@@ -178,10 +181,33 @@ def _default_tile(problem: Problem, pad: bool) -> Geometry:
 
 def _with_engine(g: Geometry, choice: _native.EngineChoice | None,
                  precision: str = "exact") -> Geometry:
-    """g with the engine the check chose (as it is where nothing was asked)
-    and the solve's precision."""
+    """g with the engine the check chose and its model (as it is where
+    nothing was asked) and the solve's precision."""
     g = dataclasses.replace(g, precision=precision)
-    return dataclasses.replace(g, engine=choice.answer) if choice is not None else g
+    if choice is None:
+        return g
+    return dataclasses.replace(g, engine=choice.answer, local=choice.local)
+
+
+def unpadded_geometry(op: str, solver: str, what: str, m: int, n: int, nparts: int,
+                      dtype: np.dtype, T_A: Any, platform: str, nodes: int = 1) -> Geometry:
+    """The sizes of an op of an M x N A that is never padded (gesvd, qr):
+    ``nparts`` shards of m / nparts rows, T_A (checked; one tile per shard
+    when left out: the engines that run these ops take no tiles), and the
+    engine the C library's check chooses for ``solver`` over the M x N A (M
+    included: a library's 32-bit sizes), asked before anything is traced.
+    None is a ValueError naming each engine's reason; ``what`` names the
+    problem in it ("a 40 x 8 float32 SVD")."""
+    r = m // nparts
+    tile = r if T_A is None else min(_checks.check_tile(op, T_A), r)
+    g = Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
+    choice = _native.engine_choice(platform, solver, nparts, dtype.name, n, tile,
+                                   nodes=nodes, m=m)
+    if choice is not None and not choice.ok:
+        where = Problem(op=op, n=n, nparts=nparts, dtype=np.dtype(dtype), platform=platform,
+                        nodes=nodes).where
+        raise ValueError(f"jaxmg.{op}: no engine runs {what} {where}: {choice.answer}")
+    return _with_engine(g, choice)
 
 
 def _widened(problem: Problem, g: Geometry, choice: _native.EngineChoice | None) -> Geometry:

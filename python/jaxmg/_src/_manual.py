@@ -74,7 +74,7 @@ def make_call(op: str, rows: _checks.RowSharding, n: int, a: Any, T_A: Any,
                 f"mark it with jax.lax.pcast(a, {tuple(missing)!r}, to='varying')"
             )
     comm, grid_rows = None, 1
-    if g.engine in _ffi_call.LOCAL_ENGINES:
+    if g.local:  # an engine of the local model: a communicator per group
         sizes = _compat.current_manual_axes()
         ngroups = int(np.prod([sizes[name] for name in rows.others], dtype=np.int64))
         kind = (op, rows.axes, tuple(int(sizes[a]) for a in rows.axes + rows.others))

@@ -274,11 +274,16 @@ def engine_check(platform: str, op: str, nparts: int, dtype: str, n: int,
     return None if choice is None else choice[:2]
 
 
+def _symbol_suffix(platform: str) -> str:
+    """How the exports of ``platform``'s library end ("cpu", "cuda")."""
+    return "cpu" if platform == "cpu" else "cuda"
+
+
 def _check_fn(lib: ctypes.CDLL, platform: str, suffix: str = "") -> Any:
     """The library's exported engine check (``suffix`` "_workspace": its
     workspace query), typed: engine/engine.h's jmg_engine_check and
     jmg_engine_workspace through ffi/handler.h's export."""
-    fn = getattr(lib, f"jaxmg_engine_check_{'cpu' if platform == 'cpu' else 'cuda'}{suffix}")
+    fn = getattr(lib, f"jaxmg_engine_check_{_symbol_suffix(platform)}{suffix}")
     head = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int64,
             ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
     if suffix:
@@ -295,16 +300,43 @@ def _rows(m: int | None) -> int:
     return 0 if m is None else int(m)
 
 
+# The engines' execution models as the C library numbers them
+# (csrc/engine/engine.h, jmg_model).
+MODELS = ("leader", "local")
+
+
+def engine_model(platform: str, engine: str) -> str | None:
+    """The execution model of ``platform``'s engine named ``engine``, as the
+    C library's engine table gives it (engine/engine.h, jmg_engine_model_of):
+    "leader" (one participant drives every device of the call) or "local"
+    (every participant calls the library on its own shard: the call carries
+    a communicator id per group); None when the platform's library is not
+    loaded. ValueError for a name that is no engine of the platform."""
+    load()
+    lib = _LIBS.get(platform)
+    if lib is None:
+        return None
+    fn = getattr(lib, f"jaxmg_engine_model_{_symbol_suffix(platform)}")
+    fn.argtypes = [ctypes.c_char_p]
+    fn.restype = ctypes.c_int
+    model = fn(engine.encode())
+    if not 0 <= model < len(MODELS):
+        raise ValueError(f"jaxmg: {engine!r} is not an engine of the {platform} library")
+    return MODELS[model]
+
+
 class EngineChoice(NamedTuple):
     """The C library's engine check (engine/engine.h, jmg_engine_check):
     whether an engine runs the call (``ok``), its name or, where none does,
-    why not (``answer``), and the block size the chosen engine lays A out in
+    why not (``answer``), the block size the chosen engine lays A out in
     (``block``: T_A, unless the engine's library cannot take it; 0 when no
-    engine was chosen)."""
+    engine was chosen), and whether the chosen engine runs in the local
+    model (``local``: see engine_model; False when none was chosen)."""
 
     ok: bool
     answer: str
     block: int
+    local: bool = False
 
 
 def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
@@ -324,7 +356,8 @@ def engine_choice(platform: str, op: str, nparts: int, dtype: str, n: int,
     text = out.value.decode(errors="replace")
     if rc < 0:
         raise ValueError(f"jaxmg.{op}: {text}")
-    return EngineChoice(rc == 1, text, int(block.value))
+    local = rc == 1 and engine_model(platform, text) == "local"
+    return EngineChoice(rc == 1, text, int(block.value), local)
 
 
 def workspace(platform: str, op: str, nparts: int, dtype: str, n: int, tile: int,

@@ -29,29 +29,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _native, _placement
+from jaxmg._src import _checks, _compat, _ffi_call, _geometry, _manual, _placement
 
 
 def geometry(op: str, m: int, n: int, nparts: int, dtype: np.dtype, T_A: Any,
              platform: str, nodes: int = 1) -> _geometry.Geometry:
-    """The call's sizes: ``nparts`` shards of m / nparts rows, never padded,
-    T_A (checked; one tile per shard when left out: the engines that run
-    gesvd take no tiles), and the engine the C library's check chooses
-    for the M x N A (M included: a library's 32-bit sizes), asked before
-    anything is traced: none is a ValueError naming each
-    engine's reason."""
-    r = m // nparts
-    tile = r if T_A is None else min(_checks.check_tile(op, T_A), r)
-    g = _geometry.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r)
-    choice = _native.engine_choice(platform, "gesvd", nparts, dtype.name, n, tile,
-                                   nodes=nodes, m=m)
-    if choice is None:
-        return g
-    if not choice.ok:
-        where = f"on {nparts} {platform} device(s)" + (f" over {nodes} nodes" if nodes > 1 else "")
-        raise ValueError(f"jaxmg.{op}: no engine runs a {m} x {n} {dtype.name} SVD {where}: "
-                         f"{choice.answer}")
-    return _geometry.Geometry(n=m, nparts=nparts, tile=tile, r=r, rp=r, engine=choice.answer)
+    """The call's sizes (_geometry.unpadded_geometry): ``nparts`` shards of
+    m / nparts rows, never padded, and the engine the C library's check
+    chooses for the M x N A, asked before anything is traced: none is a
+    ValueError naming each engine's reason."""
+    return _geometry.unpadded_geometry(op, "gesvd", f"a {m} x {n} {dtype.name} SVD", m, n,
+                                       nparts, dtype, T_A, platform, nodes)
 
 
 def shard(call: _ffi_call.Call, a: jax.Array, full: bool, want_u: bool,
