@@ -292,6 +292,15 @@ typedef struct jmg_local_routines {
   int (*sygvd)(const struct jmg_engine *e, const jmg_local_matrix *a,
                const jmg_local_matrix *b, void *w, int want_vectors, int *info,
                jmg_error *err);
+  /* potrs and lu_solve in mixed precision: the leader's potrs_mixed and
+   * lu_solve_mixed with the local meanings of potrs (no diag) and
+   * lu_solve (b this rank's full copy, X on every rank); NULL where the
+   * engine has none (lapack-local has them; cuSOLVERMp not). */
+  int (*potrs_mixed)(const struct jmg_engine *e, const jmg_local_matrix *a,
+                     void *b, int64_t nrhs, int *info, jmg_error *err);
+  int (*lu_solve_mixed)(const struct jmg_engine *e, const jmg_local_matrix *a,
+                        void *b, int64_t nrhs, int transpose, int *info,
+                        jmg_error *err);
 } jmg_local_routines;
 
 typedef struct jmg_engine {
@@ -397,7 +406,8 @@ int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
 extern const jmg_engine jmg_lapack_engine;
 
 /* LAPACK in the local model on CPU devices (engine/lapack_local/): rank 0
- * gathers A over the threads communicator; chosen only by JAXMG_ENGINE. */
+ * gathers A over the threads communicator; chosen only by JAXMG_ENGINE.
+ * Has potrs_mixed and lu_solve_mixed (rank 0 refines on its gathered A). */
 extern const jmg_engine jmg_lapack_local_engine;
 
 /* cuSOLVERDn for a group of one CUDA GPU (engine/cusolverdn/), and

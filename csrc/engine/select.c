@@ -32,10 +32,14 @@ int jmg_engine_has(const jmg_engine *e, jmg_op op) {
 
 int jmg_engine_has_precision(const jmg_engine *e, jmg_op op, int precision) {
   if (precision == JMG_PRECISION_EXACT) return jmg_engine_has(e, op);
-  if (precision != JMG_PRECISION_MIXED || e->model != JMG_MODEL_LEADER)
-    return 0;
-  if (op == JMG_OP_POTRS) return e->leader.potrs_mixed != NULL;
-  if (op == JMG_OP_LU_SOLVE) return e->leader.lu_solve_mixed != NULL;
+  if (precision != JMG_PRECISION_MIXED) return 0;
+  const int leader = e->model == JMG_MODEL_LEADER;
+  if (op == JMG_OP_POTRS)
+    return leader ? e->leader.potrs_mixed != NULL
+                  : e->local.potrs_mixed != NULL;
+  if (op == JMG_OP_LU_SOLVE)
+    return leader ? e->leader.lu_solve_mixed != NULL
+                  : e->local.lu_solve_mixed != NULL;
   return 0;
 }
 
@@ -67,7 +71,7 @@ static int runs(const jmg_engine *e, const jmg_problem *p, int by_default,
   if (!jmg_engine_has_precision(e, p->op, p->precision)) {
     snprintf(why, len,
              "it has no %s with precision=\"%s\" (pass precision=\"exact\", "
-             "or run on one GPU or on CPU devices)",
+             "or let another engine run it)",
              jmg_op_name(p->op), jmg_precision_name(p->precision));
     return 0;
   }

@@ -155,8 +155,8 @@ static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const size_t x_count = (size_t)v->a.n * (size_t)io->nrhs;
   const int transpose = io->trans ? 0 : 1;
   int info = 0;
-  /* No engine of the local model has lu_solve_mixed (selection refuses a
-   * mixed call first). */
+  /* An engine without lu_solve_mixed: selection refuses a mixed call
+   * first. */
   const int refused = check_precision(e, io, err);
   if (refused != 0) return refused;
   int rc = jmg_local_permute_a(v, JMG_LOCAL_APPLY, err);
@@ -165,7 +165,10 @@ static int lu_solve_local(jmg_local_view *v, int *info_out, jmg_error *err) {
                                 err);
   rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
-  if (rc == 0)
+  if (rc == 0 && io->precision == JMG_PRECISION_MIXED)
+    rc = e->local.lu_solve_mixed(e, &v->a, io->x, io->nrhs, transpose, &info,
+                                 err);
+  else if (rc == 0)
     rc = e->local.lu_solve(e, &v->a, io->x, io->nrhs, transpose, &info, err);
   if (rc == 0 && info != 0)
     rc = jmg_local_nan(v, io->x, x_count, v->a.dtype, err);

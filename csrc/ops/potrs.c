@@ -210,13 +210,10 @@ static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err) {
   const size_t x_count = (size_t)v->a.n * (size_t)io->nrhs;
   int info = 0, rc = 0;
   void *diag = NULL;
-  /* No engine of the local model has potrs_mixed: selection refuses such a
-   * call before it gets here (engine/select.c). */
-  if (io->precision != JMG_PRECISION_EXACT)
-    return jmg_error_set(err, JMG_EUNSUPPORTED, "potrs", "arguments",
-                         "engine %s has no potrs with precision=\"mixed\"; "
-                         "pass precision=\"exact\"",
-                         e->name);
+  /* An engine without potrs_mixed: selection refuses such a call before it
+   * gets here (engine/select.c). */
+  const int refused = check_precision(e, io, err);
+  if (refused != 0) return refused;
   if (io->want_logdet) {
     diag = malloc((size_t)v->a.n * jmg_dtype_real_size(v->a.dtype));
     if (diag == NULL)
@@ -230,7 +227,10 @@ static int potrs_local(jmg_local_view *v, int *info_out, jmg_error *err) {
                                 err);
   rc = jmg_local_to_grid(v, rc, err);
   rc = jmg_local_agree(v, rc, "the solver", err);
-  if (rc == 0) rc = e->local.potrs(e, &v->a, io->x, io->nrhs, diag, &info, err);
+  if (rc == 0 && io->precision == JMG_PRECISION_MIXED)
+    rc = e->local.potrs_mixed(e, &v->a, io->x, io->nrhs, &info, err);
+  else if (rc == 0)
+    rc = e->local.potrs(e, &v->a, io->x, io->nrhs, diag, &info, err);
   if (rc == 0 && info != 0)
     rc = jmg_local_nan(v, io->x, x_count, v->a.dtype, err);
   else if (rc == 0)

@@ -22,9 +22,10 @@
 
 /* Registers the routines each time: the runner forgets them between tests. */
 static int have_lapack(void) {
-  static const char *const names[] = {"dpotrf", "dpotrs", "dpotri",
-                                      "dsyevd", "dgetrf", "dgetrs"};
-  return jmg_test_lapack_register(names, 6);
+  static const char *const names[] = {"dpotrf", "dpotrs", "dpotri", "dsyevd",
+                                      "dgetrf", "dgetrs", "spotrf", "spotrs",
+                                      "sgetrf", "sgetrs"};
+  return jmg_test_lapack_register(names, 10);
 }
 
 typedef enum { OP_POTRS, OP_POTRI, OP_SYEVD, OP_LU_T } ll_op;
@@ -41,7 +42,8 @@ typedef struct ll_job {
   double *diag; /* n, this rank's */
   double *w;    /* n */
   int64_t nrhs;
-  int lie; /* hands the engine a wrong part size */
+  int lie;   /* hands the engine a wrong part size */
+  int mixed; /* potrs, lu_solve: precision "mixed" */
   int info, rc;
   jmg_error err;
 } ll_job;
@@ -71,7 +73,10 @@ static void *ll_main(void *arg) {
   j->info = -99;
   switch (j->op) {
     case OP_POTRS:
-      j->rc = e->local.potrs(e, &m, j->b, j->nrhs, j->diag, &j->info, &j->err);
+      j->rc = j->mixed ? e->local.potrs_mixed(e, &m, j->b, j->nrhs, &j->info,
+                                              &j->err)
+                       : e->local.potrs(e, &m, j->b, j->nrhs, j->diag,
+                                        &j->info, &j->err);
       break;
     case OP_POTRI:
       j->rc = e->local.potri(e, &m, &j->info, &j->err);
@@ -80,7 +85,10 @@ static void *ll_main(void *arg) {
       j->rc = e->local.syevd(e, &m, j->w, 1, &j->info, &j->err);
       break;
     case OP_LU_T:
-      j->rc = e->local.lu_solve(e, &m, j->b, j->nrhs, 1, &j->info, &j->err);
+      j->rc = j->mixed ? e->local.lu_solve_mixed(e, &m, j->b, j->nrhs, 1,
+                                                 &j->info, &j->err)
+                       : e->local.lu_solve(e, &m, j->b, j->nrhs, 1, &j->info,
+                                           &j->err);
       break;
   }
   return NULL;
@@ -127,7 +135,7 @@ static void fill(double *a, int64_t n, int spd, unsigned seed) {
 /* Runs op on every rank of case k; the parts come from a. */
 static int run_case(const ll_case *k, ll_op op, const double *a, double *parts,
                     double *bs, double *diags, double *ws, int64_t nrhs,
-                    int lie_rank, ll_job *jobs) {
+                    int lie_rank, int mixed, ll_job *jobs) {
   unsigned char id[JMG_COMM_ID_MAX];
   jmg_error err;
   jmg_error_clear(&err);
@@ -143,7 +151,7 @@ static int run_case(const ll_case *k, ll_op op, const double *a, double *parts,
                        .part = parts + off, .rows = rows, .cols = cols,
                        .b = bs + (size_t)(r * k->n * nrhs),
                        .diag = diags + r * k->n, .w = ws + r * k->n,
-                       .nrhs = nrhs, .lie = r == lie_rank};
+                       .nrhs = nrhs, .lie = r == lie_rank, .mixed = mixed};
     off += rows * cols;
   }
   pthread_t t[MAX_RANKS];
@@ -183,13 +191,16 @@ static void give(buffers *m) {
       free(m->ws);
 }
 
+/* Both solves, exact and mixed (a float32 factor refined on rank 0's
+ * gathered A: the same residual bound). */
 TEST(lapack_local_potrs_and_transposed_lu_solve_give_x_on_every_rank) {
   NEED_LAPACK(have_lapack());
   const int64_t nrhs = 2;
   for (size_t ci = 0; ci < sizeof g_cases / sizeof g_cases[0]; ++ci) {
     const ll_case *k = &g_cases[ci];
     const int64_t n = k->n;
-    for (int lu = 0; lu < 2; ++lu) {
+    for (int v = 0; v < 4; ++v) {
+      const int lu = v & 1, mixed = v >> 1;
       buffers m;
       CHECK(take(&m, n, nrhs));
       fill(m.a, n, !lu, (unsigned)(ci * 7 + 1));
@@ -199,7 +210,7 @@ TEST(lapack_local_potrs_and_transposed_lu_solve_give_x_on_every_rank) {
         memcpy(m.bs + r * n * nrhs, b, (size_t)(n * nrhs) * sizeof *b);
       ll_job jobs[MAX_RANKS];
       CHECK_EQ(run_case(k, lu ? OP_LU_T : OP_POTRS, m.a, m.parts, m.bs,
-                        m.diags, m.ws, nrhs, -1, jobs),
+                        m.diags, m.ws, nrhs, -1, mixed, jobs),
                0);
       for (int r = 0; r < k->P; ++r) {
         if (jobs[r].rc != 0) TEST_FAIL_AT("rank %d: %s", r, jobs[r].err.msg);
@@ -213,17 +224,18 @@ TEST(lapack_local_potrs_and_transposed_lu_solve_give_x_on_every_rank) {
             for (int64_t l = 0; l < n; ++l)
               s += (lu ? m.a[l + i * n] : m.a[i + l * n]) * x[l + c * n];
             if (fabs(s - b[i + c * n]) > 1e-10) {
-              TEST_FAIL_AT("case %zu lu %d rank %d: residual %g at row %lld",
-                           ci, lu, r, fabs(s - b[i + c * n]), (long long)i);
+              TEST_FAIL_AT(
+                  "case %zu lu %d mixed %d rank %d: residual %g at row %lld",
+                  ci, lu, mixed, r, fabs(s - b[i + c * n]), (long long)i);
               give(&m);
               return;
             }
           }
-        if (!lu) /* the factor's diagonal, the same on every rank */
+        if (!lu && !mixed) /* the factor's diagonal, the same everywhere */
           CHECK(memcmp(m.diags + r * n, m.diags, (size_t)n * sizeof(double)) ==
                 0);
       }
-      if (!lu) { /* prod diag(L)² = det A > 0 */
+      if (!lu && !mixed) { /* prod diag(L)² = det A > 0 */
         double logdet = 0;
         for (int64_t i = 0; i < n; ++i) logdet += 2 * log(m.diags[i]);
         CHECK(isfinite(logdet));
@@ -244,7 +256,7 @@ TEST(lapack_local_potri_and_syevd_give_the_parts_in_a_s_layout) {
       fill(m.a, n, 1, (unsigned)(ci * 13 + 5));
       ll_job jobs[MAX_RANKS];
       CHECK_EQ(run_case(k, eig ? OP_SYEVD : OP_POTRI, m.a, m.parts, m.bs,
-                        m.diags, m.ws, 1, -1, jobs),
+                        m.diags, m.ws, 1, -1, 0, jobs),
                0);
       for (int r = 0; r < k->P; ++r) {
         if (jobs[r].rc != 0) TEST_FAIL_AT("rank %d: %s", r, jobs[r].err.msg);
@@ -286,13 +298,17 @@ TEST(lapack_local_info_is_the_same_on_every_rank) {
   CHECK(take(&m, k.n, 1));
   fill(m.a, k.n, 1, 3);
   m.a[5 + 5 * k.n] = -100.0; /* leading minor of order 6 not PD */
-  ll_job jobs[MAX_RANKS];
-  CHECK_EQ(run_case(&k, OP_POTRS, m.a, m.parts, m.bs, m.diags, m.ws, 1, -1,
-                    jobs),
-           0);
-  for (int r = 0; r < k.P; ++r) {
-    CHECK_EQ(jobs[r].rc, 0);
-    CHECK_EQ(jobs[r].info, 6);
+  /* Mixed: the float32 factor fails too, and the exact fallback's info is
+   * every rank's. */
+  for (int mixed = 0; mixed < 2; ++mixed) {
+    ll_job jobs[MAX_RANKS];
+    CHECK_EQ(run_case(&k, OP_POTRS, m.a, m.parts, m.bs, m.diags, m.ws, 1, -1,
+                      mixed, jobs),
+             0);
+    for (int r = 0; r < k.P; ++r) {
+      CHECK_EQ(jobs[r].rc, 0);
+      CHECK_EQ(jobs[r].info, 6);
+    }
   }
   give(&m);
 }
@@ -304,7 +320,7 @@ TEST(lapack_local_a_rank_that_fails_fails_every_rank_before_the_gather) {
   CHECK(take(&m, k.n, 1));
   fill(m.a, k.n, 1, 3);
   ll_job jobs[MAX_RANKS];
-  CHECK_EQ(run_case(&k, OP_POTRI, m.a, m.parts, m.bs, m.diags, m.ws, 1, 2,
+  CHECK_EQ(run_case(&k, OP_POTRI, m.a, m.parts, m.bs, m.diags, m.ws, 1, 2, 0,
                     jobs),
            0);
   CHECK_EQ(jobs[2].rc, -JMG_EINVAL);

@@ -402,6 +402,47 @@ int jaxmg_engine_check_cpu(const char *op, int nparts, int nodes,
                            int64_t tile, int precision, char *out, size_t len,
                            int64_t *block);
 
+/* A local-model engine with potrs and lu_solve but no mixed routine (as
+ * cuSOLVERMp, which libjaxmg_cpu.so lacks). */
+static int fake_local_solve(const jmg_engine *e, const jmg_local_matrix *a,
+                            void *b, int64_t nrhs, void *diag, int *info,
+                            jmg_error *err) {
+  (void)e, (void)a, (void)b, (void)nrhs, (void)diag, (void)err;
+  *info = 0;
+  return 0;
+}
+
+static int fake_local_lu(const jmg_engine *e, const jmg_local_matrix *a,
+                         void *b, int64_t nrhs, int transpose, int *info,
+                         jmg_error *err) {
+  (void)transpose;
+  return fake_local_solve(e, a, b, nrhs, NULL, info, err);
+}
+
+static const jmg_engine g_exact_local = {
+    .name = "exact-local",
+    .model = JMG_MODEL_LOCAL,
+    .local = {.potrs = fake_local_solve, .lu_solve = fake_local_lu}};
+
+/* JAXMG_ENGINE set to name (NULL: unset) around one engine check. */
+static int check_named(const jmg_engine *const *engines, const char *name,
+                       const char *op, char *out, size_t len) {
+  const char *saved = getenv("JAXMG_ENGINE");
+  char keep[64] = "";
+  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
+  if (name != NULL)
+    setenv("JAXMG_ENGINE", name, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+  const int rc = jmg_engine_check(engines, op, 4, 1, "float64", 0, 64, 16,
+                                  JMG_PRECISION_MIXED, out, len, NULL);
+  if (saved != NULL)
+    setenv("JAXMG_ENGINE", keep, 1);
+  else
+    unsetenv("JAXMG_ENGINE");
+  return rc;
+}
+
 TEST(engine_select_sends_mixed_solves_to_engines_with_a_mixed_routine) {
   CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_engine, JMG_OP_POTRS,
                                     JMG_PRECISION_MIXED),
@@ -412,35 +453,35 @@ TEST(engine_select_sends_mixed_solves_to_engines_with_a_mixed_routine) {
   CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_engine, JMG_OP_SYEVD,
                                     JMG_PRECISION_MIXED),
            0);
+  /* The local model: lapack-local has both; an engine without them not. */
   CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_local_engine, JMG_OP_POTRS,
                                     JMG_PRECISION_MIXED),
+           1);
+  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_local_engine, JMG_OP_LU_SOLVE,
+                                    JMG_PRECISION_MIXED),
+           1);
+  CHECK_EQ(jmg_engine_has_precision(&g_exact_local, JMG_OP_POTRS,
+                                    JMG_PRECISION_MIXED),
            0);
-  CHECK_EQ(jmg_engine_has_precision(&jmg_lapack_local_engine, JMG_OP_POTRS,
+  CHECK_EQ(jmg_engine_has_precision(&g_exact_local, JMG_OP_POTRS,
                                     JMG_PRECISION_EXACT),
            1);
   char out[1024];
-  const char *saved = getenv("JAXMG_ENGINE");
-  char keep[64] = "";
-  if (saved != NULL) snprintf(keep, sizeof keep, "%s", saved);
-  unsetenv("JAXMG_ENGINE");
-  CHECK_EQ(jaxmg_engine_check_cpu("potrs", 4, 1, "float64", 0, 64, 16, 1, out,
-                                  sizeof out, NULL),
-           1);
+  const jmg_engine *const cpu[] = {&jmg_lapack_engine,
+                                   &jmg_lapack_local_engine, NULL};
+  CHECK_EQ(check_named(cpu, NULL, "potrs", out, sizeof out), 1);
   CHECK_CONTAINS(out, "lapack");
+  CHECK_EQ(check_named(cpu, "lapack-local", "lu_solve", out, sizeof out), 1);
+  CHECK_CONTAINS(out, "lapack-local");
   /* No precision past mixed. */
   CHECK_EQ(jaxmg_engine_check_cpu("potrs", 4, 1, "float64", 0, 64, 16, 2, out,
                                   sizeof out, NULL),
            -1);
   CHECK_CONTAINS(out, "unknown precision 2");
   /* An engine named that has none: the op, the engine, what to pass. */
-  setenv("JAXMG_ENGINE", "lapack-local", 1);
-  const int named = jaxmg_engine_check_cpu("lu_solve", 4, 1, "float64", 0, 64,
-                                           16, 1, out, sizeof out, NULL);
-  if (saved != NULL)
-    setenv("JAXMG_ENGINE", keep, 1);
-  else
-    unsetenv("JAXMG_ENGINE");
-  CHECK_EQ(named, 0);
+  const jmg_engine *const exact_only[] = {&g_exact_local, NULL};
+  CHECK_EQ(check_named(exact_only, "exact-local", "lu_solve", out, sizeof out),
+           0);
   CHECK_CONTAINS(out, "lu_solve float64 N=64 T_A=16 precision=\"mixed\"");
   CHECK_CONTAINS(out,
                  "has no lu_solve with precision=\"mixed\" (pass "

@@ -6,7 +6,8 @@ the exact factorization takes over by itself), the answer and status of the
 exact path either way, the normwise backward error against NumPy's float64
 (complex128) arithmetic, JAXMG_TRACE's account of the refinement,
 derivatives, vmap and jit, memory_estimate, and misuse refused before
-anything is traced."""
+anything is traced; the local model's lapack-local (JAXMG_ENGINE), whose
+rank 0 refines on its gathered A."""
 
 from __future__ import annotations
 
@@ -246,13 +247,51 @@ def test_what_mixed_precision_cannot_do_is_refused_before_tracing(mesh, rng, mon
         jaxmg.potrs_shardmap_ctx(A, b, T_A, return_logdet=True, precision="mixed")
     with pytest.raises(ValueError, match="precision='mixed' is potrs's and lu_solve's"):
         jaxmg.memory_estimate("syevd", (N, N), np.float64, mesh, precision="mixed")
-    # An engine without a mixed routine (the local model's lapack-local):
-    # named, with what to pass.
+
+
+@pytest.mark.parametrize("kappa", (1e2, 1e14), ids=("1e2", "1e14"))
+@pytest.mark.parametrize("dtype", (np.float64, np.complex128), ids=("f64", "c128"))
+@pytest.mark.parametrize("op", OPS)
+def test_lapack_local_refines_on_rank_0_s_gathered_matrix(mesh, rng, capfd, monkeypatch,
+                                                         op, dtype, kappa):
+    """The local model on CPU devices (JAXMG_ENGINE=lapack-local): every rank
+    gets X; refinement on rank 0's gathered A (or, at 1e14, the fallback),
+    the exact path's accuracy and status, rank 0's trace saying which."""
     monkeypatch.setenv("JAXMG_ENGINE", "lapack-local")
-    with pytest.raises(ValueError, match=(r'jaxmg.lu_solve: .*precision="mixed".*engine '
-                                          r'"lapack-local" cannot run.*has no lu_solve with '
-                                          r'precision="mixed" \(pass precision="exact"')):
-        jaxmg.lu_solve(A, b, T_A, mesh, SPECS, precision="mixed")
-    # The exact path runs there as before.
-    x = jaxmg.lu_solve(A, b, T_A, mesh, SPECS)
-    assert backward_error(a, x, b) < 1e-14
+    a = matrix(rng, op, kappa, dtype)
+    b = jt.make_rhs(rng, N, 2, dtype)
+    xe, status_e = solve(op, mesh, a, b, "exact")
+    capfd.readouterr()
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    x, status = solve(op, mesh, a, b, "mixed")
+    lines = [line for line in capfd.readouterr().err.splitlines()
+             if line.startswith(f"jaxmg trace {op} ") and ", rank 0:" in line]
+    assert len(lines) == 1, lines
+    assert status == status_e == 0
+    assert "engine lapack-local" in lines[0], lines[0]
+    u = np.finfo(np.float64).eps / 2
+    assert backward_error(a, x, b) <= 10 * max(backward_error(a, xe, b), u)
+    if kappa < 1e10:
+        assert re.search(r"refine \w+ \d+ iterations? backward error", lines[0]), lines[0]
+        assert "fallback" not in lines[0]
+    else:
+        assert "fallback" in lines[0], lines[0]
+        np.testing.assert_array_equal(x, xe)
+
+
+def test_lapack_local_status_and_memory_estimate(mesh, rng, monkeypatch):
+    """A matrix that is not positive definite: the exact path's status and
+    NaN on lapack-local too; memory_estimate there counts rank 0's gathered
+    and packed copies and, with "mixed", the LAPACK engine's extra."""
+    monkeypatch.setenv("JAXMG_ENGINE", "lapack-local")
+    a = jt.make_hpd(rng, N, np.float64)
+    a[5, 5] = -1.0
+    b = jt.make_rhs(rng, N, 1, np.float64)
+    x, status = solve("potrs", mesh, a, b, "mixed")
+    assert status == solve("potrs", mesh, a, b, "exact")[1] > 0 and np.isnan(x).all()
+    exact = jaxmg.memory_estimate("potrs", (N, N), np.float64, mesh, nrhs=3)
+    mixed = jaxmg.memory_estimate("potrs", (N, N), np.float64, mesh, nrhs=3,
+                                  precision="mixed")
+    assert exact.engine == mixed.engine == "lapack-local"
+    assert exact.workspace == 2 * N * N * 8
+    assert mixed.workspace - exact.workspace == N * N * 4 + N * 3 * (2 * 8 + 4)

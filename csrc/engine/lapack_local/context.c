@@ -266,6 +266,7 @@ const jmg_engine jmg_lapack_local_engine = {
     .supports = ll_supports,
     .prefers = ll_prefers,
     .block = ll_block,
+    .workspace = jmg_ll_workspace,
     .local =
         {
             .potrs = jmg_ll_potrs,
@@ -274,5 +275,7 @@ const jmg_engine jmg_lapack_local_engine = {
             .lu_solve = jmg_ll_lu_solve,
             .qr = jmg_ll_qr,
             .sygvd = jmg_ll_sygvd,
+            .potrs_mixed = jmg_ll_potrs_mixed,
+            .lu_solve_mixed = jmg_ll_lu_solve_mixed,
         },
 };

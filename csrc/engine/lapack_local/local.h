@@ -73,4 +73,16 @@ int jmg_ll_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
 int jmg_ll_qr(const jmg_engine *e, const jmg_local_matrix *a, void *rt,
               int64_t m, int64_t rr, int *info, jmg_error *err);
 
+/* potrs and lu_solve in mixed precision (mixed.c), and the engine's
+ * workspace query (the LAPACK engine's plus rank 0's packed parts: potrs
+ * and lu_solve, exact or mixed). */
+int jmg_ll_potrs_mixed(const jmg_engine *e, const jmg_local_matrix *a, void *b,
+                       int64_t nrhs, int *info, jmg_error *err);
+int jmg_ll_lu_solve_mixed(const jmg_engine *e, const jmg_local_matrix *a,
+                          void *b, int64_t nrhs, int transpose, int *info,
+                          jmg_error *err);
+int jmg_ll_workspace(const jmg_engine *e, const jmg_problem *p,
+                     const jmg_workspace_query *q, size_t *bytes,
+                     jmg_error *err);
+
 #endif
