@@ -1,7 +1,8 @@
 /* Mixed-precision solves (common/op.h, JMG_PRECISION_MIXED): classical
  * iterative refinement, one loop for every engine that has potrs_mixed or
- * lu_solve_mixed (engine/lapack/mixed.c on CPU devices,
- * engine/cusolverdn/mixed.c on one GPU).
+ * lu_solve_mixed (engine/lapack/mixed.c on CPU devices, which lapack-local
+ * runs on rank 0's gathered A; engine/cusolverdn/mixed.c on one GPU, which
+ * the gather engine runs on its gathered copy).
  *
  * The engine factors A in the next lower precision (float32 for float64,
  * complex64 for complex128) beside A itself, which stays intact in A's

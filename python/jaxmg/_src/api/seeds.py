@@ -73,8 +73,11 @@ def potrs(
         factorization by itself where refinement does not converge (an
         ill-conditioned ``a``): the same answer and status either way
         (docs/guides/mixed-precision.md). float32 and complex64 inputs run
-        the exact path on CPU devices. Runs on one GPU (cuSOLVERDn) and on
-        CPU devices; other engines refuse it with a ValueError.
+        the exact path on CPU devices. Runs on one GPU (cuSOLVERDn), on
+        several GPUs of one node (A gathered onto the first, cuSOLVERDn
+        there; where the copy does not fit, cuSOLVERMg's exact solve) and
+        on CPU devices; cuSOLVERMg and cuSOLVERMp, named by JAXMG_ENGINE,
+        refuse it with a ValueError.
 
     Returns:
       x with b's shape, replicated on every device; with ``return_status``,
