@@ -16,7 +16,7 @@ from gpu_env import gpu_devices
 _HERE = pathlib.Path(__file__).resolve().parent
 
 # JAXMG_TEST_PROGRESS=FILE: one line per test as it starts and as it ends
-# (wall time, outcome, seconds), written at once, so that a run cut by a
+# (wall time, outcome, seconds; a failure's last lines), written at once, so that a run cut by a
 # device call's bound still says how long each test took and which one it
 # was in (pytest's own --durations table comes only at the end).
 _PROGRESS = os.environ.get("JAXMG_TEST_PROGRESS", "")
@@ -37,6 +37,11 @@ def pytest_runtest_logreport(report):
     # skip, an error); each with the phase's seconds.
     if report.when == "call" or report.outcome != "passed":
         _progress(f"{report.outcome} {report.when} {report.duration:.2f} s {report.nodeid}")
+    if report.failed:
+        # The failure's last lines, since a run cut by its bound never
+        # reaches pytest's summary.
+        tail = str(report.longrepr).splitlines()[-30:]
+        _progress("  | " + "\n  | ".join(tail))
 
 
 def pytest_collection_modifyitems(config, items):
