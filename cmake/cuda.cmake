@@ -64,7 +64,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermp/lu_solve.c
   csrc/engine/cusolvermp/qr.c
   csrc/engine/cusolvermp/cholesky.c
-  csrc/engine/cusolvermp/one_gpu.c)
+  csrc/engine/cusolvermp/one_gpu.c
+  csrc/engine/cusolverdn_local/context.c)
 # NCCL and cuSOLVERMp are dlopen'ed (cuda/comm_nccl.c,
 # engine/cusolvermp/loader.c): no link to either, only -ldl. Their headers:
 # nccl.h from the toolkit; cusolverMp.h is not needed (engine/cusolvermp/

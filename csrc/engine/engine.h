@@ -16,9 +16,12 @@
  *   JMG_MODEL_LOCAL   every participant calls the library on its own shard
  *                     (jmg_local_matrix: rank, ranks, a communicator, the
  *                     shard), and the library talks between ranks itself.
- *                     cuSOLVERMp (engine/cusolvermp/) works so, and on
- *                     CPU devices lapack-local (engine/lapack_local/,
- *                     for testing); their executor is exec/local.c.
+ *                     cuSOLVERMp (engine/cusolvermp/) works so; and
+ *                     the one-device path, rank 0 gathering A over the
+ *                     communicator (engine/local_gather/): cuSOLVERDn
+ *                     (engine/cusolverdn_local/) and on CPU devices
+ *                     lapack-local (engine/lapack_local/, for testing);
+ *                     their executor is exec/local.c.
  *
  * Memory is not the engines' business: copies, copy lanes, allocations, NaN
  * fills and waits are the platform's memory module (mem/mem.h: host_mem.c on
@@ -122,6 +125,10 @@ typedef struct jmg_local_matrix {
   int64_t rows, cols; /* its size */
   int64_t ld;         /* its leading dimension (column-major) */
   void *device_ctx;   /* this participant's platform context */
+  /* The platform's memory module (mem/mem.h), for engines that move the
+   * parts themselves (engine/local_gather/); NULL reads as host memory
+   * (jmg_host_mem). */
+  const struct jmg_mem *mem;
 } jmg_local_matrix;
 
 /* What selection looks at: one call's problem. */
@@ -340,6 +347,13 @@ typedef struct jmg_engine {
    * set of its model and leaves the other empty. */
   jmg_leader_routines leader;
   jmg_local_routines local;
+  /* JMG_MODEL_LOCAL engines that gather A onto rank 0
+   * (engine/local_gather/): the one-device engine (JMG_MODEL_LEADER) whose
+   * routines run on rank 0's gathered matrix, and the local engine whose
+   * routines run instead where rank 0 cannot hold the gathered copy
+   * (NULL: none; the want of memory is then the error). NULL elsewhere. */
+  const struct jmg_engine *on_rank0;
+  const struct jmg_engine *fallback;
 } jmg_engine;
 
 /* Whether e has a routine for op (in its model's set). */
@@ -405,8 +419,9 @@ int jmg_engine_workspace(const jmg_engine *const *engines, const char *op,
  * table. LAPACK for CPU devices (engine/lapack/). */
 extern const jmg_engine jmg_lapack_engine;
 
-/* LAPACK in the local model on CPU devices (engine/lapack_local/): rank 0
- * gathers A over the threads communicator; chosen only by JAXMG_ENGINE.
+/* LAPACK in the local model on CPU devices (engine/lapack_local/ over
+ * engine/local_gather/): rank 0 gathers A over the CPU communicator;
+ * chosen only by JAXMG_ENGINE.
  * Has potrs_mixed and lu_solve_mixed (rank 0 refines on its gathered A). */
 extern const jmg_engine jmg_lapack_local_engine;
 
@@ -423,6 +438,14 @@ extern const jmg_engine jmg_cusolvermg_engine;
  * cuSOLVERMg's routines where the gathered copy does not fit. Defined in
  * libjaxmg_cuda.so only. */
 extern const jmg_engine jmg_gather_engine;
+
+/* cuSOLVERDn in the local model (engine/cusolverdn_local/): rank 0
+ * gathers A over NCCL, jmg_cusolverdn_engine's routine runs there, the
+ * results go back (engine/local_gather/, lapack-local's steps); preferred
+ * on several GPUs below the one-GPU crossover of engine/gather/thresholds.c
+ * (jmg_gather_local_prefers), cuSOLVERMp's routines where rank 0's copy
+ * does not fit. Defined in libjaxmg_cuda.so only. */
+extern const jmg_engine jmg_cusolverdn_local_engine;
 
 /* cuSOLVERMp (engine/cusolvermp/), JMG_MODEL_LOCAL, any number of GPUs and
  * nodes; libcusolverMp is loaded at run time (the "cuda13" extra), and the

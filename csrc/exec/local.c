@@ -379,6 +379,7 @@ static int run_steps(jmg_local_view *v, int rc, int64_t block, int *info,
   v->a.dtype = io->dtype;
   v->a.data = io->a;
   v->a.device_ctx = io->device_ctx;
+  v->a.mem = v->mem;
   describe_a(v, 0);
   if (desc->rows_scalar > 0) { /* n x local_cols, the columns of Aᵀ */
     v->a.mb = v->a.nb = io->local_cols;

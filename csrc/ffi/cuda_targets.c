@@ -204,11 +204,14 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
  * group of several is small enough (engine/gather/thresholds.c); cuSOLVERMg
  * for several. JAXMG_ENGINE=cusolvermg
  * still picks cuSOLVERMg on one GPU, for comparison (docs/guides/engines.md).
- * cuSOLVERMp last: it takes what the leader engines refuse (a group across
- * nodes), or what JAXMG_ENGINE=cusolvermp sends it. */
+ * The local model last: it takes what the leader engines refuse (a group
+ * across nodes), or what JAXMG_ENGINE sends it; there cusolverdn-local (A
+ * gathered onto rank 0 over NCCL, cuSOLVERDn there) below the one-GPU
+ * crossover of engine/gather/thresholds.c, cuSOLVERMp above it. */
 static const jmg_engine *const g_cuda_engines[] = {
-    &jmg_cusolverdn_engine, &jmg_gather_engine, &jmg_cusolvermg_engine,
-    &jmg_cusolvermp_engine, NULL};
+    &jmg_cusolverdn_engine,       &jmg_gather_engine,
+    &jmg_cusolvermg_engine,       &jmg_cusolverdn_local_engine,
+    &jmg_cusolvermp_engine,       NULL};
 
 static const jmg_ffi_platform g_cuda = {
     .name = "CUDA",

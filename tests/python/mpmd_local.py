@@ -89,7 +89,8 @@ def engine_named(nproc: int) -> None:
     from jaxmg._src import _native
 
     engine = os.environ.get("JAXMG_ENGINE", "")
-    assert engine in ("lapack-local", "cusolvermp"), f"JAXMG_ENGINE={engine!r}"
+    assert engine in ("lapack-local", "cusolvermp", "cusolverdn-local"), \
+        f"JAXMG_ENGINE={engine!r}"
     platform = _native.platform_of(jax.devices()[0].platform)
     got = _native.engine_check(platform, "potrs", nproc, "float64", 6 * nproc, 2)
     assert got == (True, engine), got
@@ -381,6 +382,98 @@ def cases(nproc: int) -> list[tuple[str, Callable[[], None]]]:
     if only:
         out = [(name, fn) for name, fn in out if any(name.startswith(p) for p in only)]
     return out
+
+
+def fake_nodes(me: int) -> None:
+    """Makes this process say it runs on a node of its own, so that the
+    groups of a job on one machine span nodes, as across a cluster: the
+    default choice is then the local model's (cusolverdn-local below the
+    one-GPU crossover, cuSOLVERMp above). Before the first call (the job's
+    node names are asked once)."""
+    from jaxmg._src import _mode
+
+    _mode.node_name = lambda: f"jaxmg-test-node-{me}"
+
+
+def default_choice(nproc: int) -> None:
+    """Across nodes, with JAXMG_ENGINE unset: cusolverdn-local below each
+    op's crossover, never above it (where cuSOLVERMp, if installed, runs)."""
+    from jaxmg._src import _native
+
+    assert os.environ.get("JAXMG_ENGINE", "") == "", "JAXMG_ENGINE must be unset"
+    platform = _native.platform_of(jax.devices()[0].platform)
+    n = ROWS_PER_PROCESS * nproc
+    for op in ("potrs", "potri", "syevd", "lu_solve", "eigh_generalized"):
+        solver = "sygvd" if op == "eigh_generalized" else op
+        got = _native.engine_check(platform, solver, nproc, "float64", n, 2, nodes=2)
+        assert got == (True, "cusolverdn-local"), f"{op} N={n}: {got}"
+    big = _native.engine_check(platform, "potrs", nproc, "float64", 65536, 1024, nodes=2)
+    assert big is not None and big != (True, "cusolverdn-local"), f"potrs N=65536: {big}"
+
+
+def mp_eigensolver_small(nproc: int) -> None:
+    """JAXMG_ENGINE=cusolvermp: syevd and eigh_generalized below their
+    crossover run on rank 0's gathered copy (cuSOLVERMp's eigensolver is
+    slower than one GPU there, and fails inside below 8 rows a GPU): right
+    at the sizes that broke cuSOLVERMp's (2 rows a GPU) and at 8 and 64 rows
+    a GPU; eigenvectors by residual and orthogonality."""
+    old = os.environ.get("JAXMG_ENGINE")
+    os.environ["JAXMG_ENGINE"] = "cusolvermp"
+    try:
+        mesh = make_mesh((nproc,), ("x",))
+        for rows in (2, 8, 64):
+            n = rows * nproc
+            rng = np.random.default_rng([n, 7])
+            h = jt.make_hermitian(rng, n, np.float64)
+            s = jt.make_hpd(rng, n, np.float64)
+            tol = jt.tol(np.float64, n)
+            H = global_array(h, mesh, P("x", None))
+            w, v, status = jaxmg.syevd(H, 2, mesh, (P("x", None),), return_status=True)
+            assert int(whole(status)) == 0, f"syevd N={n}: status {int(whole(status))}"
+            w_ref = np.linalg.eigvalsh(h)
+            scale = float(np.abs(w_ref).max())
+            assert np.abs(whole(w) - w_ref).max() < tol * scale, f"syevd N={n}: eigenvalues"
+            wl = np.asarray(whole(w), np.float64)
+            for idx, vb in local_blocks(v):
+                res = np.linalg.norm(h @ vb - vb * wl[idx[1]]) / np.linalg.norm(h)
+                orth = np.linalg.norm(vb.T @ vb - np.eye(vb.shape[1]))
+                assert res < tol and orth < tol, f"syevd N={n} {idx}: {res:.3g} {orth:.3g}"
+            S = global_array(s, mesh, P("x", None))
+            wg = jaxmg.eigh_generalized(H, S, mesh=mesh, in_specs=(P("x", None), P("x", None)),
+                                        return_eigenvectors=False)
+            wg_ref = np.sort(np.linalg.eigvals(np.linalg.solve(s, h)).real)
+            assert np.abs(whole(wg) - wg_ref).max() < 100 * tol * max(1.0, np.abs(wg_ref).max()), \
+                f"eigh_generalized N={n}"
+    finally:
+        if old is None:
+            os.environ.pop("JAXMG_ENGINE", None)
+        else:
+            os.environ["JAXMG_ENGINE"] = old
+
+
+def default_cases(nproc: int) -> list[tuple[str, Callable[[], None]]]:
+    """The local model chosen by default (fake_nodes first): the choice,
+    every op on the line in two dtypes at small N (cusolverdn-local), and
+    the eigensolvers under JAXMG_ENGINE=cusolvermp at small N."""
+    out: list[tuple[str, Callable[[], None]]] = [("default-engine", lambda: default_choice(nproc))]
+    shape, names, spec = layouts(nproc)["line"]
+    for sname, (n, T_A) in sizes(nproc).items():
+        for d in ("f64", "c64"):
+            def run(n=n, T_A=T_A, d=d) -> None:
+                rng = np.random.default_rng([n, jt.DTYPE_IDS.index(d), 1])
+                every_op(make_mesh(shape, names), spec, n, T_A, DTYPES[d], False, rng)
+            out.append((f"default-ops-line-{sname}-{d}", run))
+    if os.environ.get("JAXMG_TEST_NO_CUSOLVERMP", "") == "":
+        out.append(("mp-eigensolvers-small", lambda: mp_eigensolver_small(nproc)))
+    return out
+
+
+def run_default_cases(checks: Any, nproc: int, me: int) -> None:
+    """default_cases, each as one check, in a process that says it is on a
+    node of its own."""
+    fake_nodes(me)
+    for name, fn in default_cases(nproc):
+        checks.run(name, fn)
 
 
 def run_cases(checks: Any, nproc: int) -> None:

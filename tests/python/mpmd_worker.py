@@ -409,6 +409,10 @@ def scenario(name: str, checks: Checks, me: int) -> None:
         # The local model (JAXMG_ENGINE from the launcher: lapack-local on
         # CPU devices, cusolvermp on GPUs): tests/python/mpmd_local.py.
         mpmd_local.run_cases(checks, len(devices))
+    elif name == "local-default":
+        # The local model chosen by default: every process on a "node" of
+        # its own (tests/python/mpmd_local.py, default_cases).
+        mpmd_local.run_default_cases(checks, len(devices), me)
     elif name in LOCAL_FAILURES:
         local_failure(name, checks, me)
     elif name == "loop":

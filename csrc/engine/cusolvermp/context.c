@@ -594,8 +594,8 @@ int jmg_mp_eig_outputs(jmg_mp_call *c, void *w, const void *vectors,
  *   there (mp_block, below).
  * What remains to refuse per problem is the library itself (not installed:
  * the message names the extra). */
-static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
-                       size_t why_len) {
+static int mp_own_supports(const jmg_engine *e, const jmg_problem *p,
+                           char *why, size_t why_len) {
   (void)e;
   char reason[JMG_ERROR_MSG_LEN];
   if (jmg_mp_load(reason, sizeof reason) == NULL) {
@@ -653,6 +653,23 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   return 1;
 }
 
+/* The public table's: the eigensolvers below their crossover run on rank
+ * 0's gathered copy (one_gpu.c, jmg_mp_route_syevd), with cusolverdn-local's
+ * limits (cuSOLVERMp's eigensolver, and its failures on tiny problems, are
+ * then not called; where the copy does not fit, cuSOLVERMp's own routine
+ * runs where mp_own_supports lets it). */
+static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
+                       size_t why_len) {
+  if (!jmg_mp_gathers(p)) return mp_own_supports(e, p, why, why_len);
+  char reason[JMG_ERROR_MSG_LEN];
+  if (jmg_mp_load(reason, sizeof reason) == NULL) {
+    snprintf(why, why_len, "%s", reason);
+    return 0;
+  }
+  const jmg_engine *g = &jmg_cusolverdn_local_engine;
+  return g->supports(g, p, why, why_len);
+}
+
 /* The blocks A is laid out in (engine.h, block): T_A, but for syevd, whose
  * stedc "may fail when the blocksize is not a power of two": there the
  * largest power of two at most T_A that divides the shard (so that no data
@@ -660,7 +677,8 @@ static int mp_supports(const jmg_engine *e, const jmg_problem *p, char *why,
  * Any T_A runs; one whose shard has only small powers of two in it runs
  * with small blocks, slowly: the Python layer's default T_A pads the
  * shards to a multiple of a wide power of two instead (_shard.py,
- * choose_geometry). lapack-local takes the same blocks (its ll_block). */
+ * choose_geometry). lapack-local and cusolverdn-local take the same blocks
+ * (their `block`: cusolverdn-local falls back on this engine's routines). */
 static int64_t mp_block(const jmg_engine *e, const jmg_problem *p) {
   (void)e;
   /* sygvd reduces to the standard problem and runs syevd's stedc. */
@@ -678,6 +696,9 @@ static int mp_workspace(const jmg_engine *e, const jmg_problem *p,
   if (jmg_mp_one_gpu_problem(p))
     return jmg_cusolverdn_engine.workspace(&jmg_cusolverdn_engine, p, q,
                                            bytes, err);
+  if (jmg_mp_gathers(p))
+    return jmg_cusolverdn_local_engine.workspace(&jmg_cusolverdn_local_engine,
+                                                 p, q, bytes, err);
   return jmg_error_set(err, JMG_EUNSUPPORTED, jmg_op_name(p->op), "cuSOLVERMp",
                        "%d ranks: the library's workspace is asked on the "
                        "ranks' grid, inside the call",
@@ -689,6 +710,22 @@ const jmg_engine jmg_cusolvermp_engine = {
     .model = JMG_MODEL_LOCAL,
     .supports = mp_supports,
     .workspace = mp_workspace,
+    .block = mp_block,
+    .local =
+        {
+            .potrs = jmg_mp_one_gpu_potrs,
+            .potri = jmg_mp_one_gpu_potri,
+            .syevd = jmg_mp_route_syevd,
+            .lu_solve = jmg_mp_one_gpu_lu_solve,
+            .qr = jmg_mp_qr,
+            .sygvd = jmg_mp_route_sygvd,
+        },
+};
+
+const jmg_engine jmg_cusolvermp_own_engine = {
+    .name = "cusolvermp",
+    .model = JMG_MODEL_LOCAL,
+    .supports = mp_own_supports,
     .block = mp_block,
     .local =
         {

@@ -255,4 +255,24 @@ int jmg_mp_one_gpu_lu_solve(const jmg_engine *e, const jmg_local_matrix *a,
                             void *b, int64_t nrhs, int transpose, int *info,
                             jmg_error *err);
 
+/* Whether the eigensolvers' problem p runs on rank 0's gathered copy
+ * (cusolverdn-local's routines, engine/cusolverdn_local/) rather than
+ * cuSOLVERMp's: several ranks and N below the one-GPU crossover
+ * (engine/gather/thresholds.c, jmg_gather_local_prefers). cuSOLVERMp's
+ * eigensolver is slower than one GPU there (issue 37). Pure: the same on
+ * every rank. */
+int jmg_mp_gathers(const jmg_problem *p);
+/* The table's syevd and sygvd: cusolverdn-local's routines where
+ * jmg_mp_gathers, else cuSOLVERMp's (one_gpu.c's syevd, jmg_mp_sygvd). */
+int jmg_mp_route_syevd(const jmg_engine *e, const jmg_local_matrix *a,
+                       void *w, int want_vectors, int *info, jmg_error *err);
+int jmg_mp_route_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
+                       const jmg_local_matrix *b, void *w, int want_vectors,
+                       int *info, jmg_error *err);
+
+/* cuSOLVERMp's own routines and limits, never routed to the gathered copy:
+ * what cusolverdn-local falls back on where its copy does not fit (a
+ * table of the same name, so that errors and traces name cuSOLVERMp). */
+extern const jmg_engine jmg_cusolvermp_own_engine;
+
 #endif

@@ -13,6 +13,8 @@
  * says why) and qr's rectangular part keep cuSOLVERMp's. */
 #include "engine/cusolvermp/mp.h"
 
+#include "engine/gather/thresholds.h"
+
 /* The engine one rank's square problems go to. */
 #define MP_ONE (&jmg_cusolverdn_engine)
 
@@ -75,4 +77,41 @@ int jmg_mp_one_gpu_lu_solve(const jmg_engine *e, const jmg_local_matrix *a,
              ? MP_ONE->leader.lu_solve(MP_ONE, &o.view, b, nrhs, transpose,
                                        info, err)
              : jmg_mp_lu_solve(e, a, b, nrhs, transpose, info, err);
+}
+
+/* ---- the eigensolvers below the crossover --------------------------------*/
+
+int jmg_mp_gathers(const jmg_problem *p) {
+  char why[160];
+  return jmg_op_is_eigensolver(p->op) && p->nparts > 1 &&
+         jmg_gather_local_prefers(&jmg_cusolverdn_local_engine, p, why,
+                                  sizeof why);
+}
+
+static int gathers(const jmg_local_matrix *a, jmg_op op) {
+  const jmg_problem p = {.op = op,
+                         .nparts = a->ranks,
+                         .nodes = 1,
+                         .dtype = a->dtype,
+                         .n = a->n,
+                         .m = a->n,
+                         .tile = a->mb};
+  return jmg_mp_gathers(&p);
+}
+
+int jmg_mp_route_syevd(const jmg_engine *e, const jmg_local_matrix *a,
+                       void *w, int want_vectors, int *info, jmg_error *err) {
+  const jmg_engine *g = &jmg_cusolverdn_local_engine;
+  return gathers(a, JMG_OP_SYEVD)
+             ? g->local.syevd(g, a, w, want_vectors, info, err)
+             : jmg_mp_one_gpu_syevd(e, a, w, want_vectors, info, err);
+}
+
+int jmg_mp_route_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
+                       const jmg_local_matrix *b, void *w, int want_vectors,
+                       int *info, jmg_error *err) {
+  const jmg_engine *g = &jmg_cusolverdn_local_engine;
+  return gathers(a, JMG_OP_SYGVD)
+             ? g->local.sygvd(g, a, b, w, want_vectors, info, err)
+             : jmg_mp_sygvd(e, a, b, w, want_vectors, info, err);
 }

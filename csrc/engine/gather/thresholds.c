@@ -108,3 +108,34 @@ int jmg_gather_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
   }
   return 1;
 }
+
+/* The local model's rows: syevd's for sygvd too (it reduces to the
+ * standard problem and runs the same eigensolver on one GPU as on
+ * several); no row for qr (not measured: cuSOLVERMp runs it). */
+int jmg_gather_local_prefers(const jmg_engine *e, const jmg_problem *p,
+                             char *why, size_t why_len) {
+  (void)e;
+  if (p->nparts < 2) {
+    snprintf(why, why_len,
+             "one GPU: nothing to gather (cusolvermp runs cuSOLVERDn in "
+             "place)");
+    return 0;
+  }
+  const jmg_op op = p->op == JMG_OP_SYGVD ? JMG_OP_SYEVD : p->op;
+  const jmg_gather_row *r = jmg_gather_row_of(op, p->dtype, p->nparts);
+  if (r == NULL) {
+    snprintf(why, why_len,
+             "no size measured for %s %s on %d GPUs "
+             "(engine/gather/thresholds.c): cuSOLVERMp runs it",
+             jmg_op_name(p->op), jmg_dtype_name(p->dtype), p->nparts);
+    return 0;
+  }
+  if (p->n >= r->below) {
+    snprintf(why, why_len,
+             "N=%lld >= %lld: several GPUs are faster from there "
+             "(engine/gather/thresholds.c)",
+             (long long)p->n, (long long)r->below);
+    return 0;
+  }
+  return 1;
+}

@@ -34,4 +34,17 @@ extern const jmg_gather_row jmg_gather_rows[];
 int jmg_gather_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t why_len);
 
+/* The same table for the local model (one process per GPU, groups across
+ * nodes): whether cusolverdn-local (A gathered onto rank 0 over NCCL,
+ * cuSOLVERDn there) is preferred to cuSOLVERMp, i.e. N below the op's row
+ * (sygvd: syevd's row; no row: never). The one-GPU-vs-several crossover is
+ * taken as the leader model's: both compare one GPU with a distributed
+ * library on the same GPUs, and the local model's copies (over NCCL
+ * rather than peer copies) cost as little beside the solve. cuSOLVERMp's
+ * own routines were no faster than cuSOLVERMg's where both were measured
+ * (DESIGN.md, 2 H200, 2026-11-27), so its crossover is no lower. Pure:
+ * every rank of a call decides alike. */
+int jmg_gather_local_prefers(const jmg_engine *e, const jmg_problem *p,
+                             char *why, size_t why_len);
+
 #endif
