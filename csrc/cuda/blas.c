@@ -88,6 +88,44 @@ cublasStatus_t jmg_cublas_gemm_64(cublasHandle_t h, jmg_dtype t,
   }
 }
 
+cublasStatus_t jmg_cublas_gemm_tf32_64(cublasHandle_t h, jmg_dtype t,
+                                       cublasOperation_t op_a,
+                                       cublasOperation_t op_b, int64_t m,
+                                       int64_t n, int64_t k, double alpha,
+                                       const void *A, int64_t lda,
+                                       const void *B, int64_t ldb, double beta,
+                                       void *C, int64_t ldc) {
+  if (t != JMG_F32 && t != JMG_C64) return CUBLAS_STATUS_INVALID_VALUE;
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                        be = jmg_cuda_scalar_of(t, beta);
+  const cudaDataType dt = jmg_cuda_data_type(t);
+  return cublasGemmEx_64(h, op_a, op_b, m, n, k, &al, A, dt, lda, B, dt, ldb,
+                         &be, C, dt, ldc, CUBLAS_COMPUTE_32F_FAST_TF32,
+                         CUBLAS_GEMM_DEFAULT);
+}
+
+cublasStatus_t jmg_cublas_trsm_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasSideMode_t side, cublasFillMode_t uplo,
+                                  cublasOperation_t op, cublasDiagType_t diag,
+                                  int64_t m, int64_t n, const void *A,
+                                  int64_t lda, void *B, int64_t ldb) {
+  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
+  switch (t) {
+    case JMG_F32:
+      return cublasStrsm_v2_64(h, side, uplo, op, diag, m, n, &one.s, A, lda,
+                               B, ldb);
+    case JMG_F64:
+      return cublasDtrsm_v2_64(h, side, uplo, op, diag, m, n, &one.d, A, lda,
+                               B, ldb);
+    case JMG_C64:
+      return cublasCtrsm_v2_64(h, side, uplo, op, diag, m, n, &one.c, A, lda,
+                               B, ldb);
+    default:
+      return cublasZtrsm_v2_64(h, side, uplo, op, diag, m, n, &one.z, A, lda,
+                               B, ldb);
+  }
+}
+
 cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
                                        cublasFillMode_t uplo,
                                        cublasOperation_t op, int64_t m,

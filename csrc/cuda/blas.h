@@ -39,6 +39,28 @@ cublasStatus_t jmg_cublas_gemm_64(cublasHandle_t h, jmg_dtype t,
                                   int64_t lda, const void *B, int64_t ldb,
                                   double beta, void *C, int64_t ldc);
 
+/* C = alpha op(A) op(B) + beta C for float32 or complex64 (t) on the TF32
+ * tensor cores: cublasGemmEx_64 with CUBLAS_COMPUTE_32F_FAST_TF32 (the
+ * inputs rounded to TF32, 10 bits of mantissa, the products accumulated in
+ * float32), for the mixed-precision factorizations
+ * (engine/cusolverdn/mixed.c). CUBLAS_STATUS_INVALID_VALUE for the other
+ * dtypes. */
+cublasStatus_t jmg_cublas_gemm_tf32_64(cublasHandle_t h, jmg_dtype t,
+                                       cublasOperation_t op_a,
+                                       cublasOperation_t op_b, int64_t m,
+                                       int64_t n, int64_t k, double alpha,
+                                       const void *A, int64_t lda,
+                                       const void *B, int64_t ldb, double beta,
+                                       void *C, int64_t ldc);
+
+/* B = op(A)^-1 B (side left) or B op(A)^-1 (side right), A triangular,
+ * 64-bit sizes. */
+cublasStatus_t jmg_cublas_trsm_64(cublasHandle_t h, jmg_dtype t,
+                                  cublasSideMode_t side, cublasFillMode_t uplo,
+                                  cublasOperation_t op, cublasDiagType_t diag,
+                                  int64_t m, int64_t n, const void *A,
+                                  int64_t lda, void *B, int64_t ldb);
+
 /* B = op(A) B in place, A lower or upper triangular (side left, m x m). */
 cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
                                        cublasFillMode_t uplo,

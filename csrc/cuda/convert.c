@@ -11,7 +11,7 @@ static struct {
   pthread_once_t once;
   cudaError_t status; /* of the load: cudaSuccess, or its failure */
   const char *failed; /* the call that failed */
-  cudaKernel_t narrow, widen;
+  cudaKernel_t narrow, widen, transpose_d, transpose_z;
 } g_kernels = {.once = PTHREAD_ONCE_INIT};
 
 static void load(void) {
@@ -27,6 +27,14 @@ static void load(void) {
   if (g_kernels.status != cudaSuccess) return;
   g_kernels.failed = "cudaLibraryGetKernel (jmg_widen)";
   g_kernels.status = cudaLibraryGetKernel(&g_kernels.widen, lib, "jmg_widen");
+  if (g_kernels.status != cudaSuccess) return;
+  g_kernels.failed = "cudaLibraryGetKernel (jmg_transpose_d)";
+  g_kernels.status =
+      cudaLibraryGetKernel(&g_kernels.transpose_d, lib, "jmg_transpose_d");
+  if (g_kernels.status != cudaSuccess) return;
+  g_kernels.failed = "cudaLibraryGetKernel (jmg_transpose_z)";
+  g_kernels.status =
+      cudaLibraryGetKernel(&g_kernels.transpose_z, lib, "jmg_transpose_z");
 }
 
 static int kernels(const char *op, jmg_error *err) {
@@ -77,4 +85,29 @@ int jmg_cuda_widen(jmg_dtype dtype, const void *src, void *dst, size_t count,
   return JMG_CUDA_TRY(cudaLaunchKernel((const void *)g_kernels.widen, grid,
                                        block, args, 0, stream),
                       op, err);
+}
+
+int jmg_cuda_transpose_square(jmg_dtype dtype, void *a, int64_t n,
+                              cudaStream_t stream, const char *op,
+                              jmg_error *err) {
+  if (dtype != JMG_F64 && dtype != JMG_C128)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "jmg_cuda_transpose_square",
+                         "only float64 and complex128 are transposed, not %s",
+                         jmg_dtype_name(dtype));
+  int rc = kernels(op, err);
+  if (rc != 0 || n <= 0) return rc;
+  const unsigned long long tiles = ((unsigned long long)n + 31) / 32;
+  if (tiles > 65535)
+    return jmg_error_set(err, JMG_EINTERNAL, op, "jmg_cuda_transpose_square",
+                         "N=%lld is past the transpose's grid (65535 tiles)",
+                         (long long)n);
+  unsigned long long nn = (unsigned long long)n;
+  void *args[] = {&a, &nn};
+  const dim3 grid = {(unsigned)tiles, (unsigned)tiles, 1};
+  const dim3 block = {32, 8, 1};
+  const cudaKernel_t k =
+      dtype == JMG_F64 ? g_kernels.transpose_d : g_kernels.transpose_z;
+  return JMG_CUDA_TRY(
+      cudaLaunchKernel((const void *)k, grid, block, args, 0, stream), op,
+      err);
 }

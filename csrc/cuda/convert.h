@@ -1,8 +1,9 @@
 /* Conversions between a dtype and its lower precision on a GPU (float64 <->
- * float32, complex128 <-> complex64), for the mixed-precision solves
+ * float32, complex128 <-> complex64), and a square matrix's transpose in
+ * place, for the mixed-precision solves
  * (engine/refine.h, engine/cusolverdn/mixed.c). No CUDA library converts
- * between precisions, and the library is built without nvcc: the two
- * kernels (cuda/convert.cu) come as PTX (cuda/convert_ptx.h), loaded once
+ * between precisions (nor transposes a square matrix in place), and the
+ * library is built without nvcc: the kernels (cuda/convert.cu) come as PTX (cuda/convert_ptx.h), loaded once
  * per process through the runtime (cudaLibraryLoadData, context-independent:
  * every GPU of the process) and launched on the call's stream. */
 #ifndef JMG_CUDA_CONVERT_H
@@ -10,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/dtype.h"
 #include "common/error.h"
@@ -27,5 +29,11 @@ int jmg_cuda_narrow(jmg_dtype dtype, const void *src, void *dst, size_t count,
 int jmg_cuda_widen(jmg_dtype dtype, const void *src, void *dst, size_t count,
                    int add, cudaStream_t stream, const char *op,
                    jmg_error *err);
+
+/* a (n x n of float64 or complex128, column-major, lda n) = aᵀ in place,
+ * not conjugated, on stream; errors name op. */
+int jmg_cuda_transpose_square(jmg_dtype dtype, void *a, int64_t n,
+                              cudaStream_t stream, const char *op,
+                              jmg_error *err);
 
 #endif

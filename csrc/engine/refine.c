@@ -1,10 +1,12 @@
-/* Classical iterative refinement (refine.h). */
+/* Classical iterative refinement and GMRES-IR (refine.h). */
 #include "engine/refine.h"
 
+#include <complex.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int jmg_refine_lower(jmg_dtype dtype, jmg_dtype *low) {
   if (dtype == JMG_F64) *low = JMG_F32;
@@ -46,13 +48,240 @@ static int measure(const jmg_refine_steps *s, int64_t nrhs, double *rnorm,
   return rc;
 }
 
+/* --- GMRES-IR ----------------------------------------------------------- */
+
+/* The estimate of kappa(R) for R k x k upper triangular (column-major, ld
+ * ldr, complex): sigma_max by power iterations on R^H R, sigma_min by
+ * power iterations on (R^H R)^-1 (two triangular solves each), or the
+ * ratio of R's largest and smallest diagonal entries where that is larger:
+ * a lower bound of kappa(R); +Inf where a diagonal entry is 0. */
+static double triangular_cond(const double complex *R, int ldr, int k,
+                              double complex *v, double complex *t) {
+  for (int i = 0; i < k; ++i)
+    if (cabs(R[(size_t)i * ldr + i]) == 0.0) return INFINITY;
+  double smax = 0.0, smin_inv = 0.0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < k; ++i) v[i] = 1.0 + 0.1 * i;
+    double lambda = 0.0;
+    for (int it = 0; it < 24; ++it) {
+      double nv = 0.0;
+      for (int i = 0; i < k; ++i) nv += creal(conj(v[i]) * v[i]);
+      nv = sqrt(nv);
+      if (!(nv > 0.0) || isinf(nv)) break;
+      for (int i = 0; i < k; ++i) v[i] /= nv;
+      if (pass == 0) {
+        /* t = R v, v = R^H t. */
+        for (int i = 0; i < k; ++i) {
+          double complex s = 0.0;
+          for (int j = i; j < k; ++j) s += R[(size_t)j * ldr + i] * v[j];
+          t[i] = s;
+        }
+        for (int j = 0; j < k; ++j) {
+          double complex s = 0.0;
+          for (int i = 0; i <= j; ++i) s += conj(R[(size_t)j * ldr + i]) * t[i];
+          v[j] = s;
+        }
+      } else {
+        /* R^H t = v (forward), R v = t (backward). */
+        for (int j = 0; j < k; ++j) {
+          double complex s = v[j];
+          for (int i = 0; i < j; ++i) s -= conj(R[(size_t)j * ldr + i]) * t[i];
+          t[j] = s / conj(R[(size_t)j * ldr + j]);
+        }
+        for (int i = k - 1; i >= 0; --i) {
+          double complex s = t[i];
+          for (int j = i + 1; j < k; ++j) s -= R[(size_t)j * ldr + i] * v[j];
+          v[i] = s / R[(size_t)i * ldr + i];
+        }
+      }
+      lambda = 0.0;
+      for (int i = 0; i < k; ++i) lambda += creal(conj(v[i]) * v[i]);
+      lambda = sqrt(lambda); /* ||(R^H R)^+-1 v|| for a unit v */
+    }
+    if (pass == 0)
+      smax = sqrt(lambda);
+    else
+      smin_inv = sqrt(lambda);
+  }
+  /* max |r_ii| / min |r_ii| bounds kappa(R) from below too. */
+  double dmax = 0.0, dmin = INFINITY;
+  for (int i = 0; i < k; ++i) {
+    const double d = cabs(R[(size_t)i * ldr + i]);
+    if (d > dmax) dmax = d;
+    if (d < dmin) dmin = d;
+  }
+  const double est = smax * smin_inv, diag = dmax / dmin;
+  return est > diag ? est : diag;
+}
+
+/* GMRES's host state for one column: the rotated Hessenberg matrix R
+ * ((m + 1) x m), the rotations, the right-hand side g, y, and scratch. */
+typedef struct gmres_host {
+  int m;
+  double complex *R, *s, *g, *y, *v, *t;
+  double *c, *h; /* cosines; the engine's h (pairs) */
+} gmres_host;
+
+static int gmres_host_alloc(gmres_host *gh, int m, jmg_error *err) {
+  const size_t m1 = (size_t)m + 1;
+  gh->m = m;
+  gh->R = calloc(m1 * (size_t)m + 5 * m1, sizeof(double complex));
+  gh->c = calloc(m1 + 2 * (m1 + 1), sizeof(double));
+  if (gh->R == NULL || gh->c == NULL) {
+    free(gh->R);
+    free(gh->c);
+    gh->R = NULL;
+    gh->c = NULL;
+    return jmg_error_set(err, JMG_ENOMEM, NULL, "refinement",
+                         "cannot allocate GMRES's Hessenberg matrix (%d)", m);
+  }
+  gh->s = gh->R + m1 * (size_t)m;
+  gh->g = gh->s + m1;
+  gh->y = gh->g + m1;
+  gh->v = gh->y + m1;
+  gh->t = gh->v + m1;
+  gh->h = gh->c + m1;
+  return 0;
+}
+
+/* One GMRES solve of F^-1 A d = F^-1 r_col, d added to x_col; *give_up
+ * where the estimate of kappa(F^-1 A) passed JMG_GMRES_MAX_COND or a
+ * number was not finite. */
+static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
+                        jmg_refine_result *out, int *give_up, jmg_error *err) {
+  const int m = gh->m, ld = m + 1;
+  double beta = 0.0;
+  int rc = st->gmres_start(st->ctx, col, &beta, err);
+  if (rc != 0) return rc;
+  if (!isfinite(beta)) {
+    *give_up = out->gmres_gave_up = 3;
+    return 0;
+  }
+  if (beta == 0.0) return 0;
+  for (int i = 0; i <= m; ++i) gh->g[i] = 0.0;
+  gh->g[0] = beta;
+  int k = 0;
+  for (int j = 0; j < m; ++j) {
+    rc = st->arnoldi(st->ctx, j, gh->h, err);
+    if (rc != 0) return rc;
+    double complex *rj = gh->R + (size_t)j * ld;
+    int finite = 1;
+    for (int i = 0; i <= j + 1; ++i) {
+      rj[i] = gh->h[2 * i] + I * gh->h[2 * i + 1];
+      finite &= isfinite(gh->h[2 * i]) && isfinite(gh->h[2 * i + 1]);
+    }
+    if (!finite) {
+      *give_up = out->gmres_gave_up = 3;
+      return 0;
+    }
+    const double next = creal(rj[j + 1]);
+    /* The earlier rotations, then a new one that zeroes rj[j + 1]. */
+    for (int i = 0; i < j; ++i) {
+      const double complex a = rj[i], b = rj[i + 1];
+      rj[i] = gh->c[i] * a + gh->s[i] * b;
+      rj[i + 1] = -conj(gh->s[i]) * a + gh->c[i] * b;
+    }
+    const double complex a = rj[j], b = rj[j + 1];
+    const double na = cabs(a), t = hypot(na, cabs(b));
+    if (t == 0.0) {
+      gh->c[j] = 1.0;
+      gh->s[j] = 0.0;
+    } else if (na == 0.0) {
+      gh->c[j] = 0.0;
+      gh->s[j] = conj(b) / t;
+      rj[j] = t;
+    } else {
+      gh->c[j] = na / t;
+      gh->s[j] = (a / na) * conj(b) / t;
+      rj[j] = (a / na) * t;
+    }
+    rj[j + 1] = 0.0;
+    gh->g[j + 1] = -conj(gh->s[j]) * gh->g[j];
+    gh->g[j] = gh->c[j] * gh->g[j];
+    k = j + 1;
+    out->gmres_inner += 1;
+    if (k >= 2) {
+      const double cond = triangular_cond(gh->R, ld, k, gh->v, gh->t);
+      if (cond > out->gmres_cond) out->gmres_cond = cond;
+      if (!(cond <= JMG_GMRES_MAX_COND)) {
+        *give_up = out->gmres_gave_up = 1;
+        return 0;
+      }
+    }
+    if (cabs(gh->g[j + 1]) <= JMG_GMRES_TOL * beta || next == 0.0) break;
+    if (out->gmres_inner >= JMG_GMRES_MAX_INNER) {
+      *give_up = out->gmres_gave_up = 2;
+      return 0;
+    }
+  }
+  /* R y = g, the leading k x k. */
+  for (int i = k - 1; i >= 0; --i) {
+    double complex s = gh->g[i];
+    for (int j = i + 1; j < k; ++j) s -= gh->R[(size_t)j * ld + i] * gh->y[j];
+    gh->y[i] = s / gh->R[(size_t)i * ld + i];
+  }
+  double *y = gh->h; /* the pairs, reused (k <= m + 1 < m + 2) */
+  for (int i = 0; i < k; ++i) {
+    y[2 * i] = creal(gh->y[i]);
+    y[2 * i + 1] = cimag(gh->y[i]);
+  }
+  return st->gmres_update(st->ctx, col, k, y, err);
+}
+
+/* Outer iterations of GMRES-IR from the x whose residual (norms in rnorm,
+ * xnorm) and backward error berr were just measured. */
+static int gmres_ir(const jmg_refine_steps *st, int64_t n, int64_t nrhs,
+                    double *rnorm, double *xnorm, const double *bnorm,
+                    double anorm, double u, double enough, double berr,
+                    jmg_refine_result *out, jmg_error *err) {
+  gmres_host gh;
+  memset(&gh, 0, sizeof gh);
+  int rc = gmres_host_alloc(&gh, st->restart, err);
+  double previous = berr;
+  int give_up = 0, stalls = 0;
+  while (rc == 0 && out->gmres_outer < JMG_GMRES_MAX_OUTER) {
+    for (int64_t j = 0; rc == 0 && !give_up && j < nrhs; ++j) {
+      /* A column already at u needs nothing. */
+      if (jmg_refine_backward_error(1, rnorm + j, xnorm + j, bnorm + j,
+                                    anorm) <= u)
+        continue;
+      rc = gmres_column(st, &gh, j, out, &give_up, err);
+    }
+    if (rc != 0 || give_up) break;
+    out->gmres_outer += 1;
+    out->iterations += 1;
+    rc = measure(st, nrhs, rnorm, xnorm, bnorm, anorm, &berr, err);
+    if (rc != 0) break;
+    out->berr = berr;
+    if (isnan(berr)) break;
+    if (berr <= u) {
+      out->converged = 1;
+      break;
+    }
+    /* A GMRES solve minimizes F^-1 (r - A d), not r - A d: the backward
+     * error may grow for one step while x's error falls (Carson & Higham
+     * stop on the correction's size for this reason), so two steps that
+     * do not halve it in a row end the loop. */
+    stalls = berr <= 0.5 * previous ? 0 : stalls + 1;
+    if (stalls == 2 || (stalls == 1 && berr <= enough) ||
+        out->gmres_outer == JMG_GMRES_MAX_OUTER) {
+      out->converged = berr <= enough;
+      break;
+    }
+    previous = berr;
+  }
+  (void)n;
+  free(gh.R);
+  free(gh.c);
+  return rc;
+}
+
 int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
                    int64_t nrhs, const double *bnorm, double anorm,
                    jmg_refine_result *out, jmg_error *err) {
   const double u = jmg_refine_unit_roundoff(dtype);
   const double enough = sqrt((double)(n > 1 ? n : 1)) * u;
-  out->converged = 0;
-  out->iterations = 0;
+  memset(out, 0, sizeof *out);
   out->berr = NAN;
   double *norms = malloc(2 * (size_t)nrhs * sizeof *norms);
   if (norms == NULL)
@@ -60,6 +289,7 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
                          "cannot allocate %lld norms", (long long)(2 * nrhs));
   double *rnorm = norms, *xnorm = norms + nrhs;
   double berr = NAN, previous = INFINITY;
+  int stalled = 0;
   int rc = steps->first(steps->ctx, err);
   if (rc == 0)
     rc = measure(steps, nrhs, rnorm, xnorm, bnorm, anorm, &berr, err);
@@ -71,12 +301,10 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
       out->converged = 1;
       break;
     }
-    if (!(berr <= 0.5 * previous)) {
+    if (!(berr <= 0.5 * previous) ||
+        out->iterations == JMG_REFINE_MAX_ITER) {
       out->converged = berr <= enough;
-      break;
-    }
-    if (out->iterations == JMG_REFINE_MAX_ITER) {
-      out->converged = berr <= enough;
+      stalled = !out->converged;
       break;
     }
     previous = berr;
@@ -86,20 +314,38 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
       rc = measure(steps, nrhs, rnorm, xnorm, bnorm, anorm, &berr, err);
     }
   }
+  /* Classical refinement stalled above sqrt(n) u: GMRES-IR from here. */
+  if (rc == 0 && stalled && isfinite(berr) && steps->restart > 0 &&
+      steps->gmres_start != NULL && steps->arnoldi != NULL &&
+      steps->gmres_update != NULL)
+    rc = gmres_ir(steps, n, nrhs, rnorm, xnorm, bnorm, anorm, u, enough, berr,
+                  out, err);
   free(norms);
   return rc;
 }
 
 void jmg_refine_describe(const jmg_refine_result *r, jmg_dtype dtype, char *out,
                          size_t len) {
+  char gm[96] = "";
+  if (r->gmres_outer > 0 || r->gmres_inner > 0)
+    snprintf(gm, sizeof gm, " gmres-ir %d outer %d inner", r->gmres_outer,
+             r->gmres_inner);
+  const size_t at = strlen(gm);
+  if (r->gmres_gave_up == 1)
+    snprintf(gm + at, sizeof gm - at, " gave up at cond %.1g", r->gmres_cond);
+  else if (r->gmres_gave_up == 2)
+    snprintf(gm + at, sizeof gm - at, " gave up after %d inner",
+             r->gmres_inner);
+  else if (r->gmres_gave_up == 3)
+    snprintf(gm + at, sizeof gm - at, " gave up at a number not finite");
   if (r->converged)
-    snprintf(out, len, "refine %s %d iteration%s backward error %.2g",
+    snprintf(out, len, "refine %s %d iteration%s backward error %.2g%s",
              jmg_dtype_name(dtype), r->iterations,
-             r->iterations == 1 ? "" : "s", r->berr);
+             r->iterations == 1 ? "" : "s", r->berr, gm);
   else
     snprintf(out, len,
              "refine %s did not converge after %d iteration%s at backward "
-             "error %.2g",
+             "error %.2g%s",
              jmg_dtype_name(dtype), r->iterations,
-             r->iterations == 1 ? "" : "s", r->berr);
+             r->iterations == 1 ? "" : "s", r->berr, gm);
 }

@@ -29,9 +29,42 @@
  *     (a lower-precision factor overflowed), or JMG_REFINE_MAX_ITER
  *     corrections did not bring it there.
  * A matrix too ill-conditioned for the lower precision (condition number
- * near 1 / u_low, 10^7 for float32) does not converge; the engine then
- * falls back to the exact factorization in A's dtype, so that a mixed call
- * returns the exact path's answer either way. */
+ * near 1 / u_low, 10^7 for float32, 2 10^3 for TF32) stalls there.
+ *
+ * GMRES-IR (Carson & Higham, SIAM J. Sci. Comput. 2017 and 2018; what
+ * NVIDIA's cusolverDnIRSXgesv calls CUSOLVER_IRS_REFINE_GMRES). Where the
+ * engine hands the loop its three GMRES steps (steps->restart > 0) and
+ * classical refinement stalls above sqrt(n) u or reaches its bound, the
+ * loop goes on from the x it has: each outer iteration solves the
+ * correction equation A d = r of each column by GMRES in A's dtype on the
+ * left-preconditioned system F^-1 A d = F^-1 r (the lower-precision factor
+ * as the preconditioner, applied as in a correction: narrowed, solved,
+ * widened), at most steps->restart Arnoldi steps and until the
+ * preconditioned residual falls by JMG_GMRES_TOL, then x += d and the
+ * residual and backward error again, with classical refinement's stopping
+ * rules (u; a step that does not halve it, converged where it is at most
+ * sqrt(n) u) and at most JMG_GMRES_MAX_OUTER outer iterations. The loop
+ * does the Givens rotations and the small least-squares problem on the
+ * host; the engine does the vectors (Arnoldi with classical Gram-Schmidt
+ * twice, in its BLAS). GMRES converges where classical refinement cannot
+ * (u_low kappa(A) > 1) as long as F^-1 A is not too ill-conditioned:
+ * kappa(F^-1 A) is about u_low kappa(A). The loop estimates it at each
+ * Arnoldi step from the Hessenberg matrix's triangular factor (the
+ * condition number of R, by a few power iterations on R and on R^-1: a
+ * lower bound that grows towards kappa(F^-1 A)) and gives up once it
+ * passes JMG_GMRES_MAX_COND: GMRES would need too many steps to be cheaper
+ * than the exact factorization; so it does after JMG_GMRES_MAX_INNER
+ * Arnoldi steps in all. On small test matrices (tests/c/
+ * test_refine.c) condition numbers to 10^7 pass with a TF32-like factor
+ * and to 10^10 with float32's; 10^12 with TF32 and 10^14 with float32 stop
+ * within the first GMRES cycle (JMG_GMRES_RESTART steps). A GMRES solve
+ * minimizes F^-1 (r - A d), not r - A d, so the backward error may grow
+ * for one outer step while x's error falls: GMRES-IR stops after two outer
+ * steps in a row that do not halve it (one where it is at most sqrt(n) u).
+ *
+ * Where neither converges the engine falls back to the exact factorization
+ * in A's dtype, so that a mixed call returns the exact path's answer
+ * either way. */
 #ifndef JMG_ENGINE_REFINE_H
 #define JMG_ENGINE_REFINE_H
 
@@ -44,6 +77,20 @@
 /* LAPACK's ITERMAX in dsgesv and dsposv. */
 #define JMG_REFINE_MAX_ITER 30
 
+/* GMRES-IR: the basis an engine holds beyond its first vector (the most
+ * Arnoldi steps of one outer iteration), the outer iterations, the drop of
+ * the preconditioned residual that ends an outer iteration's GMRES, and
+ * the estimate of kappa(F^-1 A) past which GMRES-IR gives up. */
+#define JMG_GMRES_RESTART 30
+#define JMG_GMRES_MAX_OUTER 10
+/* GMRES-IR's Arnoldi steps over all its outer iterations and columns:
+ * past them it gives up (each costs a product with A and a solve with F, so
+ * that beyond some number the exact factorization is faster; on small CPU
+ * test matrices GMRES needs about n steps an outer iteration). */
+#define JMG_GMRES_MAX_INNER 150
+#define JMG_GMRES_TOL 1e-10
+#define JMG_GMRES_MAX_COND 1e5
+
 /* An engine's steps (see above); ctx is the engine's. Each returns 0 or a
  * negative jmg_status with err filled. residual writes nrhs norms of the
  * residual's columns and of x's to the host arrays rnorm and xnorm. */
@@ -52,19 +99,51 @@ typedef struct jmg_refine_steps {
   int (*first)(void *ctx, jmg_error *err);
   int (*residual)(void *ctx, double *rnorm, double *xnorm, jmg_error *err);
   int (*correct)(void *ctx, jmg_error *err);
+  /* GMRES-IR's steps (restart 0 and NULL: classical refinement only). The
+   * engine holds a basis V of restart + 1 vectors of n in A's dtype.
+   * Complex numbers are pairs of doubles (real, imaginary; imaginary 0 for
+   * the real dtypes).
+   *   gmres_start: V_0 = F^-1 r_col (r of the last residual step), *beta =
+   *     ||V_0||_2, V_0 /= beta where beta > 0;
+   *   arnoldi: w = F^-1 A V_j (op(A) as the residual's), h_i = V_i^H w and
+   *     w -= sum h_i V_i for i <= j (twice, the two passes' h summed), h_j+1
+   *     = ||w||_2 (real), V_j+1 = w / h_j+1 where h_j+1 > 0; h: j + 2
+   *     complex numbers on the host;
+   *   gmres_update: x_col += sum_i<k y_i V_i (y: k complex numbers). */
+  int restart;
+  int (*gmres_start)(void *ctx, int64_t col, double *beta, jmg_error *err);
+  int (*arnoldi)(void *ctx, int j, double *h, jmg_error *err);
+  int (*gmres_update)(void *ctx, int64_t col, int k, const double *y,
+                      jmg_error *err);
 } jmg_refine_steps;
 
 /* What the loop reached. */
 typedef struct jmg_refine_result {
   int converged;  /* 1: x is the answer; 0: the engine falls back */
-  int iterations; /* corrections applied */
+  int iterations; /* corrections applied (classical and GMRES-IR outer) */
   double berr;    /* the last backward error (NaN where none was computed) */
+  int gmres_outer; /* GMRES-IR's outer iterations (0: classical only) */
+  int gmres_inner; /* its Arnoldi steps, over every outer iteration */
+  double gmres_cond; /* the largest kappa(F^-1 A) estimate (0: none) */
+  int gmres_gave_up; /* 1: at the estimate, 2: at JMG_GMRES_MAX_INNER, 3: a
+                        number was not finite */
 } jmg_refine_result;
 
 /* The lower precision of dtype: float32 for float64, complex64 for
  * complex128 (1 and *low); 0 for float32 and complex64, which have none
  * that jaxmg factors in. */
 int jmg_refine_lower(jmg_dtype dtype, jmg_dtype *low);
+
+/* The diagonal shift of a Cholesky factorization in a lower precision of
+ * unit roundoff u_low that failed (A not positive definite to that
+ * precision: a condition number past about 1 / u_low): the engines factor
+ * A + JMG_REFINE_SHIFT u_low diag(A) once more (Higham & Pranesh, SIAM J.
+ * Sci. Comput. 2021, "Exploiting lower precision arithmetic in solving
+ * symmetric positive definite linear systems"), a preconditioner that
+ * GMRES-IR can use where kappa(A) u_low JMG_REFINE_SHIFT stays below
+ * JMG_GMRES_MAX_COND; a matrix indefinite by less than that shift may
+ * thus be solved (status 0) where the exact Cholesky reports it. */
+#define JMG_REFINE_SHIFT 8.0
 
 /* A's dtype's unit roundoff (2^-53 for float64 and complex128, 2^-24 for
  * float32 and complex64). */
@@ -87,10 +166,13 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
                    int64_t nrhs, const double *bnorm, double anorm,
                    jmg_refine_result *out, jmg_error *err);
 
-/* "refine float64 3 iterations backward error 1.1e-17" (or "stalled
- * after 2 iterations at backward error ..."), the mark JAXMG_TRACE prints
- * after the loop (common/trace.h): the words of the mark name the
- * precision refined in, the iterations and the backward error. */
+/* "refine float64 3 iterations backward error 1.1e-17" (or "did not
+ * converge after 2 iterations at backward error ..."), with " gmres-ir 2
+ * outer 17 inner" after it where GMRES-IR ran (" gave up at cond 3e+05"
+ * where its estimate stopped it, " gave up after 150 inner" at its bound),
+ * the mark JAXMG_TRACE prints after the
+ * loop (common/trace.h): the words of the mark name the precision refined
+ * in, the iterations and the backward error. */
 void jmg_refine_describe(const jmg_refine_result *r, jmg_dtype dtype, char *out,
                          size_t len);
 

@@ -6,7 +6,9 @@
  * a hopeless one (condition number 1e13) falling back to the exact path's
  * very answer, a matrix that is not positive definite or singular reported
  * as the exact path reports it, entries past float32's range, and float32
- * input on the exact path; and selection, which sends a mixed call only to
+ * input on the exact path; GMRES-IR (a TF32-like factor of a dense matrix
+ * at condition number 1e6, where classical refinement stalls; giving up at
+ * 1e12 and 1e14; the LAPACK engine at 1e9 and 1e14); and selection, which sends a mixed call only to
  * an engine with a mixed routine. */
 #define _POSIX_C_SOURCE 200809L
 #include <complex.h>
@@ -158,6 +160,236 @@ TEST(refine_backward_error_of_zero_and_nan_columns) {
   CHECK_EQ(low, JMG_C64);
   CHECK_EQ(jmg_refine_lower(JMG_F32, &low), 0);
   CHECK_EQ(jmg_refine_lower(JMG_C64, &low), 0);
+}
+
+/* --- GMRES-IR on a dense matrix with a TF32-like preconditioner ----------- */
+
+/* A x = b, n x n real, A = Q1 D Q2 (singular values 1 to 1/kappa); the
+ * "factor" F is the exact inverse of A + E, E random with ||E||_F about
+ * u_low ||A||_F, u_low 2^-11 (TF32's unit roundoff): what a TF32
+ * factorization's backward error leaves. Classical refinement converges
+ * where u_low kappa < 1 and GMRES-IR beyond. */
+enum { GN = 40, GM = JMG_GMRES_RESTART };
+
+typedef struct dense {
+  double a[GN * GN], finv[GN * GN], b[GN], x[GN], r[GN], v[(GM + 1) * GN];
+  double zero_beta; /* unused */
+} dense;
+
+static void matvec(const double *m, const double *x, double *y) {
+  for (int i = 0; i < GN; ++i) {
+    double s = 0.0;
+    for (int j = 0; j < GN; ++j) s += m[(size_t)j * GN + i] * x[j];
+    y[i] = s;
+  }
+}
+
+/* inv = m^-1 by Gauss-Jordan with partial pivoting (m is overwritten). */
+static void invert(double *m, double *inv) {
+  for (int i = 0; i < GN * GN; ++i) inv[i] = 0.0;
+  for (int i = 0; i < GN; ++i) inv[(size_t)i * GN + i] = 1.0;
+  for (int c = 0; c < GN; ++c) {
+    int p = c;
+    for (int i = c + 1; i < GN; ++i)
+      if (fabs(m[(size_t)c * GN + i]) > fabs(m[(size_t)c * GN + p])) p = i;
+    for (int j = 0; j < GN; ++j) {
+      double t = m[(size_t)j * GN + c];
+      m[(size_t)j * GN + c] = m[(size_t)j * GN + p];
+      m[(size_t)j * GN + p] = t;
+      t = inv[(size_t)j * GN + c];
+      inv[(size_t)j * GN + c] = inv[(size_t)j * GN + p];
+      inv[(size_t)j * GN + p] = t;
+    }
+    const double d = m[(size_t)c * GN + c];
+    for (int j = 0; j < GN; ++j) {
+      m[(size_t)j * GN + c] /= d;
+      inv[(size_t)j * GN + c] /= d;
+    }
+    for (int i = 0; i < GN; ++i) {
+      if (i == c) continue;
+      const double f = m[(size_t)c * GN + i];
+      for (int j = 0; j < GN; ++j) {
+        m[(size_t)j * GN + i] -= f * m[(size_t)j * GN + c];
+        inv[(size_t)j * GN + i] -= f * inv[(size_t)j * GN + c];
+      }
+    }
+  }
+}
+
+static double unit_rand(void) { return rand() / (double)RAND_MAX - 0.5; }
+
+static void dense_make(dense *d, double kappa, unsigned seed) {
+  srand(seed);
+  double q1[GN], q2[GN], q1q1 = 0.0, q2q2 = 0.0;
+  for (int i = 0; i < GN; ++i) {
+    q1[i] = unit_rand();
+    q2[i] = unit_rand();
+    q1q1 += q1[i] * q1[i];
+    q2q2 += q2[i] * q2[i];
+  }
+  /* (I - 2 q1 q1^T / q1q1) D (I - 2 q2 q2^T / q2q2), D geometric. */
+  double anorm = 0.0;
+  for (int j = 0; j < GN; ++j)
+    for (int i = 0; i < GN; ++i) {
+      double s = 0.0;
+      for (int l = 0; l < GN; ++l) {
+        const double h1 = (i == l) - 2.0 * q1[i] * q1[l] / q1q1;
+        const double h2 = (l == j) - 2.0 * q2[l] * q2[j] / q2q2;
+        s += h1 * pow(kappa, -(double)l / (GN - 1)) * h2;
+      }
+      d->a[(size_t)j * GN + i] = s;
+      anorm += s * s;
+    }
+  anorm = sqrt(anorm);
+  double m[GN * GN];
+  const double ulow = ldexp(1.0, -11);
+  for (int i = 0; i < GN * GN; ++i)
+    m[i] = d->a[i] + ulow * anorm / GN * 2.0 * unit_rand();
+  invert(m, d->finv);
+  for (int i = 0; i < GN; ++i) d->b[i] = 1.0 + 0.25 * (i % 5);
+}
+
+static int dense_first(void *ctx, jmg_error *err) {
+  (void)err;
+  dense *d = ctx;
+  matvec(d->finv, d->b, d->x);
+  return 0;
+}
+
+static double norm2(const double *v) {
+  double s = 0.0;
+  for (int i = 0; i < GN; ++i) s += v[i] * v[i];
+  return sqrt(s);
+}
+
+static int dense_residual(void *ctx, double *rnorm, double *xnorm,
+                          jmg_error *err) {
+  (void)err;
+  dense *d = ctx;
+  matvec(d->a, d->x, d->r);
+  for (int i = 0; i < GN; ++i) d->r[i] = d->b[i] - d->r[i];
+  *rnorm = norm2(d->r);
+  *xnorm = norm2(d->x);
+  return 0;
+}
+
+static int dense_correct(void *ctx, jmg_error *err) {
+  (void)err;
+  dense *d = ctx;
+  double c[GN];
+  matvec(d->finv, d->r, c);
+  for (int i = 0; i < GN; ++i) d->x[i] += c[i];
+  return 0;
+}
+
+static int dense_gmres_start(void *ctx, int64_t col, double *beta,
+                             jmg_error *err) {
+  (void)err, (void)col;
+  dense *d = ctx;
+  matvec(d->finv, d->r, d->v);
+  *beta = norm2(d->v);
+  if (*beta > 0.0)
+    for (int i = 0; i < GN; ++i) d->v[i] /= *beta;
+  return 0;
+}
+
+static int dense_arnoldi(void *ctx, int j, double *h, jmg_error *err) {
+  (void)err;
+  dense *d = ctx;
+  double t[GN], *w = d->v + (size_t)(j + 1) * GN;
+  matvec(d->a, d->v + (size_t)j * GN, t);
+  matvec(d->finv, t, w);
+  for (int i = 0; i < 2 * (j + 2); ++i) h[i] = 0.0;
+  for (int pass = 0; pass < 2; ++pass) {
+    double c[GM + 1];
+    for (int i = 0; i <= j; ++i) {
+      c[i] = 0.0;
+      for (int l = 0; l < GN; ++l) c[i] += d->v[(size_t)i * GN + l] * w[l];
+    }
+    for (int i = 0; i <= j; ++i) {
+      for (int l = 0; l < GN; ++l) w[l] -= c[i] * d->v[(size_t)i * GN + l];
+      h[2 * i] += c[i];
+    }
+  }
+  h[2 * (j + 1)] = norm2(w);
+  if (h[2 * (j + 1)] > 0.0)
+    for (int l = 0; l < GN; ++l) w[l] /= h[2 * (j + 1)];
+  return 0;
+}
+
+static int dense_gmres_update(void *ctx, int64_t col, int k, const double *y,
+                              jmg_error *err) {
+  (void)err, (void)col;
+  dense *d = ctx;
+  for (int i = 0; i < k; ++i)
+    for (int l = 0; l < GN; ++l) d->x[l] += y[2 * i] * d->v[(size_t)i * GN + l];
+  return 0;
+}
+
+static int run_dense(dense *d, int gmres, jmg_refine_result *out) {
+  const jmg_refine_steps steps = {.ctx = d,
+                                  .first = dense_first,
+                                  .residual = dense_residual,
+                                  .correct = dense_correct,
+                                  .restart = gmres ? GM : 0,
+                                  .gmres_start = dense_gmres_start,
+                                  .arnoldi = dense_arnoldi,
+                                  .gmres_update = dense_gmres_update};
+  double anorm = 0.0;
+  for (int i = 0; i < GN * GN; ++i) anorm += d->a[i] * d->a[i];
+  const double bnorm = norm2(d->b);
+  jmg_error err;
+  jmg_error_clear(&err);
+  return jmg_refine_run(&steps, JMG_F64, GN, 1, &bnorm, sqrt(anorm), out,
+                        &err);
+}
+
+TEST(refine_gmres_ir_converges_where_classical_refinement_stalls) {
+  /* kappa 1e6 with a TF32-like factor: u_low kappa ~ 500. */
+  static dense d;
+  dense_make(&d, 1e6, 3u);
+  jmg_refine_result r;
+  CHECK_EQ(run_dense(&d, 0, &r), 0);
+  CHECK_EQ(r.converged, 0); /* classical refinement alone */
+  CHECK_EQ(r.gmres_outer, 0);
+  dense_make(&d, 1e6, 3u);
+  CHECK_EQ(run_dense(&d, 1, &r), 0);
+  CHECK_EQ(r.converged, 1);
+  CHECK(r.gmres_outer >= 1 && r.gmres_outer <= 4);
+  CHECK(r.gmres_inner >= 1 && r.gmres_inner <= 4 * GM);
+  CHECK(r.berr <= sqrt((double)GN) * 0.5 * DBL_EPSILON);
+  CHECK(r.gmres_cond > 1.0 && r.gmres_cond <= JMG_GMRES_MAX_COND);
+  char text[160];
+  jmg_refine_describe(&r, JMG_F64, text, sizeof text);
+  CHECK_CONTAINS(text, "iterations backward error");
+  CHECK_CONTAINS(text, "gmres-ir");
+  CHECK_CONTAINS(text, "outer");
+  /* A benign matrix: classical refinement converges, GMRES never runs. */
+  dense_make(&d, 10.0, 5u);
+  CHECK_EQ(run_dense(&d, 1, &r), 0);
+  CHECK_EQ(r.converged, 1);
+  CHECK_EQ(r.gmres_outer, 0);
+  CHECK_EQ(r.gmres_inner, 0);
+}
+
+TEST(refine_gmres_ir_gives_up_on_a_hopeless_matrix) {
+  /* kappa 1e12 and 1e14 with the TF32-like factor: the estimate of
+   * kappa(F^-1 A) passes JMG_GMRES_MAX_COND within the first cycle. */
+  const double kappas[2] = {1e12, 1e14};
+  for (int i = 0; i < 2; ++i) {
+    static dense d;
+    dense_make(&d, kappas[i], 9u);
+    jmg_refine_result r;
+    CHECK_EQ(run_dense(&d, 1, &r), 0);
+    CHECK_EQ(r.converged, 0);
+    CHECK(r.gmres_cond > JMG_GMRES_MAX_COND);
+    CHECK_EQ(r.gmres_outer, 0); /* within the first GMRES cycle */
+    CHECK(r.gmres_inner >= 2 && r.gmres_inner <= JMG_GMRES_RESTART);
+    char text[160];
+    jmg_refine_describe(&r, JMG_F64, text, sizeof text);
+    CHECK_CONTAINS(text, "did not converge");
+    CHECK_CONTAINS(text, "gave up at cond");
+  }
 }
 
 /* --- the LAPACK engine's mixed routines ------------------------------------
@@ -319,6 +551,39 @@ TEST(lapack_mixed_falls_back_on_a_hopeless_matrix_to_the_exact_answer) {
     CHECK_EQ(p.out.converged, 0);
     CHECK_EQ(p.out.fell_back, 1);
     /* The fallback is the exact routine on the same A and b. */
+    CHECK(memcmp(xm, xe, (size_t)MN * MK * sizeof(double)) == 0);
+  }
+}
+
+TEST(lapack_mixed_gmres_ir_past_classical_refinement_s_reach) {
+  /* kappa 1e10: u_float32 kappa ~ 600, classical refinement stalls (it
+   * still converges at 1e9 on these matrices); GMRES-IR preconditioned by
+   * the float32 factor converges without falling back. */
+  register_reference_cholesky();
+  register_reference_lu();
+  const jmg_dtype types[] = {JMG_F64, JMG_C128};
+  for (int ti = 0; ti < 2; ++ti)
+    for (int op = 0; op < 3; ++op) {
+      const jmg_dtype t = types[ti];
+      unsigned char xm[MN * MK * 16], xe[MN * MK * 16];
+      pair_result p = solve_pair(t, 1e10, op > 0, op == 2, 21u + op, xm, xe);
+      CHECK_EQ(p.rc, 0);
+      CHECK_EQ(p.info_mixed, 0);
+      CHECK_EQ(p.out.converged, 1);
+      CHECK_EQ(p.out.fell_back, 0);
+      CHECK(p.out.gmres_outer >= 1);
+      CHECK(p.out.berr <= sqrt((double)MN) * 0.5 * DBL_EPSILON);
+      CHECK(p.berr <= 4.0 * sqrt((double)MN) * DBL_EPSILON);
+    }
+  /* kappa 1e14: past GMRES-IR's reach with a float32 factor; the fallback
+   * gives the exact path's very answer. */
+  for (int op = 0; op < 3; ++op) {
+    unsigned char xm[MN * MK * 16], xe[MN * MK * 16];
+    pair_result p =
+        solve_pair(JMG_F64, 1e14, op > 0, op == 2, 31u + op, xm, xe);
+    CHECK_EQ(p.rc, 0);
+    CHECK_EQ(p.out.converged, 0);
+    CHECK_EQ(p.out.fell_back, 1);
     CHECK(memcmp(xm, xe, (size_t)MN * MK * sizeof(double)) == 0);
   }
 }

@@ -1,5 +1,9 @@
 """precision="mixed" on one GPU (cuSOLVERDn, issue 39): float64 and
-complex128 potrs and lu_solve factored in float32 / complex64 by cuSOLVER,
+complex128 potrs and lu_solve factored on TF32 tensor cores (N = 2048, one
+right-hand side: jaxmg's blocked TF32 Cholesky with GMRES-IR, cuSOLVER's
+cusolverDnIRSXgesv; condition numbers 1e2, 1e6 and 1e12, the last one the
+fallback), and in float32 / complex64 by cuSOLVER (N = 512, 3 right-hand
+sides; JAXMG_MIXED_LOW=float32),
 refined in float64 by cuBLAS against the kept A (the conversion kernels
 loaded from PTX), against NumPy's float64 answer: condition numbers 1e2,
 1e6 (refinement converges: JAXMG_TRACE names the iterations) and 1e13 (the
@@ -88,6 +92,110 @@ def test_mixed_on_one_gpu_has_the_exact_path_s_accuracy(capfd, monkeypatch, op, 
     else:
         assert "fallback" in line[-1], line
         np.testing.assert_array_equal(x, xe)
+
+
+TF32_N = 2048  # 4 blocks of the TF32 Cholesky (512 columns each)
+
+
+def _traced(capfd, monkeypatch, op, a, b, precision):
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    capfd.readouterr()
+    x, s = _solve(op, a, b, precision)
+    monkeypatch.delenv("JAXMG_TRACE")
+    lines = [ln for ln in capfd.readouterr().err.splitlines()
+             if ln.startswith("jaxmg trace")]
+    return x, s, lines[-1]
+
+
+@pytest.mark.parametrize("kappa", [1e2, 1e6, 1e12], ids=["1e2", "1e6", "1e12"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+@pytest.mark.parametrize("op", ["potrs", "lu_solve"])
+def test_tf32_factorization_refined_to_the_exact_path_s_accuracy(capfd, monkeypatch, op,
+                                                                 dtype, kappa):
+    """One right-hand side, N = 2048: potrs factors on TF32 tensor cores
+    (jaxmg's blocked Cholesky, its diagonal shifted where TF32 finds A not
+    positive definite) and refines with GMRES-IR; lu_solve runs cuSOLVER's
+    cusolverDnIRSXgesv (TF32, GMRES). Up to 1e6 no fallback, a backward
+    error within 10x the exact path's, status 0; at 1e12 the fallback, the
+    exact path's answer."""
+    rng = np.random.default_rng(41)
+    a = _matrix(rng, TF32_N, kappa, op == "potrs", dtype)
+    b = rng.standard_normal((TF32_N, 1)).astype(dtype)
+    xe, se = _solve(op, a, b, "exact")
+    x, s, line = _traced(capfd, monkeypatch, op, a, b, "mixed")
+    assert s == se == 0
+    assert "engine cusolverdn" in line, line
+    factor = "potrf" if op == "potrs" else "getrf"
+    assert f"{factor} tf32" in line, line
+    be, be_exact = _berr(a, x, b), _berr(a, xe, b)
+    assert be <= 10 * max(be_exact, U), (be, be_exact, line)
+    if kappa < 1e10:
+        assert re.search(r"refine \w+ \d+ iterations? backward error", line), line
+        assert "fallback" not in line, line
+    else:
+        assert "fallback" in line, line
+        if op == "potrs":  # jaxmg's own fallback: the exact routine itself
+            np.testing.assert_array_equal(x, xe)
+
+
+@pytest.mark.parametrize("op", ["potrs", "lu_solve"])
+def test_tf32_paths_with_several_right_hand_sides(capfd, monkeypatch, op):
+    """lu_solve with 2 right-hand sides runs cuSOLVER's float32 getrf and
+    jaxmg's refinement (cusolverDnIRSXgesv's GMRES takes one b); potrs with
+    2 the TF32 Cholesky. kappa 1e4."""
+    rng = np.random.default_rng(42)
+    a = _matrix(rng, TF32_N, 1e4, op == "potrs", np.float64)
+    b = rng.standard_normal((TF32_N, 2))
+    x, s, line = _traced(capfd, monkeypatch, op, a, b, "mixed")
+    assert s == 0 and "fallback" not in line, line
+    assert ("potrf tf32" if op == "potrs" else "getrf float32") in line, line
+    assert _berr(a, x, b) <= 10 * max(_berr(a, _solve(op, a, b, "exact")[0], b), U)
+
+
+def test_tf32_lu_solve_derivative_solves_both_transposes():
+    """The reverse derivative's solve is the engine's untransposed one (the
+    forward solve its transposed one, ops/lu_solve.c): both through
+    cusolverDnIRSXgesv with one right-hand side, against jnp."""
+    rng = np.random.default_rng(44)
+    a = jnp.asarray(_matrix(rng, TF32_N, 1e3, False, np.float64))
+    b = jnp.asarray(rng.standard_normal((TF32_N, 1)))
+    mesh = _one_gpu()
+
+    def loss(solve):
+        return lambda a, b: jnp.sum(jnp.sin(solve(a, b)))
+
+    g = jax.grad(loss(lambda a, b: jaxmg.lu_solve(a, b, 128, mesh, SPECS,
+                                                  precision="mixed")), (0, 1))(a, b)
+    with jax.default_matmul_precision("highest"):
+        g_ref = jax.grad(loss(jnp.linalg.solve), (0, 1))(a, b)
+    for got, want in zip(g, g_ref):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-8,
+                                   atol=1e-10 * float(jnp.max(jnp.abs(want))))
+
+
+def test_mixed_low_float32_forces_cusolver_s_float32_routines(capfd, monkeypatch):
+    """JAXMG_MIXED_LOW=float32: cuSOLVER's float32 potrf and getrf, for
+    comparison with the TF32 routes."""
+    monkeypatch.setenv("JAXMG_MIXED_LOW", "float32")
+    rng = np.random.default_rng(43)
+    for op in ("potrs", "lu_solve"):
+        a = _matrix(rng, TF32_N, 1e4, op == "potrs", np.float64)
+        b = rng.standard_normal((TF32_N, 1))
+        x, s, line = _traced(capfd, monkeypatch, op, a, b, "mixed")
+        factor = "potrf" if op == "potrs" else "getrf"
+        assert s == 0 and f"{factor} float32" in line and "tf32" not in line, line
+
+
+def test_memory_estimate_of_the_tf32_lu_counts_cusolver_s_irs_workspace():
+    """One right-hand side: cusolverDnIRSXgesv's workspace (its TF32 copy of
+    A, at least N x N float32) beside b kept and the residual."""
+    mesh = _one_gpu()
+    n = 4096
+    exact = jaxmg.memory_estimate("lu_solve", (n, n), np.float64, mesh, nrhs=1)
+    mixed = jaxmg.memory_estimate("lu_solve", (n, n), np.float64, mesh, nrhs=1,
+                                  precision="mixed")
+    assert mixed.engine == "cusolverdn"
+    assert mixed.workspace >= n * n * 4 + 2 * n * 8
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=["f32", "c64"])

@@ -2,7 +2,8 @@
 (complex64 for complex128) and refined in float64 against the kept A, on 4
 CPU devices (the LAPACK engine): every dtype and both API forms, matrices of
 condition number 1e2, 1e6 and 1e13 (the last one past float32's reach:
-the exact factorization takes over by itself), the answer and status of the
+the exact factorization takes over by itself, or GMRES-IR reaches it),
+1e9 (past classical refinement's reach: GMRES-IR), the answer and status of the
 exact path either way, the normwise backward error against NumPy's float64
 (complex128) arithmetic, JAXMG_TRACE's account of the refinement,
 derivatives, vmap and jit, memory_estimate, and misuse refused before
@@ -28,6 +29,9 @@ T_A = 4
 SPECS = (P("x", None), P(None, None))
 KAPPAS = (1e2, 1e6, 1e13)
 OPS = ("potrs", "lu_solve")
+# GMRES-IR's basis and a zero vector (JMG_GMRES_RESTART + 2 vectors of N in
+# float64) and its coefficients (engine/lapack/mixed.c's workspace).
+GMRES = (30 + 2) * N * 8 + 2 * (30 + 2) * 8
 
 
 def conditioned(rng: np.random.Generator, n: int, kappa: float, hermitian: bool,
@@ -142,6 +146,31 @@ def test_the_trace_names_precision_iterations_and_backward_error(mesh, rng, capf
     assert "no lower precision on CPU devices: exact path" in _trace(capfd, op)
 
 
+@pytest.mark.parametrize("dtype", (np.float64, np.complex128), ids=("f64", "c128"))
+@pytest.mark.parametrize("op", OPS)
+def test_gmres_ir_carries_refinement_past_classical_refinement(mesh, rng, capfd,
+                                                               monkeypatch, op, dtype):
+    """Condition number 1e9: float32 (u kappa ~ 60) is past classical
+    refinement's reach on these matrices (and float32's Cholesky fails:
+    potrs factors A + 8 u diag(A)); GMRES-IR preconditioned by the float32
+    factor (engine/refine.h) reaches the exact path's backward error without
+    falling back, and the trace says how many outer and inner iterations."""
+    a = matrix(rng, op, 1e9, dtype)
+    b = jt.make_rhs(rng, N, 2, dtype)
+    xe, _ = solve(op, mesh, a, b, "exact")
+    capfd.readouterr()
+    monkeypatch.setenv("JAXMG_TRACE", "1")
+    x, status = solve(op, mesh, a, b, "mixed")
+    line = _trace(capfd, op)
+    assert status == 0
+    assert re.search(r"refine \w+ \d+ iterations backward error \S+ gmres-ir \d+ outer "
+                     r"\d+ inner", line), line
+    assert "fallback" not in line
+    u = np.finfo(np.float64).eps / 2
+    be, be_exact = backward_error(a, x, b), backward_error(a, xe, b)
+    assert be <= np.sqrt(N) * u and be <= 10 * max(be_exact, u), (be, be_exact)
+
+
 def test_status_of_a_matrix_that_is_not_positive_definite_or_singular(mesh, rng):
     """The exact path's status (the fallback's info) and NaN in x."""
     a = jt.make_hpd(rng, N, np.float64)
@@ -217,8 +246,8 @@ def test_memory_estimate_counts_the_float32_copy(mesh):
         mixed = jaxmg.memory_estimate(op, (N, N), np.float64, mesh, nrhs=3,
                                       precision="mixed")
         # A's float32 copy; b kept and the residual (float64), a float32
-        # right-hand side; the float32 LU's own pivots.
-        extra = N * N * 4 + N * 3 * (2 * 8 + 4) + pivots - pivots // 2
+        # right-hand side; the float32 LU's own pivots; GMRES-IR's basis.
+        extra = N * N * 4 + N * 3 * (2 * 8 + 4) + pivots - pivots // 2 + GMRES
         assert mixed.workspace - exact.workspace == extra
         assert exact.workspace == N * N * 8 + pivots // 2
         # float32 input: no lower copy.
@@ -294,4 +323,4 @@ def test_lapack_local_status_and_memory_estimate(mesh, rng, monkeypatch):
                                   precision="mixed")
     assert exact.engine == mixed.engine == "lapack-local"
     assert exact.workspace == 2 * N * N * 8
-    assert mixed.workspace - exact.workspace == N * N * 4 + N * 3 * (2 * 8 + 4)
+    assert mixed.workspace - exact.workspace == N * N * 4 + N * 3 * (2 * 8 + 4) + GMRES

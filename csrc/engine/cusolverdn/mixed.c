@@ -1,22 +1,73 @@
 /* potrs and lu_solve in mixed precision on one GPU (engine.h's potrs_mixed
- * and lu_solve_mixed; the algorithm is engine/refine.h's): A's copy in the
- * lower precision (cuda/convert.h) factored by cusolverDnXpotrf or
- * cusolverDnXgetrf in float32 (complex64), solves with that factor by
- * cusolverDnXpotrs / Xgetrs, and the residual b - A x in A's dtype by cuBLAS
- * (symm/hemm, gemm) against A, which stays intact; the column norms by
- * cuBLAS's nrm2 into device memory, brought to the host once a residual.
- * Where refinement does not converge, b is restored and the exact routine
- * (potrs.c, lu_solve.c) runs on A after this call's workspace went back.
+ * and lu_solve_mixed; the refinement is engine/refine.h's: classical, then
+ * GMRES-IR where it stalls). On H100 and H200 float32 (without tensor
+ * cores) runs no faster than float64 on its tensor cores, so the speed has
+ * to come from TF32 tensor cores (10 bits of mantissa, u = 2^-11): at
+ * that precision classical refinement stalls past a condition number of
+ * about 10^3 and GMRES-IR carries it further. Three routes, chosen here:
  *
- * The workspace, one allocation from XLA's allocator: [A's lower copy |
- * the lower factorization's workspace | its pivots (LU) | b kept | the
- * residual | a lower-precision right-hand side | 2 nrhs norms]. The info
- * words: 0 the lower factorization's, 1 the lower solves', 2 a scratch
- * overflow flag, 3 A's overflow flag. float32 and complex64 inputs run the
- * exact routine (TF32, bfloat16 and float16 factorizations are not yet
- * jaxmg's). Written against the CUDA call frame; not yet run on a GPU. */
+ *   - lu_solve with one right-hand side: cuSOLVER's own IRS
+ *     solver, cusolverDnIRSXgesv, main precision float64 (complex128),
+ *     lowest TF32 (CUSOLVER_R_TF32 / CUSOLVER_C_TF32), GMRES refinement
+ *     (CUSOLVER_IRS_REFINE_GMRES, what NVIDIA's documentation finds best).
+ *     Chosen over a TF32 LU of jaxmg's own because it is NVIDIA's tuned
+ *     TF32 LU (panel, pivoting, trailing updates on the tensor cores) with
+ *     GMRES-IR and the fallback built in, in about 100 lines here, where an
+ *     own blocked LU (cusolverDnSgetrf panels, laswp, trsm and a TF32 gemm
+ *     per panel) would be several hundred lines, slower on its panels, and
+ *     a second LU to keep right. Its limits: it solves M x = b only, where
+ *     the engine holds M = A^T for a row-major A (ops/lu_solve.c: a user's
+ *     A x = b is the engine's transposed solve), so the buffer is first
+ *     transposed in place (cuda/convert.h, one pass over A, which the call
+ *     owns: the exact path overwrites it with its LU too); its GMRES
+ *     refinement takes one right-hand side (more go to the float32 route);
+ *     and it leaves A undefined where it did not converge (cuSOLVER's
+ *     documentation), so the fallback is its own
+ *     (cusolverDnIRSParamsEnableFallback: A factored in float64 in place,
+ *     x solved from it; the exact path's algorithm, not its very bytes).
+ *     Where it reports convergence, the backward error is measured here
+ *     (one gemm and norms against the intact A) and must meet refine.h's
+ *     sqrt(n) u, else jaxmg's own fallback runs the exact routine.
+ *   - potrs: jaxmg's blocked right-looking Cholesky of A's float32
+ *     (complex64) copy, lower: the diagonal blocks by cusolverDnXpotrf in
+ *     float32, the panel below by cublas<t>trsm and the trailing update by
+ *     cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (complex64 too: TF32
+ *     applies to CUDA_C_32F), the handle in CUBLAS_TF32_TENSOR_OP_MATH for
+ *     the trsm; cuSOLVER has no IRS for Cholesky. Blocks of 512 columns
+ *     (1024 from N = 16384 on); the update column chunk 4 blocks wide (a
+ *     square chunk's upper part is computed and not read: fewer, larger
+ *     gemms). A matrix of one block is cuSOLVER's float32 potrf alone.
+ *     Where the factorization fails (A not positive definite to TF32's
+ *     precision: a condition number past about 10^3), it runs once more
+ *     on A + 8 u_TF32 diag(A) (refine.h, JMG_REFINE_SHIFT), the
+ *     preconditioner of GMRES-IR then.
+ *   - lu_solve with several right-hand sides: cusolverDnXgetrf in float32
+ *     (complex64), no tensor cores.
+ * JAXMG_MIXED_LOW=float32 sends both ops to cuSOLVER's float32 routines
+ * (Xpotrf, Xgetrf), to compare. For the last two routes the solves with
+ * the factor are cusolverDnXpotrs / Xgetrs in the lower precision (the
+ * conversions cuda/convert.h's kernels), the residual b - A x in A's dtype
+ * by cuBLAS (symm/hemm, gemm) against A, which stays intact, the column
+ * norms by nrm2 brought to the host once a residual; GMRES-IR's Arnoldi
+ * steps by gemm (classical Gram-Schmidt twice) and nrm2/scal, its basis in
+ * the workspace. Where refinement does not converge, b is restored and the
+ * exact routine (potrs.c, lu_solve.c) runs on A after this call's
+ * workspace went back.
+ *
+ * The workspace, one allocation from XLA's allocator: IRS [its workspace
+ * (cusolverDnIRSXgesv_bufferSize: the TF32 copy of A, GMRES's vectors) | b
+ * kept | the residual | 2 nrhs norms]; the others [A's lower copy | the
+ * lower factorization's workspace | its pivots (LU) | b kept | the
+ * residual | a lower-precision right-hand side | 2 nrhs norms | GMRES-IR's
+ * basis (JMG_GMRES_RESTART + 1 vectors of n) | its coefficients]. The
+ * info words: 0 the lower factorization's, 1
+ * the lower solves', 2 a scratch overflow flag, 3 A's overflow flag.
+ * float32 and complex64 inputs run the exact routine. Written against the
+ * CUDA call frame; compiled, not yet run on a GPU. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/trace.h"
@@ -27,8 +78,21 @@
 #include "engine/cusolverdn/dn.h"
 #include "engine/refine.h"
 
+typedef enum {
+  ROUTE_IRS,           /* cusolverDnIRSXgesv, TF32 */
+  ROUTE_TF32_CHOLESKY, /* jaxmg's blocked Cholesky on TF32 tensor cores */
+  ROUTE_FLOAT32        /* cusolverDnXgetrf / Xpotrf in float32 */
+} mixed_route;
+
+/* The TF32 Cholesky's block (columns) and trailing chunk (blocks). */
+#define TF32_NB_SMALL 512
+#define TF32_NB_LARGE 1024
+#define TF32_NB_LARGE_FROM 16384
+#define TF32_CHUNK_BLOCKS 4
+
 typedef struct mixed_layout {
-  size_t f_at, factor_at, factor_bytes, piv_at, kept_at, r_at, w_at, norms_at;
+  size_t f_at, factor_at, factor_bytes, piv_at, kept_at, r_at, w_at, norms_at,
+      v_at, hd_at, irs_at, irs_bytes;
 } mixed_layout;
 
 /* One call's state, the refinement steps' context. */
@@ -37,16 +101,100 @@ typedef struct gpu_refine {
   mixed_layout l;
   jmg_dtype dtype, low;
   int lu, transpose;
-  int64_t n, k;
+  mixed_route route;
+  int64_t n, k, nb;
   void *b;       /* the caller's b: x */
-  double *hnorm; /* 2 k on the host */
+  double *hnorm; /* 3 k on the host */
+  double *hh;    /* 2 (JMG_GMRES_RESTART + 1) elements of A's dtype, host */
 } gpu_refine;
 
 static void *part(const gpu_refine *g, size_t at) {
   return jmg_cuda_call_part(&g->call.cuda, at);
 }
 
-/* The lower factorization's workspace (device and host bytes). */
+static int float32_forced(void) {
+  const char *v = getenv("JAXMG_MIXED_LOW");
+  return v != NULL && strcmp(v, "float32") == 0;
+}
+
+/* The route of a call (the transpose does not change it: IRS solves a
+ * transposed system after transposing A in place). */
+static mixed_route choose_route(int lu, int64_t n, int64_t k) {
+  if (float32_forced()) return ROUTE_FLOAT32;
+  if (!lu) return ROUTE_TF32_CHOLESKY;
+  if (k == 1 && n <= INT_MAX && n <= 65535 * 32) return ROUTE_IRS;
+  return ROUTE_FLOAT32;
+}
+
+static void set_route(gpu_refine *g, mixed_route route) {
+  g->route = route;
+  g->nb = g->n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
+  if (g->nb > g->n) g->nb = g->n > 0 ? g->n : 1;
+}
+
+/* The factorization's name in the trace: "potrf tf32", "getrf float32". */
+static const char *low_name(const gpu_refine *g) {
+  if (g->route == ROUTE_IRS) return "tf32 (cusolverDnIRSXgesv gmres)";
+  if (g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n) return "tf32";
+  return jmg_dtype_name(g->low);
+}
+
+/* --- cuSOLVER's IRS ------------------------------------------------------ */
+
+typedef struct irs {
+  cusolverDnIRSParams_t params;
+  cusolverDnIRSInfos_t infos;
+} irs;
+
+static int irs_create(const gpu_refine *g, irs *s, int want_infos,
+                      jmg_error *err) {
+  const char *op = g->call.cuda.op;
+  const int cplx = jmg_dtype_is_complex(g->dtype);
+  s->params = NULL;
+  s->infos = NULL;
+  int rc = JMG_CUSOLVER_TRY(cusolverDnIRSParamsCreate(&s->params), op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnIRSParamsSetSolverPrecisions(
+            s->params, cplx ? CUSOLVER_C_64F : CUSOLVER_R_64F,
+            cplx ? CUSOLVER_C_TF32 : CUSOLVER_R_TF32),
+        op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnIRSParamsSetRefinementSolver(
+                              s->params, CUSOLVER_IRS_REFINE_GMRES),
+                          op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnIRSParamsEnableFallback(s->params), op,
+                          err);
+  if (rc == 0 && want_infos)
+    rc = JMG_CUSOLVER_TRY(cusolverDnIRSInfosCreate(&s->infos), op, err);
+  return rc;
+}
+
+/* Destroys what irs_create made; a failure is the error only where rc is
+ * 0. */
+static int irs_destroy(const gpu_refine *g, irs *s, int rc, jmg_error *err) {
+  const char *op = g->call.cuda.op;
+  jmg_error ignored;
+  if (s->infos != NULL) {
+    const int d = JMG_CUSOLVER_TRY(cusolverDnIRSInfosDestroy(s->infos), op,
+                                   rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  if (s->params != NULL) {
+    const int d = JMG_CUSOLVER_TRY(cusolverDnIRSParamsDestroy(s->params), op,
+                                   rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  s->infos = NULL;
+  s->params = NULL;
+  return rc;
+}
+
+/* --- the workspace ------------------------------------------------------- */
+
+/* The lower factorization's workspace (device and host bytes): the TF32
+ * Cholesky's diagonal block's, or the whole float32 factorization's. */
 static int factor_workspace(gpu_refine *g, size_t *dev, size_t *host,
                             jmg_error *err) {
   const cudaDataType t = jmg_cuda_data_type(g->low);
@@ -56,19 +204,40 @@ static int factor_workspace(gpu_refine *g, size_t *dev, size_t *host,
         cusolverDnXgetrf_bufferSize(g->call.dn, g->call.params, g->n, g->n, t,
                                     NULL, g->n, t, dev, host),
         g->call.cuda.op, err);
+  const int64_t m = g->route == ROUTE_TF32_CHOLESKY ? g->nb : g->n;
   return JMG_CUSOLVER_TRY(
       cusolverDnXpotrf_bufferSize(g->call.dn, g->call.params,
-                                  CUBLAS_FILL_MODE_LOWER, g->n, t, NULL, g->n,
-                                  t, dev, host),
+                                  CUBLAS_FILL_MODE_LOWER, m, t, NULL, g->n, t,
+                                  dev, host),
       g->call.cuda.op, err);
 }
 
 static int layout(gpu_refine *g, jmg_cuda_work *w, jmg_error *err) {
   mixed_layout *l = &g->l;
+  memset(l, 0, sizeof *l);
   const size_t n = (size_t)g->n, k = (size_t)g->k;
   const size_t hi = jmg_dtype_size(g->dtype), lo = jmg_dtype_size(g->low);
+  int rc = 0;
+  if (g->route == ROUTE_IRS) {
+    irs s;
+    size_t bytes = 0;
+    rc = irs_create(g, &s, 0, err);
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(
+          cusolverDnIRSXgesv_bufferSize(g->call.dn, s.params,
+                                        (cusolver_int_t)g->n,
+                                        (cusolver_int_t)g->k, &bytes),
+          g->call.cuda.op, err);
+    rc = irs_destroy(g, &s, rc, err);
+    l->irs_at = jmg_cuda_work_part(w, bytes);
+    l->irs_bytes = bytes;
+    l->kept_at = jmg_cuda_work_part(w, n * k * hi);
+    l->r_at = jmg_cuda_work_part(w, n * k * hi);
+    l->norms_at = jmg_cuda_work_part(w, 2 * k * sizeof(double));
+    return rc;
+  }
   size_t dev = 0;
-  int rc = factor_workspace(g, &dev, &w->host_bytes, err);
+  rc = factor_workspace(g, &dev, &w->host_bytes, err);
   l->f_at = jmg_cuda_work_part(w, n * n * lo);
   l->factor_at = jmg_cuda_work_part(w, dev);
   l->factor_bytes = dev;
@@ -77,24 +246,28 @@ static int layout(gpu_refine *g, jmg_cuda_work *w, jmg_error *err) {
   l->r_at = jmg_cuda_work_part(w, n * k * hi);
   l->w_at = jmg_cuda_work_part(w, n * k * lo);
   l->norms_at = jmg_cuda_work_part(w, 2 * k * sizeof(double));
+  l->v_at = jmg_cuda_work_part(w, (JMG_GMRES_RESTART + 1) * n * hi);
+  l->hd_at = jmg_cuda_work_part(w, 2 * (JMG_GMRES_RESTART + 1) * hi);
   return rc;
 }
 
-/* w = F^-1 w, info into word 1. */
-static int low_solve(gpu_refine *g, jmg_error *err) {
+/* --- solves with the lower factor ---------------------------------------- */
+
+/* w = F^-1 w (its first cols columns), info into word 1. */
+static int low_solve(gpu_refine *g, int64_t cols, jmg_error *err) {
   const jmg_cuda_call *c = &g->call.cuda;
   const cudaDataType t = jmg_cuda_data_type(g->low);
   if (g->lu)
     return JMG_CUSOLVER_TRY(
         cusolverDnXgetrs(g->call.dn, g->call.params,
-                         g->transpose ? CUBLAS_OP_T : CUBLAS_OP_N, g->n, g->k,
+                         g->transpose ? CUBLAS_OP_T : CUBLAS_OP_N, g->n, cols,
                          t, part(g, g->l.f_at), g->n, part(g, g->l.piv_at), t,
                          part(g, g->l.w_at), g->n, c->d_info + 1),
         c->op, err);
   return JMG_CUSOLVER_TRY(
       cusolverDnXpotrs(g->call.dn, g->call.params, CUBLAS_FILL_MODE_LOWER, g->n,
-                       g->k, t, part(g, g->l.f_at), g->n, t, part(g, g->l.w_at),
-                       g->n, c->d_info + 1),
+                       cols, t, part(g, g->l.f_at), g->n, t,
+                       part(g, g->l.w_at), g->n, c->d_info + 1),
       c->op, err);
 }
 
@@ -105,7 +278,7 @@ static int solve_into_x(gpu_refine *g, const void *src, int add,
   const size_t count = (size_t)g->n * (size_t)g->k;
   int rc = jmg_cuda_narrow(g->dtype, src, part(g, g->l.w_at), count,
                            c->d_info + 2, c->stream, c->op, err);
-  if (rc == 0) rc = low_solve(g, err);
+  if (rc == 0) rc = low_solve(g, g->k, err);
   if (rc == 0)
     rc = jmg_cuda_widen(g->dtype, part(g, g->l.w_at), g->b, count, add,
                         c->stream, c->op, err);
@@ -121,6 +294,8 @@ static int step_correct(void *ctx, jmg_error *err) {
   gpu_refine *g = ctx;
   return solve_into_x(g, part(g, g->l.r_at), 1, err);
 }
+
+/* --- residuals and norms ------------------------------------------------- */
 
 /* The 2-norms of v's k columns into out (device memory), by nrm2 in the
  * handle's device pointer mode, restored to host mode after. */
@@ -157,6 +332,23 @@ static int norms_to_host(gpu_refine *g, size_t count, jmg_error *err) {
   return rc;
 }
 
+/* y = op(A) x for n x cols x and y of A's dtype (beta 0: y is not read). */
+static int apply_a(gpu_refine *g, const void *x, void *y, int64_t cols,
+                   double alpha, double beta, jmg_error *err) {
+  const int64_t n = g->n;
+  if (g->lu)
+    return JMG_CUBLAS_TRY(
+        jmg_cublas_gemm_64(g->call.blas, g->dtype,
+                           g->transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           CUBLAS_OP_N, n, cols, n, alpha, g->call.a_data, n, x,
+                           n, beta, y, n),
+        g->call.cuda.op, err);
+  return JMG_CUBLAS_TRY(
+      jmg_cublas_hemm_64(g->call.blas, g->dtype, CUBLAS_FILL_MODE_LOWER, n,
+                         cols, alpha, g->call.a_data, n, x, n, beta, y, n),
+      g->call.cuda.op, err);
+}
+
 /* r = b - op(A) x, and the norms of r's and x's columns on the host. */
 static int step_residual(void *ctx, double *rnorm, double *xnorm,
                          jmg_error *err) {
@@ -170,17 +362,7 @@ static int step_residual(void *ctx, double *rnorm, double *xnorm,
                       (size_t)n * (size_t)k * jmg_dtype_size(g->dtype),
                       cudaMemcpyDeviceToDevice, c->stream),
       c->op, err);
-  if (rc == 0 && g->lu)
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_gemm_64(
-            g->call.blas, g->dtype, g->transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
-            CUBLAS_OP_N, n, k, n, -1.0, g->call.a_data, n, g->b, n, 1.0, r, n),
-        c->op, err);
-  else if (rc == 0)
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_hemm_64(g->call.blas, g->dtype, CUBLAS_FILL_MODE_LOWER, n, k,
-                           -1.0, g->call.a_data, n, g->b, n, 1.0, r, n),
-        c->op, err);
+  if (rc == 0) rc = apply_a(g, g->b, r, k, -1.0, 1.0, err);
   if (rc == 0) rc = column_norms(g, r, d_norms, err);
   if (rc == 0) rc = column_norms(g, g->b, d_norms + k, err);
   if (rc == 0) rc = norms_to_host(g, 2 * (size_t)k, err);
@@ -191,19 +373,236 @@ static int step_residual(void *ctx, double *rnorm, double *xnorm,
   return rc;
 }
 
-/* Factors A's lower copy: 0 with *low_info (the factorization's info) and
- * *overflow (A exceeds the lower precision's range), or an error. */
-static int factor(gpu_refine *g, int *low_info, int *overflow, jmg_error *err) {
+/* ||A||_F (the whole held matrix's, one nrm2: potrs's Hermitian A holds
+ * both triangles; the LAPACK engine reads the lower one,
+ * engine/lapack/mixed_host.c: the same number for the Hermitian A the API
+ * takes) and b's column norms into bnorm (k host values past the
+ * residual's and x's in g->hnorm). */
+static int norms_of_a_and_b(gpu_refine *g, double *anorm, double **bnorm,
+                            jmg_error *err) {
+  const int64_t k = g->k;
+  *anorm = 0.0;
+  int rc = JMG_CUBLAS_TRY(jmg_cublas_nrm2_64(g->call.blas, g->dtype,
+                                             g->n * g->n, g->call.a_data,
+                                             anorm),
+                          g->call.cuda.op, err);
+  if (rc == 0)
+    rc = column_norms(g, part(g, g->l.kept_at), part(g, g->l.norms_at), err);
+  if (rc == 0) rc = norms_to_host(g, (size_t)k, err);
+  *bnorm = g->hnorm + 2 * k;
+  if (rc == 0) memcpy(*bnorm, g->hnorm, (size_t)k * sizeof **bnorm);
+  return rc;
+}
+
+/* --- GMRES-IR's steps (engine/refine.h) ---------------------------------- */
+
+static void *basis(const gpu_refine *g, int j) {
+  return (char *)part(g, g->l.v_at) +
+         (size_t)j * (size_t)g->n * jmg_dtype_size(g->dtype);
+}
+
+/* dst = F^-1 src, one column of n of A's dtype (dst may be src). */
+static int precondition(gpu_refine *g, const void *src, void *dst,
+                        jmg_error *err) {
+  const jmg_cuda_call *c = &g->call.cuda;
+  const size_t n = (size_t)g->n;
+  int rc = jmg_cuda_narrow(g->dtype, src, part(g, g->l.w_at), n, c->d_info + 2,
+                           c->stream, c->op, err);
+  if (rc == 0) rc = low_solve(g, 1, err);
+  if (rc == 0)
+    rc = jmg_cuda_widen(g->dtype, part(g, g->l.w_at), dst, n, 0, c->stream,
+                        c->op, err);
+  return rc;
+}
+
+/* v /= ||v|| where that is finite and not 0; the norm into *norm. */
+static int normalize(gpu_refine *g, void *v, double *norm, jmg_error *err) {
+  const char *op = g->call.cuda.op;
+  *norm = 0.0;
+  int rc = JMG_CUBLAS_TRY(
+      jmg_cublas_nrm2_64(g->call.blas, g->dtype, g->n, v, norm), op, err);
+  if (rc == 0 && *norm > 0.0 && isfinite(*norm))
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_scal_64(g->call.blas, g->dtype, g->n, 1.0 / *norm, 0.0, v),
+        op, err);
+  return rc;
+}
+
+static int step_gmres_start(void *ctx, int64_t col, double *beta,
+                            jmg_error *err) {
+  gpu_refine *g = ctx;
+  const void *r = (const char *)part(g, g->l.r_at) +
+                  (size_t)col * (size_t)g->n * jmg_dtype_size(g->dtype);
+  int rc = precondition(g, r, basis(g, 0), err);
+  if (rc == 0) rc = normalize(g, basis(g, 0), beta, err);
+  return rc;
+}
+
+static int step_arnoldi(void *ctx, int j, double *h, jmg_error *err) {
+  gpu_refine *g = ctx;
+  jmg_cuda_call *c = &g->call.cuda;
+  const int64_t n = g->n, m1 = JMG_GMRES_RESTART + 1;
+  const size_t hi = jmg_dtype_size(g->dtype);
+  const int cplx = jmg_dtype_is_complex(g->dtype);
+  void *w = basis(g, j + 1), *v = basis(g, 0);
+  char *hd = part(g, g->l.hd_at);
+  int rc = apply_a(g, basis(g, j), w, 1, 1.0, 0.0, err);
+  if (rc == 0) rc = precondition(g, w, w, err);
+  /* Classical Gram-Schmidt, twice: hp = V^H w, w -= V hp. */
+  for (int pass = 0; rc == 0 && pass < 2; ++pass) {
+    void *hp = hd + (size_t)pass * (size_t)m1 * hi;
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_gemm_64(g->call.blas, g->dtype, CUBLAS_OP_C, CUBLAS_OP_N,
+                           j + 1, 1, n, 1.0, v, n, w, n, 0.0, hp, m1),
+        c->op, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_gemm_64(g->call.blas, g->dtype, CUBLAS_OP_N, CUBLAS_OP_N,
+                             n, 1, j + 1, -1.0, v, n, hp, m1, 1.0, w, n),
+          c->op, err);
+  }
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(g->hh, hd, 2 * (size_t)m1 * hi,
+                                      cudaMemcpyDeviceToHost, c->stream),
+                      c->op, err);
+  if (rc == 0) rc = jmg_cuda_call_sync(c, err);
+  if (rc != 0) return rc;
+  for (int i = 0; i <= j; ++i) {
+    if (cplx) {
+      h[2 * i] = g->hh[2 * i] + g->hh[2 * (m1 + i)];
+      h[2 * i + 1] = g->hh[2 * i + 1] + g->hh[2 * (m1 + i) + 1];
+    } else {
+      h[2 * i] = g->hh[i] + g->hh[m1 + i];
+      h[2 * i + 1] = 0.0;
+    }
+  }
+  h[2 * (j + 1) + 1] = 0.0;
+  return normalize(g, w, &h[2 * (j + 1)], err);
+}
+
+static int step_gmres_update(void *ctx, int64_t col, int k, const double *y,
+                             jmg_error *err) {
+  gpu_refine *g = ctx;
+  jmg_cuda_call *c = &g->call.cuda;
+  const int64_t n = g->n, m1 = JMG_GMRES_RESTART + 1;
+  const size_t hi = jmg_dtype_size(g->dtype);
+  const int cplx = jmg_dtype_is_complex(g->dtype);
+  for (int i = 0; i < k; ++i) {
+    if (cplx) {
+      g->hh[2 * i] = y[2 * i];
+      g->hh[2 * i + 1] = y[2 * i + 1];
+    } else {
+      g->hh[i] = y[2 * i];
+    }
+  }
+  void *hd = part(g, g->l.hd_at);
+  void *x = (char *)g->b + (size_t)col * (size_t)n * hi;
+  /* From pageable memory: the copy has read g->hh when it returns. */
+  int rc = JMG_CUDA_TRY(cudaMemcpyAsync(hd, g->hh, (size_t)k * hi,
+                                        cudaMemcpyHostToDevice, c->stream),
+                        c->op, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_gemm_64(g->call.blas, g->dtype, CUBLAS_OP_N, CUBLAS_OP_N, n,
+                           1, k, 1.0, basis(g, 0), n, hd, m1, 1.0, x, n),
+        c->op, err);
+  return rc;
+}
+
+/* --- the lower factorizations -------------------------------------------- */
+
+/* f = L L^H by blocks of g->nb columns (see the head of this file);
+ * *low_info the first failing leading minor (0: none). The handle's math
+ * mode is restored whatever happens. */
+static int tf32_cholesky(gpu_refine *g, int *low_info, jmg_error *err) {
+  jmg_cuda_call *c = &g->call.cuda;
+  const cudaDataType t = jmg_cuda_data_type(g->low);
+  const size_t lo = jmg_dtype_size(g->low);
+  const int64_t n = g->n, nb = g->nb, chunk = TF32_CHUNK_BLOCKS * g->nb;
+  const cublasOperation_t herm =
+      jmg_dtype_is_complex(g->low) ? CUBLAS_OP_C : CUBLAS_OP_T;
+  cublasHandle_t h = g->call.blas;
+  char *f = part(g, g->l.f_at);
+  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+  *low_info = 0;
+  int rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), c->op, err);
+  if (rc != 0) return rc;
+  rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), c->op,
+                      err);
+  for (int64_t j = 0; rc == 0 && j < n; j += nb) {
+    const int64_t jb = nb < n - j ? nb : n - j, rest = n - j - jb;
+    char *ajj = f + ((size_t)j * (size_t)n + (size_t)j) * lo;
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnXpotrf(g->call.dn, g->call.params, CUBLAS_FILL_MODE_LOWER,
+                         jb, t, ajj, n, t, part(g, g->l.factor_at),
+                         g->l.factor_bytes, c->host_work, c->host_bytes,
+                         c->d_info),
+        c->op, err);
+    /* The block's info now: a later block would overwrite it. */
+    int info = 0;
+    if (rc == 0) rc = jmg_cuda_call_read_info(c, &info, 1, err);
+    if (rc == 0)
+      rc = jmg_cuda_call_check_info(
+          c, info, "cusolverDnXpotrf (a TF32 Cholesky's diagonal block)", err);
+    if (rc == 0 && info > 0) *low_info = (int)(j + info);
+    if (rc != 0 || info > 0 || rest == 0) break;
+    char *a21 = ajj + (size_t)jb * lo;
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_trsm_64(h, g->low, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+                           herm, CUBLAS_DIAG_NON_UNIT, rest, jb, ajj, n, a21,
+                           n),
+        c->op, err);
+    /* A(c0:, c0:c0+cb) -= L(c0:, j:j+jb) L(c0:c0+cb, j:j+jb)^H. */
+    for (int64_t c0 = j + jb; rc == 0 && c0 < n; c0 += chunk) {
+      const int64_t cb = chunk < n - c0 ? chunk : n - c0;
+      const char *lc = f + ((size_t)j * (size_t)n + (size_t)c0) * lo;
+      char *cc = f + ((size_t)c0 * (size_t)n + (size_t)c0) * lo;
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_gemm_tf32_64(h, g->low, CUBLAS_OP_N, herm, n - c0, cb, jb,
+                                  -1.0, lc, n, lc, n, 1.0, cc, n),
+          c->op, err);
+    }
+  }
+  jmg_error ignored;
+  const int back = JMG_CUBLAS_TRY(cublasSetMathMode(h, mode), c->op,
+                                  rc == 0 ? err : &ignored);
+  return rc != 0 ? rc : back;
+}
+
+/* f's diagonal times (1 + shift): A + shift diag(A) in the lower
+ * precision (refine.h, JMG_REFINE_SHIFT), by a strided scal (stride n + 1;
+ * csscal keeps a complex diagonal's imaginary part 0). */
+static int shift_diagonal(gpu_refine *g, double shift, jmg_error *err) {
+  const float by = (float)(1.0 + shift);
+  void *f = part(g, g->l.f_at);
+  if (g->low == JMG_C64)
+    return JMG_CUBLAS_TRY(
+        cublasCsscal_v2_64(g->call.blas, g->n, &by, f, g->n + 1),
+        g->call.cuda.op, err);
+  return JMG_CUBLAS_TRY(
+      cublasSscal_v2_64(g->call.blas, g->n, &by, f, g->n + 1),
+      g->call.cuda.op, err);
+}
+
+/* Factors A's lower copy once (with the diagonal shifted where shift > 0):
+ * 0 with *low_info (the factorization's info) and *overflow (A exceeds the
+ * lower precision's range), or an error. */
+static int factor_once(gpu_refine *g, double shift, int *low_info,
+                       int *overflow, jmg_error *err) {
   jmg_cuda_call *c = &g->call.cuda;
   const cudaDataType t = jmg_cuda_data_type(g->low);
   void *f = part(g, g->l.f_at);
+  int tf32_info = 0;
   int rc = JMG_CUDA_TRY(
       cudaMemsetAsync(c->d_info, 0, 4 * sizeof(int), c->stream), c->op, err);
   if (rc == 0)
     rc = jmg_cuda_narrow(g->dtype, g->call.a_data, f,
                          (size_t)g->n * (size_t)g->n, c->d_info + 3, c->stream,
                          c->op, err);
-  if (rc == 0 && g->lu)
+  if (rc == 0 && shift > 0.0) rc = shift_diagonal(g, shift, err);
+  if (rc == 0 && g->route == ROUTE_TF32_CHOLESKY)
+    rc = tf32_cholesky(g, &tf32_info, err);
+  else if (rc == 0 && g->lu)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXgetrf(g->call.dn, g->call.params, g->n, g->n, t, f, g->n,
                          part(g, g->l.piv_at), t, part(g, g->l.factor_at),
@@ -219,40 +618,50 @@ static int factor(gpu_refine *g, int *low_info, int *overflow, jmg_error *err) {
         c->op, err);
   int h_info[4] = {0, 0, 0, 0};
   if (rc == 0) rc = jmg_cuda_call_read_info(c, h_info, 4, err);
-  if (rc == 0)
+  if (rc == 0 && g->route != ROUTE_TF32_CHOLESKY)
     rc = jmg_cuda_call_check_info(c, h_info[0],
                                   g->lu ? "cusolverDnXgetrf (lower precision)"
                                         : "cusolverDnXpotrf (lower precision)",
                                   err);
-  *low_info = h_info[0];
+  *low_info = g->route == ROUTE_TF32_CHOLESKY ? tf32_info : h_info[0];
   *overflow = h_info[3] != 0;
   return rc;
 }
 
-/* The refinement from the lower factor: *converged. ||A||_F is the whole
- * held matrix's, one nrm2 (potrs's Hermitian A holds both triangles; the
- * LAPACK engine reads the lower one, engine/lapack/mixed_host.c: the same
- * number for the Hermitian A the API takes). */
+/* The lower factorization; a Cholesky that fails (A not positive definite
+ * to the lower precision) once more with the diagonal shifted, *shift
+ * then the shift (0: none). */
+static int factor(gpu_refine *g, int *low_info, int *overflow, double *shift,
+                  jmg_error *err) {
+  *shift = 0.0;
+  int rc = factor_once(g, 0.0, low_info, overflow, err);
+  if (rc == 0 && !g->lu && !*overflow && *low_info > 0) {
+    const double u_low = g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n
+                             ? ldexp(1.0, -11) /* TF32's 10-bit mantissa */
+                             : jmg_refine_unit_roundoff(g->low);
+    *shift = JMG_REFINE_SHIFT * u_low;
+    rc = factor_once(g, *shift, low_info, overflow, err);
+  }
+  return rc;
+}
+
+/* The refinement from the lower factor: *converged. */
 static int refine(gpu_refine *g, int *converged, jmg_error *err) {
   jmg_cuda_call *c = &g->call.cuda;
-  const int64_t k = g->k;
-  double anorm = 0.0;
-  int rc =
-      JMG_CUBLAS_TRY(jmg_cublas_nrm2_64(g->call.blas, g->dtype, g->n * g->n,
-                                        g->call.a_data, &anorm),
-                     c->op, err);
-  if (rc == 0)
-    rc = column_norms(g, part(g, g->l.kept_at), part(g, g->l.norms_at), err);
-  if (rc == 0) rc = norms_to_host(g, (size_t)k, err);
-  double *bnorm = g->hnorm + 2 * k; /* past the residual's and x's */
-  if (rc == 0) memcpy(bnorm, g->hnorm, (size_t)k * sizeof *bnorm);
+  double anorm = 0.0, *bnorm = NULL;
+  int rc = norms_of_a_and_b(g, &anorm, &bnorm, err);
   const jmg_refine_steps steps = {.ctx = g,
                                   .first = step_first,
                                   .residual = step_residual,
-                                  .correct = step_correct};
-  jmg_refine_result r = {0};
+                                  .correct = step_correct,
+                                  .restart = JMG_GMRES_RESTART,
+                                  .gmres_start = step_gmres_start,
+                                  .arnoldi = step_arnoldi,
+                                  .gmres_update = step_gmres_update};
+  jmg_refine_result r;
+  memset(&r, 0, sizeof r);
   if (rc == 0)
-    rc = jmg_refine_run(&steps, g->dtype, g->n, k, bnorm, anorm, &r, err);
+    rc = jmg_refine_run(&steps, g->dtype, g->n, g->k, bnorm, anorm, &r, err);
   /* The lower solves' info: a negative one is an argument they rejected. */
   int h_info[2] = {0, 0};
   if (rc == 0) rc = jmg_cuda_call_read_info(c, h_info, 2, err);
@@ -262,7 +671,7 @@ static int refine(gpu_refine *g, int *converged, jmg_error *err) {
                                         : "cusolverDnXpotrs (lower precision)",
                                   err);
   if (rc == 0) {
-    char mark[128];
+    char mark[160];
     jmg_refine_describe(&r, g->dtype, mark, sizeof mark);
     jmg_trace_mark(mark);
   }
@@ -270,10 +679,87 @@ static int refine(gpu_refine *g, int *converged, jmg_error *err) {
   return rc;
 }
 
+/* cusolverDnIRSXgesv into x: *solved where x is the answer (refined to
+ * sqrt(n) u by the backward error measured here, or cuSOLVER's own
+ * fallback's, *info its factorization's info); else A is intact and the
+ * caller falls back. */
+static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
+  jmg_cuda_call *c = &g->call.cuda;
+  irs s = {NULL, NULL};
+  cusolver_int_t niters = 0, outer = 0;
+  int h_info = 0;
+  *solved = 0;
+  int rc = 0;
+  if (g->transpose) {
+    /* IRS solves M x = b only: M^T in place, and from here on the call
+     * (the residual, the fallback) solves with the buffer as it is. */
+    rc = jmg_cuda_transpose_square(g->dtype, g->call.a_data, g->n, c->stream,
+                                   c->op, err);
+    if (rc == 0) {
+      g->transpose = 0;
+      jmg_trace_mark("transpose in place");
+    }
+  }
+  if (rc == 0) rc = irs_create(g, &s, 1, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(
+        cudaMemsetAsync(c->d_info, 0, 4 * sizeof(int), c->stream), c->op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnIRSXgesv(g->call.dn, s.params, s.infos, (cusolver_int_t)g->n,
+                           (cusolver_int_t)g->k, g->call.a_data,
+                           (cusolver_int_t)g->n, part(g, g->l.kept_at),
+                           (cusolver_int_t)g->n, g->b, (cusolver_int_t)g->n,
+                           part(g, g->l.irs_at), g->l.irs_bytes, &niters,
+                           c->d_info),
+        c->op, err);
+  if (rc == 0) rc = jmg_cuda_call_read_info(c, &h_info, 1, err);
+  if (rc == 0)
+    rc = jmg_cuda_call_check_info(c, h_info, "cusolverDnIRSXgesv", err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnIRSInfosGetOuterNiters(s.infos, &outer),
+                          c->op, err);
+  rc = irs_destroy(g, &s, rc, err);
+  if (rc != 0) return rc;
+  char mark[160];
+  snprintf(mark, sizeof mark, "getrf %s", low_name(g));
+  jmg_trace_mark(mark);
+  if (niters < 0 || h_info != 0) {
+    /* cuSOLVER fell back by itself: A holds its float64 LU, x its answer. */
+    snprintf(mark, sizeof mark,
+             "fallback %s getrf+getrs (cusolverDnIRSXgesv's own, niters %d)",
+             jmg_dtype_name(g->dtype), (int)niters);
+    jmg_trace_mark(mark);
+    *solved = 1;
+    *info = h_info;
+    return 0;
+  }
+  /* Converged by cuSOLVER's test (A intact): jaxmg's, against A. */
+  double anorm = 0.0, *bnorm = NULL;
+  double *rnorm = g->hnorm, *xnorm = g->hnorm + g->k;
+  rc = norms_of_a_and_b(g, &anorm, &bnorm, err);
+  /* step_residual overwrites hnorm's first 2 k: b's norms sit past them. */
+  if (rc == 0) rc = step_residual(g, rnorm, xnorm, err);
+  if (rc != 0) return rc;
+  jmg_refine_result r;
+  memset(&r, 0, sizeof r);
+  r.berr = jmg_refine_backward_error(g->k, rnorm, xnorm, bnorm, anorm);
+  const double u = jmg_refine_unit_roundoff(g->dtype);
+  r.converged = r.berr <= sqrt((double)g->n) * u;
+  r.iterations = (int)outer;
+  r.gmres_outer = (int)outer;
+  r.gmres_inner = (int)niters;
+  jmg_refine_describe(&r, g->dtype, mark, sizeof mark);
+  jmg_trace_mark(mark);
+  *solved = r.converged;
+  return 0;
+}
+
 /* The mixed call's frame and steps; *fall_back where refinement did not
- * converge (b then holds the caller's b again). */
+ * converge (b then holds the caller's b again); *info cuSOLVER IRS's own
+ * fallback's. */
 static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
-               jmg_error *err) {
+               int *info, jmg_error *err) {
   jmg_cuda_work w = {0};
   *fall_back = 1;
   int rc =
@@ -284,21 +770,35 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
   if (rc == 0)
     rc = jmg_cuda_call_buffer(c, JMG_HOST, 3 * (size_t)g->k * sizeof(double),
                               (void **)&g->hnorm, err);
+  if (rc == 0)
+    rc = jmg_cuda_call_buffer(c, JMG_HOST,
+                              2 * (JMG_GMRES_RESTART + 1) *
+                                  jmg_dtype_size(g->dtype),
+                              (void **)&g->hh, err);
   const size_t b_bytes = (size_t)g->n * (size_t)g->k * jmg_dtype_size(g->dtype);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaMemcpyAsync(part(g, g->l.kept_at), g->b, b_bytes,
                                       cudaMemcpyDeviceToDevice, c->stream),
                       c->op, err);
-  int low_info = 0, overflow = 0, converged = 0;
-  if (rc == 0) rc = factor(g, &low_info, &overflow, err);
-  char mark[96];
-  snprintf(mark, sizeof mark, "%s %s%s", g->lu ? "getrf" : "potrf",
-           jmg_dtype_name(g->low),
-           overflow        ? " skipped (A exceeds its range)"
-           : low_info != 0 ? " failed"
-                           : "");
-  if (rc == 0) jmg_trace_mark(mark);
-  if (rc == 0 && !overflow && low_info == 0) rc = refine(g, &converged, err);
+  int converged = 0;
+  if (g->route == ROUTE_IRS) {
+    if (rc == 0) rc = run_irs(g, &converged, info, err);
+  } else {
+    int low_info = 0, overflow = 0;
+    double shift = 0.0;
+    if (rc == 0) rc = factor(g, &low_info, &overflow, &shift, err);
+    char mark[128], shifted[64] = "";
+    if (shift > 0.0 && low_info == 0)
+      snprintf(shifted, sizeof shifted, " (diagonal shifted by %.2g)", shift);
+    snprintf(mark, sizeof mark, "%s %s%s%s", g->lu ? "getrf" : "potrf",
+             low_name(g), shifted,
+             overflow        ? " skipped (A exceeds its range)"
+             : low_info != 0 ? " failed"
+                             : "");
+    if (rc == 0) jmg_trace_mark(mark);
+    if (rc == 0 && !overflow && low_info == 0)
+      rc = refine(g, &converged, err);
+  }
   if (rc == 0 && !converged)
     rc = JMG_CUDA_TRY(cudaMemcpyAsync(g->b, part(g, g->l.kept_at), b_bytes,
                                       cudaMemcpyDeviceToDevice, c->stream),
@@ -307,6 +807,8 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
   return jmg_dn_end(&g->call, rc, err);
 }
 
+/* The fallback solves with g.transpose: the IRS route may have transposed
+ * the buffer in place (run_irs). */
 static int mixed(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                  int64_t nrhs, int lu, int transpose, int *info,
                  jmg_error *err) {
@@ -318,6 +820,7 @@ static int mixed(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
   g.n = a->n;
   g.k = nrhs;
   g.b = b;
+  set_route(&g, choose_route(lu, a->n, nrhs));
   *info = 0;
   int fall_back = 1, rc = 0;
   if (!jmg_refine_lower(a->dtype, &g.low) || nrhs < 1)
@@ -325,12 +828,12 @@ static int mixed(const jmg_engine *e, const jmg_dist_matrix *a, void *b,
                        ? "no right-hand side: exact path"
                        : "no lower precision jaxmg factors in: exact path");
   else
-    rc = run(&g, a, &fall_back, err);
+    rc = run(&g, a, &fall_back, info, err);
   if (rc != 0 || !fall_back) return rc;
   char mark[64];
   snprintf(mark, sizeof mark, "fallback %s", jmg_dtype_name(a->dtype));
   if (jmg_refine_lower(a->dtype, &g.low) && nrhs >= 1) jmg_trace_mark(mark);
-  return lu ? jmg_dn_lu_solve(e, a, b, nrhs, transpose, info, err)
+  return lu ? jmg_dn_lu_solve(e, a, b, nrhs, g.transpose, info, err)
             : jmg_dn_potrs(e, a, b, nrhs, NULL, info, err);
 }
 
@@ -345,6 +848,16 @@ int jmg_dn_lu_solve_mixed(const jmg_engine *e, const jmg_dist_matrix *a,
   return mixed(e, a, b, nrhs, 1, transpose, info, err);
 }
 
+/* One route's workspace bytes into *bytes. */
+static int route_bytes(gpu_refine *g, mixed_route route, size_t *bytes,
+                       jmg_error *err) {
+  jmg_cuda_work w = {0};
+  set_route(g, route);
+  int rc = layout(g, &w, err);
+  *bytes = jmg_cuda_work_alloc_bytes(&w);
+  return rc;
+}
+
 int jmg_dn_mixed_query(jmg_dn_call *call, const jmg_workspace_query *q, int lu,
                        size_t *bytes, jmg_error *err) {
   gpu_refine g;
@@ -354,10 +867,7 @@ int jmg_dn_mixed_query(jmg_dn_call *call, const jmg_workspace_query *q, int lu,
   g.lu = lu;
   g.n = call->a->n;
   g.k = q->nrhs > 0 ? q->nrhs : 1;
-  jmg_cuda_work w = {0};
   *bytes = 0;
   if (!jmg_refine_lower(g.dtype, &g.low)) return 0;
-  int rc = layout(&g, &w, err);
-  *bytes = jmg_cuda_work_alloc_bytes(&w);
-  return rc;
+  return route_bytes(&g, choose_route(lu, g.n, g.k), bytes, err);
 }

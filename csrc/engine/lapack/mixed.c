@@ -1,7 +1,9 @@
 /* potrs and lu_solve in mixed precision on CPU devices (mixed.h): the
  * lower-precision factorization, the refinement loop's steps
  * (engine/refine.h) on host buffers, and the fallback to the exact
- * routine. */
+ * routine. Classical refinement, then GMRES-IR where it stalls: the
+ * GMRES steps below (Arnoldi by classical Gram-Schmidt twice, the
+ * preconditioner the float32/complex64 factor) on host vectors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,23 +31,30 @@ typedef struct solve_ctx {
   void *r;                       /* the residual (A's dtype) */
   void *w;                       /* a right-hand side in the lower precision */
   const jmg_lapack_routines *rl; /* the lower precision's */
+  /* GMRES-IR: the basis (JMG_GMRES_RESTART + 1 vectors of n, A's dtype), a
+   * zero vector of n, the Gram-Schmidt coefficients (pairs). */
+  double *v, *zero, *coef;
 } solve_ctx;
 
-/* w = F^-1 w, by the lower-precision factor. */
-static int low_solve(solve_ctx *c, jmg_error *err) {
+/* w = F^-1 w (its first cols columns), by the lower-precision factor. */
+static int low_solve_cols(solve_ctx *c, int cols, jmg_error *err) {
   int info = 0;
   char lower = 'L';
   if (c->ipiv != NULL)
-    c->rl->getrs(&c->trans, &c->n, &c->k, c->f, &c->n, c->ipiv, c->w, &c->n,
+    c->rl->getrs(&c->trans, &c->n, &cols, c->f, &c->n, c->ipiv, c->w, &c->n,
                  &info);
   else
-    c->rl->potrs(&lower, &c->n, &c->k, c->f, &c->n, c->w, &c->n, &info);
+    c->rl->potrs(&lower, &c->n, &cols, c->f, &c->n, c->w, &c->n, &info);
   if (info < 0)
     return jmg_error_set(err, JMG_ELAPACK, c->op,
                          c->ipiv != NULL ? "LAPACK getrs (lower precision)"
                                          : "LAPACK potrs (lower precision)",
                          "argument %d was rejected", -info);
   return 0;
+}
+
+static int low_solve(solve_ctx *c, jmg_error *err) {
+  return low_solve_cols(c, c->k, err);
 }
 
 static size_t count_of(const solve_ctx *c) {
@@ -81,6 +90,104 @@ static int step_correct(void *ctx, jmg_error *err) {
   return rc;
 }
 
+/* --- GMRES-IR's steps (engine/refine.h) on host vectors ------------------ */
+
+/* Reals in one vector of n. */
+static size_t vlen(const solve_ctx *c) {
+  return (jmg_dtype_is_complex(c->dtype) ? 2 : 1) * (size_t)c->n;
+}
+
+/* u^H w (u^T w for float64) into re, im. */
+static void vdot(const solve_ctx *c, const double *u, const double *w,
+                 double *re, double *im) {
+  double sr = 0.0, si = 0.0;
+  if (jmg_dtype_is_complex(c->dtype))
+    for (size_t i = 0; i < (size_t)c->n; ++i) {
+      sr += u[2 * i] * w[2 * i] + u[2 * i + 1] * w[2 * i + 1];
+      si += u[2 * i] * w[2 * i + 1] - u[2 * i + 1] * w[2 * i];
+    }
+  else
+    for (size_t i = 0; i < (size_t)c->n; ++i) sr += u[i] * w[i];
+  *re = sr;
+  *im = si;
+}
+
+/* w += (re + i im) u. */
+static void vaxpy(const solve_ctx *c, double re, double im, const double *u,
+                  double *w) {
+  if (jmg_dtype_is_complex(c->dtype))
+    for (size_t i = 0; i < (size_t)c->n; ++i) {
+      w[2 * i] += re * u[2 * i] - im * u[2 * i + 1];
+      w[2 * i + 1] += re * u[2 * i + 1] + im * u[2 * i];
+    }
+  else
+    for (size_t i = 0; i < (size_t)c->n; ++i) w[i] += re * u[i];
+}
+
+/* dst = F^-1 src (one column of n in A's dtype; dst may be src); negate
+ * with sign -1. */
+static int precondition(solve_ctx *c, const double *src, double *dst,
+                        double sign, jmg_error *err) {
+  jmg_mixed_narrow(c->dtype, src, c->w, (size_t)c->n);
+  int rc = low_solve_cols(c, 1, err);
+  if (rc != 0) return rc;
+  jmg_mixed_widen(c->dtype, c->w, dst, (size_t)c->n, 0);
+  if (sign < 0)
+    for (size_t i = 0; i < vlen(c); ++i) dst[i] = -dst[i];
+  return 0;
+}
+
+/* v = v / ||v|| where it is not 0; the norm into *norm. */
+static void normalize(solve_ctx *c, double *v, double *norm) {
+  jmg_mixed_column_norms(c->dtype, v, c->n, 1, norm);
+  if (*norm > 0.0 && isfinite(*norm))
+    for (size_t i = 0; i < vlen(c); ++i) v[i] /= *norm;
+}
+
+static int step_gmres_start(void *ctx, int64_t col, double *beta,
+                            jmg_error *err) {
+  solve_ctx *c = ctx;
+  int rc = precondition(c, (const double *)c->r + (size_t)col * vlen(c), c->v,
+                        1.0, err);
+  if (rc == 0) normalize(c, c->v, beta);
+  return rc;
+}
+
+static int step_arnoldi(void *ctx, int j, double *h, jmg_error *err) {
+  solve_ctx *c = ctx;
+  const size_t len = vlen(c);
+  double *w = c->v + (size_t)(j + 1) * len;
+  /* w = -A V_j (a residual against b = 0), then F^-1 w negated. */
+  jmg_mixed_residual(c->dtype, c->a, c->n, c->zero, c->v + (size_t)j * len, w,
+                     1, c->kind);
+  int rc = precondition(c, w, w, -1.0, err);
+  if (rc != 0) return rc;
+  for (int i = 0; i < 2 * (j + 2); ++i) h[i] = 0.0;
+  /* Classical Gram-Schmidt, twice. */
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i <= j; ++i)
+      vdot(c, c->v + (size_t)i * len, w, &c->coef[2 * i], &c->coef[2 * i + 1]);
+    for (int i = 0; i <= j; ++i) {
+      vaxpy(c, -c->coef[2 * i], -c->coef[2 * i + 1], c->v + (size_t)i * len, w);
+      h[2 * i] += c->coef[2 * i];
+      h[2 * i + 1] += c->coef[2 * i + 1];
+    }
+  }
+  normalize(c, w, &h[2 * (j + 1)]);
+  return 0;
+}
+
+static int step_gmres_update(void *ctx, int64_t col, int k, const double *y,
+                             jmg_error *err) {
+  (void)err;
+  solve_ctx *c = ctx;
+  const size_t len = vlen(c);
+  double *x = (double *)c->x + (size_t)col * len;
+  for (int i = 0; i < k; ++i)
+    vaxpy(c, y[2 * i], y[2 * i + 1], c->v + (size_t)i * len, x);
+  return 0;
+}
+
 /* The exact routine on the gathered A (b as the caller gave it). */
 static int exact(const solve_ctx *c, void *full, void *b, int transpose,
                  int *info, jmg_error *err) {
@@ -96,8 +203,12 @@ static void release(solve_ctx *c) {
   free(c->w);
   free(c->kept);
   free(c->ipiv);
+  free(c->v);
+  free(c->zero);
+  free(c->coef);
   c->f = c->r = c->w = c->kept = NULL;
   c->ipiv = NULL;
+  c->v = c->zero = c->coef = NULL;
 }
 
 /* The lower precision's routines registered, sizes in LAPACK's int, and
@@ -124,7 +235,12 @@ static int prepare(solve_ctx *c, int64_t n, int64_t nrhs, int lu,
   c->kept = malloc(nk * hi + 1);
   c->b = c->kept;
   c->ipiv = lu ? malloc((size_t)n * sizeof(int) + 1) : NULL;
-  if (c->f && c->r && c->w && c->kept && (!lu || c->ipiv)) return 0;
+  c->v = malloc((JMG_GMRES_RESTART + 1) * (size_t)n * hi + 1);
+  c->zero = calloc((size_t)n * hi + 1, 1);
+  c->coef = malloc(2 * (JMG_GMRES_RESTART + 2) * sizeof(double));
+  if (c->f && c->r && c->w && c->kept && (!lu || c->ipiv) && c->v &&
+      c->zero && c->coef)
+    return 0;
   release(c);
   return jmg_error_set(err, JMG_ENOMEM, c->op, "malloc",
                        "cannot allocate the lower-precision copy of A and "
@@ -161,7 +277,11 @@ static int refine(solve_ctx *c, jmg_mixed_outcome *out, jmg_error *err) {
   const jmg_refine_steps steps = {.ctx = c,
                                   .first = step_first,
                                   .residual = step_residual,
-                                  .correct = step_correct};
+                                  .correct = step_correct,
+                                  .restart = JMG_GMRES_RESTART,
+                                  .gmres_start = step_gmres_start,
+                                  .arnoldi = step_arnoldi,
+                                  .gmres_update = step_gmres_update};
   jmg_refine_result r;
   int rc = jmg_refine_run(&steps, c->dtype, c->n, c->k, bnorm, anorm, &r, err);
   free(bnorm);
@@ -169,6 +289,8 @@ static int refine(solve_ctx *c, jmg_mixed_outcome *out, jmg_error *err) {
   out->converged = r.converged;
   out->iterations = r.iterations;
   out->berr = r.berr;
+  out->gmres_outer = r.gmres_outer;
+  out->gmres_inner = r.gmres_inner;
   char mark[128];
   jmg_refine_describe(&r, c->dtype, mark, sizeof mark);
   jmg_trace_mark(mark);
@@ -210,8 +332,22 @@ static int mixed_full(const char *op, jmg_dtype dtype, int64_t n, void *full,
       jmg_mixed_narrow(dtype, full, c.f, (size_t)n * (size_t)n);
   char mark[96];
   if (!overflow) rc = factor(&c, &low_info, err);
-  snprintf(mark, sizeof mark, "%s %s%s", lu ? "getrf" : "potrf",
-           jmg_dtype_name(c.low),
+  double shift = 0.0;
+  if (rc == 0 && !overflow && !lu && low_info > 0) {
+    /* Not positive definite in the lower precision: once more with the
+     * diagonal shifted (refine.h, JMG_REFINE_SHIFT). */
+    shift = JMG_REFINE_SHIFT * jmg_refine_unit_roundoff(c.low);
+    jmg_mixed_narrow(dtype, full, c.f, (size_t)n * (size_t)n);
+    float *f = c.f;
+    const size_t step = (jmg_dtype_is_complex(dtype) ? 2 : 1) * ((size_t)n + 1);
+    for (size_t i = 0; i < (size_t)n; ++i) f[i * step] *= (float)(1.0 + shift);
+    rc = factor(&c, &low_info, err);
+  }
+  char shifted[64] = "";
+  if (shift > 0.0 && low_info == 0)
+    snprintf(shifted, sizeof shifted, " (diagonal shifted by %.2g)", shift);
+  snprintf(mark, sizeof mark, "%s %s%s%s", lu ? "getrf" : "potrf",
+           jmg_dtype_name(c.low), shifted,
            overflow        ? " skipped (A exceeds its range)"
            : low_info != 0 ? " failed"
                            : "");
@@ -294,9 +430,12 @@ int jmg_lapack_workspace(const jmg_engine *e, const jmg_problem *p,
       nrhs > 0) {
     const size_t lo = jmg_dtype_size(low);
     /* A's lower-precision copy; b kept and the residual (A's dtype), a
-     * right-hand side in the lower precision; its own pivots. */
-    *bytes +=
-        n * n * lo + n * nrhs * (2 * hi + lo) + (lu ? n * sizeof(int) : 0);
+     * right-hand side in the lower precision; its own pivots; GMRES-IR's
+     * basis and a zero vector (A's dtype), its coefficients. */
+    *bytes += n * n * lo + n * nrhs * (2 * hi + lo) +
+              (lu ? n * sizeof(int) : 0) +
+              (JMG_GMRES_RESTART + 2) * n * hi +
+              2 * (JMG_GMRES_RESTART + 2) * sizeof(double);
   }
   return 0;
 }

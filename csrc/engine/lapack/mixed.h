@@ -67,6 +67,7 @@ typedef struct jmg_mixed_outcome {
   int iterations; /* corrections applied */
   double berr;    /* the backward error refinement reached */
   int fell_back;  /* the exact factorization solved */
+  int gmres_outer, gmres_inner; /* GMRES-IR's iterations (refine.h) */
 } jmg_mixed_outcome;
 
 int jmg_lapack_potrs_mixed_full(jmg_dtype dtype, int64_t n, void *full, void *b,
