@@ -734,16 +734,20 @@ static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
     *info = h_info;
     return 0;
   }
-  /* Converged by cuSOLVER's test (A intact): jaxmg's, against A. */
-  double anorm = 0.0, *bnorm = NULL;
-  double *rnorm = g->hnorm, *xnorm = g->hnorm + g->k;
+  /* Converged by cuSOLVER's test (A intact): jaxmg's, against A. The
+   * route has one right-hand side (choose_route). */
+  double anorm = 0.0, *bnorm = NULL, rnorm[1] = {0.0}, xnorm[1] = {0.0};
+  if (g->k != 1)
+    return jmg_error_set(err, JMG_EINTERNAL, c->op, "cusolverDnIRSXgesv",
+                         "%lld right-hand sides on its one-column route",
+                         (long long)g->k);
   rc = norms_of_a_and_b(g, &anorm, &bnorm, err);
   /* step_residual overwrites hnorm's first 2 k: b's norms sit past them. */
   if (rc == 0) rc = step_residual(g, rnorm, xnorm, err);
   if (rc != 0) return rc;
   jmg_refine_result r;
   memset(&r, 0, sizeof r);
-  r.berr = jmg_refine_backward_error(g->k, rnorm, xnorm, bnorm, anorm);
+  r.berr = jmg_refine_backward_error(1, rnorm, xnorm, bnorm, anorm);
   const double u = jmg_refine_unit_roundoff(g->dtype);
   r.converged = r.berr <= sqrt((double)g->n) * u;
   r.iterations = (int)outer;
