@@ -99,9 +99,15 @@ cublasStatus_t jmg_cublas_gemm_tf32_64(cublasHandle_t h, jmg_dtype t,
   const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
                         be = jmg_cuda_scalar_of(t, beta);
   const cudaDataType dt = jmg_cuda_data_type(t);
-  return cublasGemmEx_64(h, op_a, op_b, m, n, k, &al, A, dt, lda, B, dt, ldb,
-                         &be, C, dt, ldc, CUBLAS_COMPUTE_32F_FAST_TF32,
-                         CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t s = cublasGemmEx_64(
+      h, op_a, op_b, m, n, k, &al, A, dt, lda, B, dt, ldb, &be, C, dt, ldc,
+      CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+  /* A cuBLAS without the complex TF32 compute type: cgemm, on TF32 tensor
+   * cores where the handle's math mode is CUBLAS_TF32_TENSOR_OP_MATH. */
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED && t == JMG_C64)
+    return cublasCgemm_v2_64(h, op_a, op_b, m, n, k, &al.c, A, lda, B, ldb,
+                             &be.c, C, ldc);
+  return s;
 }
 
 cublasStatus_t jmg_cublas_trsm_64(cublasHandle_t h, jmg_dtype t,

@@ -43,8 +43,10 @@ cublasStatus_t jmg_cublas_gemm_64(cublasHandle_t h, jmg_dtype t,
  * tensor cores: cublasGemmEx_64 with CUBLAS_COMPUTE_32F_FAST_TF32 (the
  * inputs rounded to TF32, 10 bits of mantissa, the products accumulated in
  * float32), for the mixed-precision factorizations
- * (engine/cusolverdn/mixed.c). CUBLAS_STATUS_INVALID_VALUE for the other
- * dtypes. */
+ * (engine/cusolverdn/mixed.c); for complex64, where cuBLAS does not
+ * support that compute type, cublasCgemm (TF32 where the handle's math
+ * mode is CUBLAS_TF32_TENSOR_OP_MATH, as the caller sets it).
+ * CUBLAS_STATUS_INVALID_VALUE for the other dtypes. */
 cublasStatus_t jmg_cublas_gemm_tf32_64(cublasHandle_t h, jmg_dtype t,
                                        cublasOperation_t op_a,
                                        cublasOperation_t op_b, int64_t m,
