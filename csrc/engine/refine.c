@@ -117,7 +117,7 @@ static double triangular_cond(const double complex *R, int ldr, int k,
 /* GMRES's host state for one column: the rotated Hessenberg matrix R
  * ((m + 1) x m), the rotations, the right-hand side g, y, and scratch. */
 typedef struct gmres_host {
-  int m;
+  int m, max_inner;
   double complex *R, *s, *g, *y, *v, *t;
   double *c, *h; /* cosines; the engine's h (pairs) */
 } gmres_host;
@@ -209,7 +209,7 @@ static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
       }
     }
     if (cabs(gh->g[j + 1]) <= JMG_GMRES_TOL * beta || next == 0.0) break;
-    if (out->gmres_inner >= JMG_GMRES_MAX_INNER) {
+    if (out->gmres_inner >= gh->max_inner) {
       *give_up = out->gmres_gave_up = 2;
       return 0;
     }
@@ -228,6 +228,18 @@ static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
   return st->gmres_update(st->ctx, col, k, y, err);
 }
 
+/* The bound on Arnoldi steps (refine.h: steps->max_inner, the
+ * environment's JAXMG_GMRES_MAX_INNER over it). */
+static int gmres_max_inner(const jmg_refine_steps *st) {
+  const char *v = getenv("JAXMG_GMRES_MAX_INNER");
+  if (v != NULL && *v != '\0') {
+    char *end = NULL;
+    const long x = strtol(v, &end, 10);
+    if (end != NULL && *end == '\0' && x >= 0 && x <= 100000) return (int)x;
+  }
+  return st->max_inner > 0 ? st->max_inner : JMG_GMRES_MAX_INNER;
+}
+
 /* Outer iterations of GMRES-IR from the x whose residual (norms in rnorm,
  * xnorm) and backward error berr were just measured. */
 static int gmres_ir(const jmg_refine_steps *st, int64_t n, int64_t nrhs,
@@ -237,6 +249,7 @@ static int gmres_ir(const jmg_refine_steps *st, int64_t n, int64_t nrhs,
   gmres_host gh;
   memset(&gh, 0, sizeof gh);
   int rc = gmres_host_alloc(&gh, st->restart, err);
+  gh.max_inner = gmres_max_inner(st);
   double previous = berr;
   int give_up = 0, stalls = 0;
   while (rc == 0 && out->gmres_outer < JMG_GMRES_MAX_OUTER) {
@@ -317,7 +330,7 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
   /* Classical refinement stalled above sqrt(n) u: GMRES-IR from here. */
   if (rc == 0 && stalled && isfinite(berr) && steps->restart > 0 &&
       steps->gmres_start != NULL && steps->arnoldi != NULL &&
-      steps->gmres_update != NULL)
+      steps->gmres_update != NULL && gmres_max_inner(steps) > 0)
     rc = gmres_ir(steps, n, nrhs, rnorm, xnorm, bnorm, anorm, u, enough, berr,
                   out, err);
   free(norms);

@@ -111,6 +111,10 @@ typedef struct jmg_refine_steps {
    *     complex numbers on the host;
    *   gmres_update: x_col += sum_i<k y_i V_i (y: k complex numbers). */
   int restart;
+  /* The Arnoldi steps GMRES-IR may take in all before it gives up (0:
+   * JMG_GMRES_MAX_INNER); the environment's JAXMG_GMRES_MAX_INNER, where
+   * set to a number of 0 or more, overrides it (0: no GMRES-IR). */
+  int max_inner;
   int (*gmres_start)(void *ctx, int64_t col, double *beta, jmg_error *err);
   int (*arnoldi)(void *ctx, int j, double *h, jmg_error *err);
   int (*gmres_update)(void *ctx, int64_t col, int k, const double *y,

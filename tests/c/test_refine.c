@@ -372,6 +372,33 @@ TEST(refine_gmres_ir_converges_where_classical_refinement_stalls) {
   CHECK_EQ(r.gmres_inner, 0);
 }
 
+TEST(refine_gmres_ir_bound_from_the_environment) {
+  /* JAXMG_GMRES_MAX_INNER=0: no GMRES-IR (classical refinement stalls at
+   * 1e6 with the TF32-like factor); =5: it gives up after 5 steps. */
+  static dense d;
+  jmg_refine_result r;
+  setenv("JAXMG_GMRES_MAX_INNER", "0", 1);
+  dense_make(&d, 1e6, 3u);
+  CHECK_EQ(run_dense(&d, 1, &r), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.gmres_inner, 0);
+  setenv("JAXMG_GMRES_MAX_INNER", "5", 1);
+  dense_make(&d, 1e6, 3u);
+  CHECK_EQ(run_dense(&d, 1, &r), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.gmres_inner, 5);
+  CHECK_EQ(r.gmres_gave_up, 2);
+  char text[160];
+  jmg_refine_describe(&r, JMG_F64, text, sizeof text);
+  CHECK_CONTAINS(text, "gave up after 5 inner");
+  /* Not a number: the engine's bound (the default here). */
+  setenv("JAXMG_GMRES_MAX_INNER", "many", 1);
+  dense_make(&d, 1e6, 3u);
+  CHECK_EQ(run_dense(&d, 1, &r), 0);
+  CHECK_EQ(r.converged, 1);
+  unsetenv("JAXMG_GMRES_MAX_INNER");
+}
+
 TEST(refine_gmres_ir_gives_up_on_a_hopeless_matrix) {
   /* kappa 1e12 and 1e14 with the TF32-like factor: the estimate of
    * kappa(F^-1 A) passes JMG_GMRES_MAX_COND within the first cycle. */

@@ -90,6 +90,12 @@ typedef enum {
 #define TF32_NB_LARGE_FROM 16384
 #define TF32_CHUNK_BLOCKS 4
 
+/* GMRES-IR's Arnoldi steps in all (refine.h's max_inner): each is a
+ * product with A in float64 and a triangular solve pair in float32, one
+ * read of A and one of its factor, so that a few tens of them cost about
+ * what the exact factorization saves at N = 16384; to be measured. */
+#define DN_GMRES_MAX_INNER 60
+
 typedef struct mixed_layout {
   size_t f_at, factor_at, factor_bytes, piv_at, kept_at, r_at, w_at, norms_at,
       v_at, hd_at, irs_at, irs_bytes;
@@ -655,6 +661,7 @@ static int refine(gpu_refine *g, int *converged, jmg_error *err) {
                                   .residual = step_residual,
                                   .correct = step_correct,
                                   .restart = JMG_GMRES_RESTART,
+                                  .max_inner = DN_GMRES_MAX_INNER,
                                   .gmres_start = step_gmres_start,
                                   .arnoldi = step_arnoldi,
                                   .gmres_update = step_gmres_update};
