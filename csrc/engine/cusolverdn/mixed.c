@@ -32,11 +32,12 @@
  *     (complex64) copy, lower: the diagonal blocks by cusolverDnXpotrf in
  *     float32, the panel below by cublas<t>trsm and the trailing update by
  *     cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (complex64 too: TF32
- *     applies to CUDA_C_32F), the handle in CUBLAS_TF32_TENSOR_OP_MATH for
- *     the trsm; cuSOLVER has no IRS for Cholesky. Blocks of 512 columns
+ *     applies to CUDA_C_32F; cgemm in TF32 math mode where a cuBLAS lacks
+ *     it), the handle in CUBLAS_TF32_TENSOR_OP_MATH for the trsm; cuSOLVER has no IRS for Cholesky. Blocks of 512 columns
  *     (1024 from N = 16384 on); the update column chunk 4 blocks wide (a
  *     square chunk's upper part is computed and not read: fewer, larger
- *     gemms). A matrix of one block is cuSOLVER's float32 potrf alone.
+ *     gemms; JAXMG_TF32_NB sets the block, to tune it). A matrix of one
+ *     block is cuSOLVER's float32 potrf alone.
  *     Where the factorization fails (A not positive definite to TF32's
  *     precision: a condition number past about 10^3), it runs once more
  *     on A + 8 u_TF32 diag(A) (refine.h, JMG_REFINE_SHIFT), the
@@ -132,9 +133,21 @@ static mixed_route choose_route(int lu, int64_t n, int64_t k) {
   return ROUTE_FLOAT32;
 }
 
+/* The TF32 Cholesky's block: JAXMG_TF32_NB where it is a number from 64
+ * to 8192 (to tune it on a GPU), else by N. */
+static int64_t tf32_block(int64_t n) {
+  const char *v = getenv("JAXMG_TF32_NB");
+  if (v != NULL && *v != '\0') {
+    char *end = NULL;
+    const long x = strtol(v, &end, 10);
+    if (end != NULL && *end == '\0' && x >= 64 && x <= 8192) return x;
+  }
+  return n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
+}
+
 static void set_route(gpu_refine *g, mixed_route route) {
   g->route = route;
-  g->nb = g->n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
+  g->nb = tf32_block(g->n);
   if (g->nb > g->n) g->nb = g->n > 0 ? g->n : 1;
 }
 
