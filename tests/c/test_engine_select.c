@@ -384,7 +384,7 @@ TEST(gather_thresholds_one_row_per_case_with_its_source) {
       }
   for (const jmg_gather_row *q = jmg_gather_rows; q->op != JMG_NUM_OPS; ++q) {
     CHECK(q->min_parts >= 2 && q->min_parts <= q->max_parts);
-    CHECK(q->below >= 4096 && q->below <= 32768);
+    CHECK(q->below >= 4096 && q->below <= 65536);
     CHECK(q->source != NULL && strlen(q->source) > 20);
     /* A guess says so. */
     if (!q->measured) CHECK_CONTAINS(q->source, "guess");
@@ -400,6 +400,10 @@ TEST(gather_thresholds_hold_the_measured_sizes) {
   CHECK(jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 4)->measured);
   CHECK(!jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 2)->measured);
   CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_C128, 4)->below, 32768);
+  /* potri float64: one GPU wins at 32768 on 2 GPUs (bench/results/
+   * 2026-11-27-s17-h200x4-scaling), not yet known above 16384 on 4. */
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 2)->below, 65536);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 4)->below, 32768);
   CHECK(jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 4)->measured);
   CHECK_EQ(jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 2)->below, 32768);
   CHECK(!jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_C64, 2)->measured);

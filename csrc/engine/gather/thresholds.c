@@ -23,6 +23,9 @@
  *   [scaling]  bench/results/2026-11-27-h200x4-scaling (bench/scaling.py on
  *              4 H200: each engine on 1, 2 and 4 of them beside one-GPU JAX,
  *              float64, the default T_A; 2026-11-27)
+ *   [s17]      bench/results/2026-11-27-s17-h200x4-scaling (the same on 1
+ *              and 2 of 4 H200, N = 16384 and 32768, with JAXMG_TRACE's
+ *              per-step times in raw/; 2026-11-27)
  * Rows with measured = 0 are guesses, to be replaced by the table of the
  * multi-GPU measurement issue (issue 20). Groups of more than 4 GPUs have no
  * row: nothing was measured there, and the distributed engine runs them. */
@@ -47,10 +50,15 @@ const jmg_gather_row jmg_gather_rows[] = {
      "complex128 on 4 GPUs [h200x4]: N=8192 0.1434 s, N=16384 0.7259 s, "
      "N=32768 3.98 s [design]; one GPU [h100x1]: 0.1128 s, 0.5871 s, "
      "N=32768 not measured (about 8x N=16384's, 4.7 s); 3 GPUs not measured"},
-    {JMG_OP_POTRI, 0, 2, 4, 16384, 1,
-     "[scaling] float64: N=8192 gathered 0.0637 s (2 GPUs), 0.0648 s (4) vs "
-     "cuSOLVERMg 0.0661 / 0.0736 s and one-GPU JAX 0.0699 s; N=16384 "
-     "cuSOLVERMg 0.301 / 0.316 s vs JAX 0.332 s; 3 GPUs not measured"},
+    {JMG_OP_POTRI, 0, 2, 2, 65536, 1,
+     "[s17] float64 on 2 GPUs: N=16384 cuSOLVERMg 0.306 s vs one GPU "
+     "(jaxmg's cuSOLVERDn) 0.266 s; N=32768 1.674 s vs 1.368 s (the tiled "
+     "potrf takes 0.157 s there, the inverse's slabs 1.485 s); N=65536 not "
+     "measured (the distributed engine keeps it)"},
+    {JMG_OP_POTRI, 0, 3, 4, 32768, 1,
+     "[scaling] float64 on 4 GPUs: N=8192 cuSOLVERMg 0.0736 s vs gathered "
+     "0.0648 s; N=16384 0.316 s vs one GPU 0.266 s [s17]; N=32768 not "
+     "measured on 4 (the distributed engine keeps it); 3 GPUs not measured"},
     {JMG_OP_SYEVD, 0, 3, 4, 32768, 1,
      "[h200x4] and [design], float64 on 4 GPUs: N=4096 0.797 s, 8192 1.76 s, "
      "16384 5.93 s, 32768 21.4 s vs one GPU 0.111, 0.555, 3.22, 22.5 s "
@@ -63,8 +71,8 @@ const jmg_gather_row jmg_gather_rows[] = {
     {JMG_OP_LU_SOLVE, 0, 2, 4, 32768, 1,
      "[scaling] float64, jaxmg's tiled LU on cuSOLVERMg: N=8192 0.0733 s "
      "(2 GPUs), 0.0694 s (4) vs one GPU 0.0419 s (JAX 0.0405 s); N=16384 "
-     "0.185 / 0.183 s vs 0.144 s (JAX 0.141 s); N=32768 not measured (the "
-     "distributed engine keeps it); 3 GPUs not measured"},
+     "0.185 / 0.183 s vs 0.144 s (JAX 0.141 s); N=32768 on 2 GPUs 0.625 s "
+     "vs one GPU 0.715 s [s17]; 3 GPUs not measured"},
     {JMG_OP_LU_SOLVE, 1, 2, 4, 32768, 0, "guess: not measured; as real"},
     {JMG_NUM_OPS, 0, 0, 0, 0, 0, NULL},
 };
