@@ -134,12 +134,14 @@ def _eigh_function_in_body(a):
 
 @pytest.mark.parametrize("check_vma,dtype", [(True, np.complex128), (False, np.float64)],
                          ids=["check_vma-c128", "no_check_vma-f64"])
-def test_ctx_jvp_vjp_grad_match_plain_forms_and_jnp(auto_mesh, hpd, rhs, rng, check_vma, dtype):
+def test_ctx_jvp_vjp_grad_match_jnp(auto_mesh, hpd, rhs, rng, check_vma, dtype):
     """jax.jvp, jax.vjp and jax.grad through each ctx form equal the same
-    through the plain form and through jnp.linalg."""
+    through jnp.linalg. (The plain forms' derivatives, padded and not, on
+    Auto meshes: check_grads in test_derivatives.py, and against jnp.linalg
+    in test_user_inputs_derivatives.py and test_derivatives.py's
+    test_grads_match_jnp_linalg_under_explicit_axes.)"""
     a, b, h = hpd(N, dtype), rhs(N, 3, dtype), separated(rng, N, dtype)
     da, db, dh = hpd(N, dtype), rhs(N, 3, dtype), jt.make_hermitian(rng, N, dtype)
-    spec = (P("x", None),)
     ctx = {
         "potrs": mapped(auto_mesh, lambda a, b: jaxmg.potrs_shardmap_ctx(a, b, T_A=3)[0],
                         (P("x", None), P(None, None)), P(None, None), check_vma),
@@ -147,11 +149,6 @@ def test_ctx_jvp_vjp_grad_match_plain_forms_and_jnp(auto_mesh, hpd, rhs, rng, ch
                         (P("x", None), P(None, None)), P("x", None), check_vma),
         "syevd": mapped(auto_mesh, lambda a, b: _eigh_function_in_body(a), (P("x", None), P(None, None)),
             P(None, None), check_vma),
-    }
-    plain = {
-        "potrs": lambda a, b: jaxmg.potrs(a, b, 3, auto_mesh, spec),
-        "potri": lambda a, b: jaxmg.potri(a, 3, auto_mesh, spec),
-        "syevd": lambda a, b: eigh_function(*jaxmg.syevd(a, 2, auto_mesh, spec)),
     }
     reference = {
         "potrs": lambda a, b: jnp.linalg.solve(herm(a), b),
@@ -164,15 +161,14 @@ def test_ctx_jvp_vjp_grad_match_plain_forms_and_jnp(auto_mesh, hpd, rhs, rng, ch
         out = jax.eval_shape(reference[name], *primals)
         ct = weights(out.shape, dtype)
         results = {}
-        for form, f in (("ctx", ctx[name]), ("plain", plain[name]), ("jnp", reference[name])):
+        for form, f in (("ctx", ctx[name]), ("jnp", reference[name])):
             _, jvp = jax.jvp(f, primals, tangents)
             _, pullback = jax.vjp(f, *primals)
             vjp = pullback(ct)
             grad = jax.grad(lambda *p: jnp.real(jnp.sum(ct * f(*p))), argnums=(0, 1))(*primals)
             results[form] = (jvp, *vjp, *grad)
-        for form in ("ctx", "plain"):
-            for got, want in zip(results[form], results["jnp"]):
-                assert rel_err(got, want) < MATCH_TOL, (name, form)
+        for got, want in zip(results["ctx"], results["jnp"]):
+            assert rel_err(got, want) < MATCH_TOL, name
 
 
 def _solve_with_out(mesh, check_vma, how, tile=3):
