@@ -27,9 +27,16 @@
  * layout/local.h), so that the fallback runs on the layout the executor
  * made. Under JAXMG_ENGINE=cusolvermp the eigensolvers below their
  * crossover run this engine's routines too (engine/cusolvermp/one_gpu.c):
- * cuSOLVERMp's eigensolver is slower than one GPU there. */
+ * cuSOLVERMp's eigensolver is slower than one GPU there.
+ *
+ * Both only with JAXMG_LOCAL_GATHER=1 for now: written 2026-11-27 and not
+ * yet run on GPUs (the C tests and the CPU local model run the shared
+ * steps; tests/gpu/test_gpu_cusolverdn_local.py is to run first). Until
+ * then the engine runs where JAXMG_ENGINE=cusolverdn-local names it. */
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/config.h"
 
 #include "engine/cusolvermp/mp.h"
 #include "engine/gather/thresholds.h"
@@ -58,10 +65,21 @@ static int dnl_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   return 1;
 }
 
+int jmg_cusolverdn_local_by_default(char *why, size_t why_len) {
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.local_gather) return 1;
+  snprintf(why, why_len,
+           "cusolverdn-local runs only where JAXMG_ENGINE names it, or with "
+           "JAXMG_LOCAL_GATHER=1, until it has run on GPUs");
+  return 0;
+}
+
 /* The crossover; mixed-precision solves wherever there are several GPUs
  * (cuSOLVERMp has no mixed routine: the gather engine's rule). */
 static int dnl_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t len) {
+  if (!jmg_cusolverdn_local_by_default(why, len)) return 0;
   if (p->precision == JMG_PRECISION_MIXED && p->nparts >= 2 &&
       (p->op == JMG_OP_POTRS || p->op == JMG_OP_LU_SOLVE))
     return 1;
