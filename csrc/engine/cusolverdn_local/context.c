@@ -86,31 +86,14 @@ static int dnl_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
   return jmg_gather_local_prefers(e, p, why, len);
 }
 
-/* cuSOLVERMp's blocks (its fallback runs on the same layout). */
-static int64_t dnl_block(const jmg_engine *e, const jmg_problem *p) {
-  (void)e;
-  if (!jmg_op_is_eigensolver(p->op)) return p->tile;
-  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
-}
-
 const jmg_engine jmg_cusolverdn_local_engine = {
     .name = "cusolverdn-local",
     .model = JMG_MODEL_LOCAL,
     .supports = dnl_supports,
     .prefers = dnl_prefers,
     .workspace = jmg_lg_workspace,
-    .block = dnl_block,
-    .local =
-        {
-            .potrs = jmg_lg_potrs,
-            .potri = jmg_lg_potri,
-            .syevd = jmg_lg_syevd,
-            .lu_solve = jmg_lg_lu_solve,
-            .qr = jmg_lg_qr,
-            .sygvd = jmg_lg_sygvd,
-            .potrs_mixed = jmg_lg_potrs_mixed,
-            .lu_solve_mixed = jmg_lg_lu_solve_mixed,
-        },
+    .block = jmg_lg_block,
+    .local = JMG_LG_LOCAL_ROUTINES,
     .on_rank0 = &jmg_cusolverdn_engine,
     .fallback = &jmg_cusolvermp_own_engine,
 };
