@@ -116,7 +116,10 @@ def _rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
-@pytest.mark.parametrize("n,T_A", [(256, 64), (500, None), (1000, 128)])
+# 600 / 128: a padded last tile, as 1000 / 128 was, at a fifth of the cost
+# (1000 took 8-13 s a dtype on 2 H200, docs/gpu-runs/2026-11-27-s17-h200x4/call3,
+# most of it SciPy's float64 references and residuals on the host).
+@pytest.mark.parametrize("n,T_A", [(256, 64), (500, None), (600, 128)])
 @pytest.mark.parametrize("dtype", jt.DTYPES, ids=jt.DTYPE_IDS)
 def test_cusolverdn_one_gpu(request, monkeypatch, dtype, n, T_A):
     monkeypatch.delenv("JAXMG_ENGINE", raising=False)
@@ -172,11 +175,14 @@ def test_check_grads_one_gpu(request, monkeypatch):
                 atol=2e-5, rtol=2e-5)
 
 
-@pytest.mark.parametrize("n", [4096])
+@pytest.mark.parametrize("n", [2048])
 def test_time_beside_jax_composition(request, monkeypatch, n):
     """Printed, not asserted (issue 28 item 7 asks >= 0.95x; the lead's
     benchmark rows decide): eigh_generalized vs JAX's Cholesky, triangular
-    solves and eigh composed by hand, float64 on one GPU."""
+    solves and eigh composed by hand, float64 on one GPU. N = 2048 (was
+    4096, whose SciPy float64 reference and residuals cost the host 8x
+    2048's; never reached in the s17 runs): T_A left out on one GPU past 1024 rows still; the timing that
+    decides is bench/'s."""
     monkeypatch.delenv("JAXMG_ENGINE", raising=False)
     mesh = _mesh(1)
     a, b = _pencil(_rng(request), n, np.float64)
