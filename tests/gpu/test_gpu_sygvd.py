@@ -181,8 +181,8 @@ def test_time_beside_jax_composition(request, monkeypatch, n):
     benchmark rows decide): eigh_generalized vs JAX's Cholesky, triangular
     solves and eigh composed by hand, float64 on one GPU. N = 2048 (was
     4096, whose SciPy float64 reference and residuals cost the host 8x
-    2048's; never reached in the s17 runs): T_A left out on one GPU past 1024 rows still; the timing that
-    decides is bench/'s."""
+    2048's; never reached in the s17 runs): T_A left out on one GPU past
+    1024 rows still; the timing that decides is bench/'s."""
     monkeypatch.delenv("JAXMG_ENGINE", raising=False)
     mesh = _mesh(1)
     a, b = _pencil(_rng(request), n, np.float64)
