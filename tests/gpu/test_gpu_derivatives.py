@@ -91,8 +91,12 @@ def _in_shard_map(mesh, body, in_specs, out_specs, check_vma):
                                  check_vma=check_vma))
 
 
-@pytest.mark.parametrize("check_vma", [True, False], ids=["check_vma", "no_check_vma"])
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+# Each dtype once and each check_vma once (9-23 s a case on 2 H200,
+# docs/gpu-runs/2026-11-27-s17-h200x4): the grid of the two is the CPU
+# suite's (tests/python/test_ctx_derivatives.py), the GPU's own part (the
+# FFI calls in both dtypes, padded and not) is in each pair.
+@pytest.mark.parametrize("dtype,check_vma", [(np.float64, True), (np.complex128, False)],
+                         ids=["f64-check_vma", "c128-no_check_vma"])
 def test_ctx_check_grads_on_gpus(auto_mesh, check_vma, dtype):
     """Shards of 16 rows: T_A=8 divides them, T_A=6 pads them to 18."""
     n = 16 * len(GPUS)
@@ -157,10 +161,18 @@ def _laid_out(mesh, x, spec):
     return jax.lax.with_sharding_constraint(x, sharding)
 
 
-@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
-@pytest.mark.parametrize("set_mesh", [False, True], ids=["no_set_mesh", "set_mesh"])
-@pytest.mark.parametrize("kind", ["explicit", "auto"])
-def test_check_grads_on_every_kind_of_mesh_on_gpus(kind, set_mesh, jit):
+# Every pair of values of (kind, set_mesh, jit, dtype) once, in 5 cases
+# rather than the 8 of the (kind, set_mesh, jit) grid (4-8 s each on 2 H200,
+# docs/gpu-runs/2026-11-27-s17-h200x4): the grid is the CPU suite's
+# (tests/python/test_mesh_derivatives.py; its set_mesh eager path in
+# test_cotangents_are_typed_like_their_primals there).
+@pytest.mark.parametrize("kind,set_mesh,jit,dtype", [
+    ("explicit", False, False, np.float64), ("explicit", True, True, np.complex128),
+    ("auto", False, True, np.complex128), ("auto", True, False, np.complex128),
+    ("auto", True, True, np.float64)],
+    ids=["explicit-no_set_mesh-eager-f64", "explicit-set_mesh-jit-c128",
+         "auto-no_set_mesh-jit-c128", "auto-set_mesh-eager-c128", "auto-set_mesh-jit-f64"])
+def test_check_grads_on_every_kind_of_mesh_on_gpus(kind, set_mesh, jit, dtype):
     """potrs, potri, eigenvalues and V sin(w) V^H, plain forms (and the ctx
     forms under jit) on meshes of Explicit and Auto axes, without and inside
     jax.set_mesh (issue 15)."""
@@ -168,7 +180,6 @@ def test_check_grads_on_every_kind_of_mesh_on_gpus(kind, set_mesh, jit):
 
     types = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
     mesh = jax.make_mesh((len(GPUS),), ("x",), devices=GPUS, axis_types=(types[kind],))
-    dtype = np.complex128 if set_mesh != jit else np.float64
     n, tile, tol = 16 * len(GPUS), 8, 2e-5
     a, h = _hpd(n, dtype), _separated(n, dtype)
     b = np.random.default_rng(1).standard_normal((n, 2)).astype(dtype)
