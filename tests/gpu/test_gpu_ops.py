@@ -230,8 +230,17 @@ def test_repeated_calls_keep_gpu_memory_flat():
     assert after == before, (before, after)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
-@pytest.mark.parametrize("n,T_A", [(1024, 128), (1000, 100), (1536, 1000)])
+# Every dtype at (1024, 128); two each at the edge sizes (1000 / 100;
+# 1536 / 1000, a tile wider than a shard), together every dtype once more
+# (the 12 cases of the full grid took 54 s on 2 H200, docs/gpu-runs/
+# 2026-11-27-s17-h200x4/call2).
+_EVERY_OP_CASES = ([(1024, 128, d) for d in DTYPES]
+                   + [(1000, 100, np.float64), (1000, 100, np.complex64),
+                      (1536, 1000, np.float32), (1536, 1000, np.complex128)])
+
+
+@pytest.mark.parametrize("n,T_A,dtype", _EVERY_OP_CASES,
+                         ids=[f"{n}-{t}-{jnp.dtype(d).name}" for n, t, d in _EVERY_OP_CASES])
 def test_every_op_and_dtype_on_all_gpus(dtype, n, T_A):
     n = n - n % len(GPUS)
     mesh = _mesh(GPUS)
