@@ -68,31 +68,55 @@ def _tol(dtype, n: int) -> float:
     return 50 * EPS[dtype] * np.sqrt(n)
 
 
-def _check_potrs(a, b, x, dtype):
-    aw, bw, xw = (v.astype(_wide(dtype)) for v in (a, b, x))
+# Each check's figures in one jitted float64 program: op by op, every new
+# size and dtype compiled a dozen small programs (the first dtype of each
+# size took 3-6 s more than the next on 2 H200, docs/gpu-runs/
+# 2026-11-27-s17-h200x4/call2).
+@jax.jit
+def _potrs_figures(a, b, x):
+    aw, bw, xw = (v.astype(_wide(a.dtype)) for v in (a, b, x))
     res = jnp.linalg.norm(aw @ xw - bw) / (jnp.linalg.norm(aw) * jnp.linalg.norm(xw))
-    assert bool(jnp.all(jnp.isfinite(x)))
-    assert float(res) < _tol(dtype, a.shape[0]), float(res)
+    return res, jnp.all(jnp.isfinite(x))
 
 
-def _check_potri(a, inv, dtype):
-    aw, iw = a.astype(_wide(dtype)), inv.astype(_wide(dtype))
+@jax.jit
+def _potri_figures(a, inv):
+    aw, iw = a.astype(_wide(a.dtype)), inv.astype(_wide(a.dtype))
     n = a.shape[0]
     res = jnp.linalg.norm(aw @ iw - jnp.eye(n)) / (jnp.linalg.norm(aw) * jnp.linalg.norm(iw))
     herm = jnp.linalg.norm(iw - jnp.conj(iw.T)) / jnp.linalg.norm(iw)
-    assert bool(jnp.all(jnp.isfinite(inv)))
-    assert float(res) < _tol(dtype, n), float(res)
-    assert float(herm) < _tol(dtype, n), float(herm)
+    return res, herm, jnp.all(jnp.isfinite(inv))
 
 
-def _check_syevd(a, w, v, dtype):
-    aw, vw = a.astype(_wide(dtype)), v.astype(_wide(dtype))
+@jax.jit
+def _syevd_figures(a, w, v):
+    aw, vw = a.astype(_wide(a.dtype)), v.astype(_wide(a.dtype))
     n = a.shape[0]
     res = jnp.linalg.norm(aw @ vw - vw * w.astype(jnp.float64)) / jnp.linalg.norm(aw)
     orth = jnp.linalg.norm(jnp.conj(vw.T) @ vw - jnp.eye(n)) / np.sqrt(n)
     ref = jnp.linalg.eigvalsh(aw)
     werr = jnp.max(jnp.abs(w - ref)) / jnp.max(jnp.abs(ref))
-    assert bool(jnp.all(jnp.diff(w) >= 0)), "eigenvalues not ascending"
+    return res, orth, werr, jnp.all(jnp.diff(w) >= 0)
+
+
+def _check_potrs(a, b, x, dtype):
+    res, finite = _potrs_figures(a, b, x)
+    assert bool(finite)
+    assert float(res) < _tol(dtype, a.shape[0]), float(res)
+
+
+def _check_potri(a, inv, dtype):
+    n = a.shape[0]
+    res, herm, finite = _potri_figures(a, inv)
+    assert bool(finite)
+    assert float(res) < _tol(dtype, n), float(res)
+    assert float(herm) < _tol(dtype, n), float(herm)
+
+
+def _check_syevd(a, w, v, dtype):
+    n = a.shape[0]
+    res, orth, werr, ascending = _syevd_figures(a, w, v)
+    assert bool(ascending), "eigenvalues not ascending"
     assert float(res) < _tol(dtype, n), float(res)
     assert float(orth) < _tol(dtype, n), float(orth)
     assert float(werr) < _tol(dtype, n), float(werr)
