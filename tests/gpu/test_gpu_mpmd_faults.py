@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_env import gpu_devices  # noqa: E402
-from mpmd_launch import assert_all_passed, run_job  # noqa: E402
+from mpmd_launch import assert_all_passed, report_outputs, run_job  # noqa: E402
 
 GPUS = gpu_devices()
 pytestmark = [pytest.mark.skipif(not GPUS, reason="no GPU"),
@@ -42,7 +42,11 @@ def _needs(nproc: int) -> None:
 
 def _failed_within(results, i: int, bound_s: float, *says: str) -> str:
     """Process i raised (and nothing else failed) within bound_s, with every
-    text of says in its error."""
+    text of says in its error. Where a process gave no result, every
+    process's whole output goes to the log first (where it waited shows
+    there, not in the last lines)."""
+    if i not in results:
+        report_outputs(results, len(results["outputs"]), tail=200000)
     assert i in results, results["outputs"][i][-3000:]
     assert not results[i]["failed"], results[i]["failed"]
     (line,) = results[i]["done"]
