@@ -16,6 +16,11 @@
  *    of those tiles (trsm with L_kk, unit lower) and subtracts L_below times
  *    it from the rows below (one gemm): a device's tiles right of k are
  *    contiguous in its memory, so each is one call.
+ * Lookahead: the owner of tile k + 1 swaps and updates that tile first and
+ * factors panel k + 1 at once, before the rest of its step-k work, so that
+ * panel k + 1's pivots are on their way to the host while the devices still
+ * update with panel k. The host waits for an event after the pivots' copy
+ * (into pinned memory), not for the owner's whole stream.
  * Each device's work runs in order on its own stream. Dependences between
  * devices: a panel is complete when copied (the host waited for its
  * factorization), and its owner interchanges rows of it again at the next
@@ -117,7 +122,9 @@ typedef struct run {
   int *d_info[JMG_CUDA_MAX_DEVICES];
   int *d_piv32[JMG_CUDA_MAX_DEVICES];
   void *host_work[JMG_CUDA_MAX_DEVICES];
-  int64_t *h_piv; /* the current panel's t pivots */
+  cudaEvent_t piv_ready[JMG_CUDA_MAX_DEVICES]; /* d's panel pivots copied */
+  int64_t *h_piv; /* the current panel's t pivots (pinned) */
+  int *h_info;    /* its getrf's info (pinned) */
   /* Every step's pivots, for the copies to the devices: each step writes
    * its own part, so none is overwritten while a copy may read it. */
   int *h_piv32;
@@ -145,16 +152,14 @@ static int swap_rows(run *r, int d, int64_t k, int64_t c0, int64_t c1,
                           r->g.op, err);
 }
 
-/* Step k's panel on its owner: factor; the host reads its pivots and info
- * and copies the pivots to every device. */
-static int factor_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
+/* Step k's panel on its owner o (made current here): getrf, then its
+ * pivots and info copied to the host's pinned buffers and piv_ready[o]
+ * recorded. Asynchronous: finish_panel waits. */
+static int start_panel(run *r, int64_t k, jmg_error *err) {
   const int o = (int)(k % r->g.G);
   const int64_t top = k * r->g.t, m = r->g.n - top;
-  int h_info = 0;
   int rc =
       JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, o)), r->g.op, err);
-  if (rc == 0)
-    rc = jmg_tiles_timer_mark(&r->tm, &r->g, o, JMG_TILES_IDLE, err);
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXgetrf(r->h->dn[o], r->h->dn_params, m, r->g.t, r->type,
@@ -170,11 +175,22 @@ static int factor_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
                         cudaMemcpyDeviceToHost, r->g.stream[o]),
         r->g.op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMemcpyAsync(&h_info, r->d_info[o], sizeof h_info,
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(r->h_info, r->d_info[o], sizeof(int),
                                       cudaMemcpyDeviceToHost, r->g.stream[o]),
                       r->g.op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaStreamSynchronize(r->g.stream[o]), r->g.op, err);
+    rc = JMG_CUDA_TRY(cudaEventRecord(r->piv_ready[o], r->g.stream[o]),
+                      r->g.op, err);
+  return rc;
+}
+
+/* Step k's panel, once start_panel's copies are done: its info, and its
+ * pivots (as the 32-bit ints laswp takes) copied to every device. */
+static int finish_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
+  const int o = (int)(k % r->g.G);
+  const int64_t top = k * r->g.t;
+  int rc = JMG_CUDA_TRY(cudaEventSynchronize(r->piv_ready[o]), r->g.op, err);
+  const int h_info = rc == 0 ? *r->h_info : 0;
   if (rc == 0 && h_info < 0)
     rc = jmg_error_set(err, JMG_ECUSOLVER, r->g.op, "cusolverDnXgetrf",
                        "argument %d was rejected", -h_info);
@@ -193,31 +209,73 @@ static int factor_panel(run *r, int64_t k, int64_t *info, jmg_error *err) {
   return rc;
 }
 
+/* Step k's swaps on device d (current) in its local columns [0, lc) but
+ * the intervals [x0, x1) and [y0, y1) (each empty as [lc, lc)). */
+static int swap_except(run *r, int d, int64_t k, int64_t x0, int64_t x1,
+                       int64_t y0, int64_t y1, jmg_error *err) {
+  const int64_t lc = r->slots * r->g.t;
+  if (y0 < x0) {
+    const int64_t t0 = x0, t1 = x1;
+    x0 = y0;
+    x1 = y1;
+    y0 = t0;
+    y1 = t1;
+  }
+  int rc = swap_rows(r, d, k, 0, x0, err);
+  if (rc == 0) rc = swap_rows(r, d, k, x1, y0, err);
+  if (rc == 0) rc = swap_rows(r, d, k, y1, lc, err);
+  return rc;
+}
+
+/* Step k's U row block and trailing update of device d's local columns
+ * [c0, c1) (right of k), with the panel's L at l (ld ldl). */
+static int update_cols(run *r, int64_t k, int d, int64_t c0, int64_t c1,
+                       const char *l, int64_t ldl, jmg_error *err) {
+  const int64_t top = k * r->g.t, m = r->g.n - top, ncols = c1 - c0;
+  if (ncols <= 0) return 0;
+  char *u = jmg_tiles_elem(&r->g, d, c0, top);
+  int rc = JMG_CUBLAS_TRY(
+      jmg_cublas_trsm(r->h->blas[d], r->g.a->dtype, CUBLAS_SIDE_LEFT,
+                      CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                      r->g.t, (int)ncols, l, (int)ldl, u, (int)r->g.n),
+      r->g.op, err);
+  if (rc == 0 && m > r->g.t)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_gemm(r->h->blas[d], r->g.a->dtype, CUBLAS_OP_N, CUBLAS_OP_N,
+                        (int)(m - r->g.t), (int)ncols, r->g.t, -1.0,
+                        l + (size_t)r->g.t * r->g.es, (int)ldl, u, (int)r->g.n,
+                        1.0, u + (size_t)r->g.t * r->g.es, (int)r->g.n),
+        r->g.op, err);
+  if (rc == 0)
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
+  return rc;
+}
+
 /* Step k on device d (made current here): swaps, the panel's copy, the U row
- * block and the trailing update of d's tiles right of k. */
+ * block and the trailing update of d's tiles right of k. The owner of tile
+ * k + 1 does tile k + 1 first and starts panel k + 1 (the lookahead), then
+ * the rest. */
 static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   const int o = (int)(k % r->g.G);
   const int64_t top = k * r->g.t, m = r->g.n - top;
   const int64_t slot_k = k / r->g.G;
   const int64_t lc = r->slots * r->g.t;
-  /* d's first tile right of k. */
+  /* d's first tile right of k (tile k + 1 where d holds it). */
   const int64_t s0 = k < d ? 0 : (k - d) / r->g.G + 1;
-  const int64_t ncols = (r->slots - s0) * r->g.t;
+  const int64_t c0 = s0 * r->g.t;
+  const int ahead = k + 1 < r->g.nt && d == (int)((k + 1) % r->g.G);
+  /* The panel's own rows were interchanged by getrf. */
+  const int64_t p0 = d == o ? slot_k * r->g.t : lc, p1 = d == o ? p0 + r->g.t : lc;
+  const int64_t a0 = ahead ? c0 : lc, a1 = ahead ? c0 + r->g.t : lc;
   int rc =
       JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
   if (rc == 0)
     rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_IDLE, err);
-  if (rc != 0) return rc;
-  if (d == o) {
-    /* The panel's own rows were interchanged by getrf. */
-    rc = swap_rows(r, d, k, 0, slot_k * r->g.t, err);
-    if (rc == 0) rc = swap_rows(r, d, k, (slot_k + 1) * r->g.t, lc, err);
-  } else {
-    rc = swap_rows(r, d, k, 0, lc, err);
-  }
+  if (rc == 0 && ahead) rc = swap_rows(r, d, k, a0, a1, err);
+  if (rc == 0 && !ahead) rc = swap_except(r, d, k, p0, p1, lc, lc, err);
   if (rc == 0)
     rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_SWAP, err);
-  if (rc != 0 || ncols == 0) return rc;
+  if (rc != 0 || c0 >= lc) return rc;
   const char *l = jmg_tiles_at(&r->g, k, top);
   int64_t ldl = r->g.n;
   if (d != o) {
@@ -230,22 +288,13 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
     l = r->panel[d];
     ldl = m;
   }
-  char *u = jmg_tiles_elem(&r->g, d, s0 * r->g.t, top);
+  if (!ahead) return rc == 0 ? update_cols(r, k, d, c0, lc, l, ldl, err) : rc;
+  if (rc == 0) rc = update_cols(r, k, d, a0, a1, l, ldl, err);
+  if (rc == 0) rc = start_panel(r, k + 1, err);
+  if (rc == 0) rc = swap_except(r, d, k, p0, p1, a0, a1, err);
   if (rc == 0)
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_trsm(r->h->blas[d], r->g.a->dtype, CUBLAS_SIDE_LEFT,
-                        CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
-                        r->g.t, (int)ncols, l, (int)ldl, u, (int)r->g.n),
-        r->g.op, err);
-  if (rc == 0 && m > r->g.t)
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_gemm(r->h->blas[d], r->g.a->dtype, CUBLAS_OP_N, CUBLAS_OP_N,
-                        (int)(m - r->g.t), (int)ncols, r->g.t, -1.0,
-                        l + (size_t)r->g.t * r->g.es, (int)ldl, u, (int)r->g.n,
-                        1.0, u + (size_t)r->g.t * r->g.es, (int)r->g.n),
-        r->g.op, err);
-  if (rc == 0)
-    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
+    rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_SWAP, err);
+  if (rc == 0) rc = update_cols(r, k, d, a1, lc, l, ldl, err);
   return rc;
 }
 
@@ -269,23 +318,35 @@ static int wait_for_copies(run *r, int64_t k, jmg_error *err) {
 /* Streams, events, handles and workspace pointers for every device. */
 static int setup(run *r, void *const *work, jmg_error *err) {
   int rc = 0;
-  r->h_piv = malloc((size_t)r->g.t * sizeof *r->h_piv);
   r->h_piv32 = malloc((size_t)r->g.n * sizeof *r->h_piv32);
-  if (r->h_piv == NULL || r->h_piv32 == NULL)
+  if (r->h_piv32 == NULL)
     rc = jmg_error_set(err, JMG_ENOMEM, r->g.op, "malloc",
                        "cannot allocate %lld pivots", (long long)r->g.n);
+  /* Pinned: a copy from the device into pageable memory returns only once
+   * done, which would hold the host at the lookahead's panel. */
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMallocHost((void **)&r->h_piv,
+                                     (size_t)r->g.t * sizeof *r->h_piv),
+                      r->g.op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaMallocHost((void **)&r->h_info, sizeof *r->h_info),
+                      r->g.op, err);
   for (int d = 0; rc == 0 && d < r->g.G; ++d) {
     workspace_of(r, d, work[d]);
     rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
                                 &r->copied[d], err);
+    if (rc == 0) /* device d is current */
+      rc = JMG_CUDA_TRY(
+          cudaEventCreateWithFlags(&r->piv_ready[d], cudaEventDisableTiming),
+          r->g.op, err);
     if (rc == 0)
       rc =
           jmg_tiles_host_work(&r->g, r->l.host, "getrf", &r->host_work[d], err);
   }
-  /* Per device and step: the panel's idle and factor, the wait for the
-   * copies, idle, swap, copy, update; and the start. */
+  /* Per device and step: the wait for the copies, idle, swap, copy, update,
+   * the lookahead's factor, swap and update; and the start and panel 0. */
   if (rc == 0)
-    rc = jmg_tiles_timer_start(&r->tm, &r->g, 8 * r->g.nt + 4, err);
+    rc = jmg_tiles_timer_start(&r->tm, &r->g, 9 * r->g.nt + 4, err);
   return rc;
 }
 
@@ -298,9 +359,20 @@ static int finish(run *r, int rc, jmg_error *err) {
     int s = jmg_tiles_sync_device(&r->g, d, e);
     if (rc == 0) rc = s;
     if (r->copied[d] != NULL) cudaEventDestroy(r->copied[d]);
+    if (r->piv_ready[d] != NULL) cudaEventDestroy(r->piv_ready[d]);
     free(r->host_work[d]);
   }
-  free(r->h_piv);
+  /* After every device's wait: no copy into them is left. */
+  if (r->h_piv != NULL) {
+    int s = JMG_CUDA_TRY(cudaFreeHost(r->h_piv), r->g.op,
+                         rc == 0 ? err : &(jmg_error){0});
+    if (rc == 0) rc = s;
+  }
+  if (r->h_info != NULL) {
+    int s = JMG_CUDA_TRY(cudaFreeHost(r->h_info), r->g.op,
+                         rc == 0 ? err : &(jmg_error){0});
+    if (rc == 0) rc = s;
+  }
   free(r->h_piv32);
   jmg_tiles_timer_end(&r->tm, &r->g, "tiled getrf");
   return rc;
@@ -327,8 +399,9 @@ int jmg_cuda_getrf(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
   int rc = run_init(&r, a, h, op, err);
   if (rc != 0) return rc;
   rc = setup(&r, work, err);
+  if (rc == 0) rc = start_panel(&r, 0, err);
   for (int64_t k = 0; rc == 0 && *info == 0 && k < r.g.nt; ++k) {
-    rc = factor_panel(&r, k, info, err);
+    rc = finish_panel(&r, k, info, err);
     if (rc == 0 && *info == 0) rc = wait_for_copies(&r, k, err);
     for (int d = 0; rc == 0 && *info == 0 && d < r.g.G; ++d)
       rc = update_device(&r, k, d, err);
