@@ -432,14 +432,77 @@ static int swap_b(const run *r, int forward, void *b, int nrhs,
   return rc;
 }
 
+/* The solves' steps run on the GPU that holds their tile (tile j on device
+ * j % G), reading it from its own memory, while b stays on GPU 0 and is
+ * read and written over NVLink: for few right-hand sides b's rows are far
+ * fewer bytes than a tile's (on 2 H200 at N = 32768, one b, getrs on GPU 0
+ * alone took 0.136 s of lu_solve's 0.618 s reading half the tiles from the
+ * other GPU: bench/results/2026-11-27-s17-h200x4-scaling/raw). The steps
+ * stay in order: when the next step's GPU differs, its stream waits for an
+ * event recorded after the previous step. With nrhs above the tile width
+ * every step runs on GPU 0 as before (then b's rows outweigh the tile's). */
+typedef struct solve_chain {
+  int spread;                          /* steps on their tile's GPU */
+  int cur;                             /* the GPU of the last step queued */
+  cudaEvent_t ev[JMG_CUDA_MAX_DEVICES]; /* recorded after a GPU's steps */
+} solve_chain;
+
+static int tile_gpu(const run *r, const solve_chain *c, int64_t j) {
+  return c->spread ? (int)(j % r->g.G) : 0;
+}
+
+/* Makes device d current with its stream after every step queued so far. */
+static int chain_to(const run *r, solve_chain *c, int d, jmg_error *err) {
+  if (d == c->cur) return 0;
+  const int prev = c->cur;
+  int rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, prev)), r->g.op,
+                        err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaEventRecord(c->ev[prev], r->g.stream[prev]),
+                      r->g.op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r->g, d)), r->g.op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->g.stream[d], c->ev[prev], 0),
+                      r->g.op, err);
+  if (rc == 0) c->cur = d;
+  return rc;
+}
+
+/* Each device in the chain gets its stream on its handles and an event;
+ * GPU 0 only where the steps do not spread. Leaves GPU 0 current. */
+static int chain_start(run *r, solve_chain *c, int64_t nrhs, jmg_error *err) {
+  memset(c, 0, sizeof *c);
+  c->spread = r->g.G > 1 && nrhs <= r->g.t;
+  int rc = 0;
+  for (int d = (c->spread ? r->g.G : 1) - 1; rc == 0 && d >= 0; --d)
+    rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
+                                &c->ev[d], err);
+  return rc;
+}
+
+/* Waits for every stream the chain used (also after a failure: b must not
+ * be written after the call returns) and destroys its events. */
+static int chain_end(const run *r, solve_chain *c, int rc, jmg_error *err) {
+  for (int d = 0; d < (c->spread ? r->g.G : 1); ++d) {
+    jmg_error ignored;
+    int s = r->g.stream[d] != NULL
+                ? jmg_tiles_sync_device(&r->g, d, rc == 0 ? err : &ignored)
+                : 0;
+    if (rc == 0) rc = s;
+    if (c->ev[d] != NULL) cudaEventDestroy(c->ev[d]);
+  }
+  return rc;
+}
+
 /* Rows dst .. dst + m of b -= op(blk) times rows src .. src + k of b (blk:
- * m x k after op, ld n; b: ld n). */
-static int sub(const run *r, cublasOperation_t op, int m, int nrhs, int k,
-               const void *blk, void *b, int64_t src, int64_t dst,
+ * m x k after op, ld n; b: ld n), on device d. */
+static int sub(const run *r, int d, cublasOperation_t op, int m, int nrhs,
+               int k, const void *blk, void *b, int64_t src, int64_t dst,
                jmg_error *err) {
   if (m == 0 || k == 0) return 0;
   return JMG_CUBLAS_TRY(
-      jmg_cublas_gemm(r->h->blas[0], r->g.a->dtype, op, CUBLAS_OP_N, m, nrhs, k,
+      jmg_cublas_gemm(r->h->blas[d], r->g.a->dtype, op, CUBLAS_OP_N, m, nrhs, k,
                       -1.0, blk, (int)r->g.n, (char *)b + (size_t)src * r->g.es,
                       (int)r->g.n, 1.0, (char *)b + (size_t)dst * r->g.es,
                       (int)r->g.n),
@@ -447,17 +510,77 @@ static int sub(const run *r, cublasOperation_t op, int m, int nrhs, int k,
 }
 
 /* Rows j*t .. (j+1)*t of b = op(T)^-1 times them, T tile j's diagonal
- * block. */
-static int tri(const run *r, int64_t j, cublasFillMode_t uplo,
+ * block, on device d. */
+static int tri(const run *r, int d, int64_t j, cublasFillMode_t uplo,
                cublasOperation_t op, cublasDiagType_t diag, void *b, int nrhs,
                jmg_error *err) {
   const int64_t row = j * r->g.t;
   return JMG_CUBLAS_TRY(
-      jmg_cublas_trsm(r->h->blas[0], r->g.a->dtype, CUBLAS_SIDE_LEFT, uplo, op,
+      jmg_cublas_trsm(r->h->blas[d], r->g.a->dtype, CUBLAS_SIDE_LEFT, uplo, op,
                       diag, r->g.t, nrhs, jmg_tiles_at(&r->g, j, row),
                       (int)r->g.n, (char *)b + (size_t)row * r->g.es,
                       (int)r->g.n),
       r->g.op, err);
+}
+
+/* L U X = Pᵀ B: the interchanges, L forward, U backward. */
+static int solve_n(const run *r, solve_chain *c, void *b, int k,
+                   jmg_error *err) {
+  const cublasFillMode_t LO = CUBLAS_FILL_MODE_LOWER,
+                         UP = CUBLAS_FILL_MODE_UPPER;
+  const int64_t t = r->g.t;
+  int rc = swap_b(r, 1, b, k, err);
+  for (int64_t j = 0; rc == 0 && j < r->g.nt; ++j) {
+    const int d = tile_gpu(r, c, j);
+    const int64_t below = r->g.n - (j + 1) * t;
+    rc = chain_to(r, c, d, err);
+    if (rc == 0) rc = tri(r, d, j, LO, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, b, k, err);
+    if (rc == 0)
+      rc = sub(r, d, CUBLAS_OP_N, (int)below, k, (int)t,
+               jmg_tiles_at(&r->g, j, (j + 1) * t), b, j * t, (j + 1) * t, err);
+  }
+  for (int64_t j = r->g.nt - 1; rc == 0 && j >= 0; --j) {
+    const int d = tile_gpu(r, c, j);
+    rc = chain_to(r, c, d, err);
+    if (rc == 0)
+      rc = tri(r, d, j, UP, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, b, k, err);
+    if (rc == 0)
+      rc = sub(r, d, CUBLAS_OP_N, (int)(j * t), k, (int)t,
+               jmg_tiles_at(&r->g, j, 0), b, j * t, 0, err);
+  }
+  return rc == 0 ? chain_to(r, c, 0, err) : rc;
+}
+
+/* Uᵀ Lᵀ (Pᵀ X) = B: Uᵀ forward and Lᵀ backward, each tile's block column
+ * (contiguous in its tile) against the rows already solved; then the
+ * interchanges undone (on GPU 0, after every step). */
+static int solve_t(const run *r, solve_chain *c, void *b, int k,
+                   jmg_error *err) {
+  const cublasFillMode_t LO = CUBLAS_FILL_MODE_LOWER,
+                         UP = CUBLAS_FILL_MODE_UPPER;
+  const int64_t t = r->g.t;
+  int rc = 0;
+  for (int64_t j = 0; rc == 0 && j < r->g.nt; ++j) {
+    const int d = tile_gpu(r, c, j);
+    rc = chain_to(r, c, d, err);
+    if (rc == 0)
+      rc = sub(r, d, CUBLAS_OP_T, (int)t, k, (int)(j * t),
+               jmg_tiles_at(&r->g, j, 0), b, 0, j * t, err);
+    if (rc == 0)
+      rc = tri(r, d, j, UP, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, k, err);
+  }
+  for (int64_t j = r->g.nt - 1; rc == 0 && j >= 0; --j) {
+    const int d = tile_gpu(r, c, j);
+    const int64_t below = r->g.n - (j + 1) * t;
+    rc = chain_to(r, c, d, err);
+    if (rc == 0)
+      rc = sub(r, d, CUBLAS_OP_T, (int)t, k, (int)below,
+               jmg_tiles_at(&r->g, j, (j + 1) * t), b, (j + 1) * t, j * t, err);
+    if (rc == 0)
+      rc = tri(r, d, j, LO, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, b, k, err);
+  }
+  if (rc == 0) rc = chain_to(r, c, 0, err);
+  return rc == 0 ? swap_b(r, 0, b, k, err) : rc;
 }
 
 int jmg_cuda_getrs(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
@@ -471,55 +594,10 @@ int jmg_cuda_getrs(const jmg_dist_matrix *a, const jmg_cuda_handles *h,
                          "NRHS=%lld exceeds cuBLAS's 32-bit int",
                          (long long)nrhs);
   workspace_of(&r, 0, work[0]);
-  const cublasFillMode_t LO = CUBLAS_FILL_MODE_LOWER,
-                         UP = CUBLAS_FILL_MODE_UPPER;
-  const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
-  const cublasDiagType_t UNIT = CUBLAS_DIAG_UNIT,
-                         NONUNIT = CUBLAS_DIAG_NON_UNIT;
-  const int k = (int)nrhs, t = r.g.t;
-  r.g.stream[0] =
-      (cudaStream_t)((const jmg_cuda_device *)a->device_ctx[0])->stream;
-  rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(&r.g, 0)), op, err);
+  solve_chain c;
+  rc = chain_start(&r, &c, nrhs, err);
   if (rc == 0)
-    rc = JMG_CUBLAS_TRY(cublasSetStream(h->blas[0], r.g.stream[0]), op, err);
-  if (rc == 0)
-    rc =
-        JMG_CUSOLVER_TRY(cusolverDnSetStream(h->dn[0], r.g.stream[0]), op, err);
-  if (rc == 0 && !transpose) {
-    /* L U X = Pᵀ B: the interchanges, L forward, U backward. */
-    rc = swap_b(&r, 1, b, k, err);
-    for (int64_t j = 0; rc == 0 && j < r.g.nt; ++j) {
-      const int64_t below = r.g.n - (j + 1) * t;
-      rc = tri(&r, j, LO, N, UNIT, b, k, err);
-      if (rc == 0)
-        rc = sub(&r, N, (int)below, k, t, jmg_tiles_at(&r.g, j, (j + 1) * t), b,
-                 j * t, (j + 1) * t, err);
-    }
-    for (int64_t j = r.g.nt - 1; rc == 0 && j >= 0; --j) {
-      rc = tri(&r, j, UP, N, NONUNIT, b, k, err);
-      if (rc == 0)
-        rc = sub(&r, N, (int)(j * t), k, t, jmg_tiles_at(&r.g, j, 0), b, j * t,
-                 0, err);
-    }
-  } else if (rc == 0) {
-    /* Uᵀ Lᵀ (Pᵀ X) = B: Uᵀ forward and Lᵀ backward, each tile's block
-     * column (contiguous in its tile) against the rows already solved; then
-     * the interchanges undone. */
-    for (int64_t j = 0; rc == 0 && j < r.g.nt; ++j) {
-      rc = sub(&r, T, t, k, (int)(j * t), jmg_tiles_at(&r.g, j, 0), b, 0, j * t,
-               err);
-      if (rc == 0) rc = tri(&r, j, UP, T, NONUNIT, b, k, err);
-    }
-    for (int64_t j = r.g.nt - 1; rc == 0 && j >= 0; --j) {
-      const int64_t below = r.g.n - (j + 1) * t;
-      rc = sub(&r, T, t, k, (int)below, jmg_tiles_at(&r.g, j, (j + 1) * t), b,
-               (j + 1) * t, j * t, err);
-      if (rc == 0) rc = tri(&r, j, LO, T, UNIT, b, k, err);
-    }
-    if (rc == 0) rc = swap_b(&r, 0, b, k, err);
-  }
-  jmg_error ignored;
-  int s = JMG_CUDA_TRY(cudaStreamSynchronize(r.g.stream[0]), op,
-                       rc == 0 ? err : &ignored);
-  return rc == 0 ? s : rc;
+    rc = transpose ? solve_t(&r, &c, b, (int)nrhs, err)
+                   : solve_n(&r, &c, b, (int)nrhs, err);
+  return chain_end(&r, &c, rc, err);
 }
