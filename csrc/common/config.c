@@ -13,6 +13,14 @@ static void copy_name(char *dst, const char *src) {
   snprintf(dst, JMG_CONFIG_NAME_LEN, "%s", src);
 }
 
+/* v as a whole decimal number within lo..hi, else otherwise. */
+static long int_in(const char *v, long lo, long hi, long otherwise) {
+  if (v[0] == '\0') return otherwise;
+  char *end = NULL;
+  const long x = strtol(v, &end, 10);
+  return end != NULL && *end == '\0' && x >= lo && x <= hi ? x : otherwise;
+}
+
 void jmg_config_read(jmg_config *out) {
   memset(out, 0, sizeof *out);
   const char *trace = env("JAXMG_TRACE");
@@ -23,6 +31,11 @@ void jmg_config_read(jmg_config *out) {
   char *end = NULL;
   double t = strtod(timeout, &end);
   if (end != timeout && t > 0) out->rendezvous_timeout_s = t;
+
+  out->local_gather = strcmp(env("JAXMG_LOCAL_GATHER"), "1") == 0;
+  out->mixed_float32 = strcmp(env("JAXMG_MIXED_LOW"), "float32") == 0;
+  out->gmres_max_inner = (int)int_in(env("JAXMG_GMRES_MAX_INNER"), 0, 100000, -1);
+  out->tf32_nb = (int)int_in(env("JAXMG_TF32_NB"), 64, 8192, 0);
 
   const char *lanes = env("JAXMG_COPY_LANES");
   if (lanes[0] != '\0') {

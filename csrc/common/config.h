@@ -23,6 +23,17 @@
  *                             "cusolver" (cusolverDnXsyevd), "tridiagonal"
  *                             (jaxmg's own, A and one more A), or unset /
  *                             "auto": cusolver where its workspace fits
+ *   JAXMG_LOCAL_GATHER        "1": the local model's one-GPU path on CUDA
+ *                             (cusolverdn-local) is chosen by default below
+ *                             the crossover, and cuSOLVERMp's eigensolvers
+ *                             route to it there; anything else (the default
+ *                             until it has run on GPUs): only where
+ *                             JAXMG_ENGINE=cusolverdn-local names it
+ *   JAXMG_MIXED_LOW           precision="mixed" on one GPU: "float32" takes
+ *                             cuSOLVER's float32 routines instead of TF32
+ *   JAXMG_GMRES_MAX_INNER     GMRES-IR's bound on Arnoldi steps, 0..100000
+ *                             (0: no GMRES-IR); unset: the engine's
+ *   JAXMG_TF32_NB             the TF32 Cholesky's block, 64..8192; unset: by N
  *   JAXMG_CUSOLVERMP_LIB      path of libcusolverMp.so.0 (read by the Python
  *                             layer when it loads the CUDA library, handed
  *                             over by jaxmg_cusolvermp_set_path; not here) */
@@ -45,6 +56,10 @@ typedef struct jmg_config {
   char potrf[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
   char engine[JMG_CONFIG_NAME_LEN]; /* "" when unset; may be malformed */
   char syevd[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
+  int local_gather;                 /* JAXMG_LOCAL_GATHER is "1" */
+  int mixed_float32;                /* JAXMG_MIXED_LOW is "float32" */
+  int gmres_max_inner;              /* -1 when unset or malformed */
+  int tf32_nb;                      /* 0 when unset or malformed */
 } jmg_config;
 
 /* Reads every setting from the environment now. */

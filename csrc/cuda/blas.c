@@ -110,26 +110,37 @@ cublasStatus_t jmg_cublas_gemm_tf32_64(cublasHandle_t h, jmg_dtype t,
   return s;
 }
 
+/* cublas<t>trsm with 64-bit sizes: B = alpha op(A)^-1 B, or alpha B
+ * op(A)^-1. */
+static cublasStatus_t trsm_64(cublasHandle_t h, jmg_dtype t,
+                              cublasSideMode_t side, cublasFillMode_t uplo,
+                              cublasOperation_t op, cublasDiagType_t diag,
+                              int64_t m, int64_t n, double alpha,
+                              const void *A, int64_t lda, void *B,
+                              int64_t ldb) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha);
+  switch (t) {
+    case JMG_F32:
+      return cublasStrsm_v2_64(h, side, uplo, op, diag, m, n, &al.s, A, lda,
+                               B, ldb);
+    case JMG_F64:
+      return cublasDtrsm_v2_64(h, side, uplo, op, diag, m, n, &al.d, A, lda,
+                               B, ldb);
+    case JMG_C64:
+      return cublasCtrsm_v2_64(h, side, uplo, op, diag, m, n, &al.c, A, lda,
+                               B, ldb);
+    default:
+      return cublasZtrsm_v2_64(h, side, uplo, op, diag, m, n, &al.z, A, lda,
+                               B, ldb);
+  }
+}
+
 cublasStatus_t jmg_cublas_trsm_64(cublasHandle_t h, jmg_dtype t,
                                   cublasSideMode_t side, cublasFillMode_t uplo,
                                   cublasOperation_t op, cublasDiagType_t diag,
                                   int64_t m, int64_t n, const void *A,
                                   int64_t lda, void *B, int64_t ldb) {
-  const jmg_cuda_scalar one = jmg_cuda_scalar_of(t, 1.0);
-  switch (t) {
-    case JMG_F32:
-      return cublasStrsm_v2_64(h, side, uplo, op, diag, m, n, &one.s, A, lda,
-                               B, ldb);
-    case JMG_F64:
-      return cublasDtrsm_v2_64(h, side, uplo, op, diag, m, n, &one.d, A, lda,
-                               B, ldb);
-    case JMG_C64:
-      return cublasCtrsm_v2_64(h, side, uplo, op, diag, m, n, &one.c, A, lda,
-                               B, ldb);
-    default:
-      return cublasZtrsm_v2_64(h, side, uplo, op, diag, m, n, &one.z, A, lda,
-                               B, ldb);
-  }
+  return trsm_64(h, t, side, uplo, op, diag, m, n, 1.0, A, lda, B, ldb);
 }
 
 cublasStatus_t jmg_cublas_trmm_left_64(cublasHandle_t h, jmg_dtype t,
@@ -161,24 +172,8 @@ cublasStatus_t jmg_cublas_trsm_right_64(cublasHandle_t h, jmg_dtype t,
                                         cublasFillMode_t uplo, int64_t m,
                                         int64_t n, double alpha, const void *A,
                                         int64_t lda, void *B, int64_t ldb) {
-  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha);
-  const cublasSideMode_t right = CUBLAS_SIDE_RIGHT;
-  const cublasOperation_t no = CUBLAS_OP_N;
-  const cublasDiagType_t nonunit = CUBLAS_DIAG_NON_UNIT;
-  switch (t) {
-    case JMG_F32:
-      return cublasStrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.s, A, lda,
-                               B, ldb);
-    case JMG_F64:
-      return cublasDtrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.d, A, lda,
-                               B, ldb);
-    case JMG_C64:
-      return cublasCtrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.c, A, lda,
-                               B, ldb);
-    default:
-      return cublasZtrsm_v2_64(h, right, uplo, no, nonunit, m, n, &al.z, A, lda,
-                               B, ldb);
-  }
+  return trsm_64(h, t, CUBLAS_SIDE_RIGHT, uplo, CUBLAS_OP_N,
+                 CUBLAS_DIAG_NON_UNIT, m, n, alpha, A, lda, B, ldb);
 }
 
 cublasStatus_t jmg_cublas_herk_64(cublasHandle_t h, jmg_dtype t,

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
+
 int jmg_refine_lower(jmg_dtype dtype, jmg_dtype *low) {
   if (dtype == JMG_F64) *low = JMG_F32;
   if (dtype == JMG_C128) *low = JMG_C64;
@@ -231,12 +233,9 @@ static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
 /* The bound on Arnoldi steps (refine.h: steps->max_inner, the
  * environment's JAXMG_GMRES_MAX_INNER over it). */
 static int gmres_max_inner(const jmg_refine_steps *st) {
-  const char *v = getenv("JAXMG_GMRES_MAX_INNER");
-  if (v != NULL && *v != '\0') {
-    char *end = NULL;
-    const long x = strtol(v, &end, 10);
-    if (end != NULL && *end == '\0' && x >= 0 && x <= 100000) return (int)x;
-  }
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.gmres_max_inner >= 0) return c.gmres_max_inner;
   return st->max_inner > 0 ? st->max_inner : JMG_GMRES_MAX_INNER;
 }
 

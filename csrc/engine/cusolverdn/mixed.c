@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/trace.h"
 #include "cuda/blas.h"
 #include "cuda/check.h"
@@ -120,8 +121,9 @@ static void *part(const gpu_refine *g, size_t at) {
 }
 
 static int float32_forced(void) {
-  const char *v = getenv("JAXMG_MIXED_LOW");
-  return v != NULL && strcmp(v, "float32") == 0;
+  jmg_config c;
+  jmg_config_read(&c);
+  return c.mixed_float32;
 }
 
 /* The route of a call (the transpose does not change it: IRS solves a
@@ -136,12 +138,9 @@ static mixed_route choose_route(int lu, int64_t n, int64_t k) {
 /* The TF32 Cholesky's block: JAXMG_TF32_NB where it is a number from 64
  * to 8192 (to tune it on a GPU), else by N. */
 static int64_t tf32_block(int64_t n) {
-  const char *v = getenv("JAXMG_TF32_NB");
-  if (v != NULL && *v != '\0') {
-    char *end = NULL;
-    const long x = strtol(v, &end, 10);
-    if (end != NULL && *end == '\0' && x >= 64 && x <= 8192) return x;
-  }
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.tf32_nb > 0) return c.tf32_nb;
   return n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
 }
 

@@ -27,9 +27,16 @@
  * layout/local.h), so that the fallback runs on the layout the executor
  * made. Under JAXMG_ENGINE=cusolvermp the eigensolvers below their
  * crossover run this engine's routines too (engine/cusolvermp/one_gpu.c):
- * cuSOLVERMp's eigensolver is slower than one GPU there. */
+ * cuSOLVERMp's eigensolver is slower than one GPU there.
+ *
+ * Both only with JAXMG_LOCAL_GATHER=1 for now: written 2026-11-27 and not
+ * yet run on GPUs (the C tests and the CPU local model run the shared
+ * steps; tests/gpu/test_gpu_cusolverdn_local.py is to run first). Until
+ * then the engine runs where JAXMG_ENGINE=cusolverdn-local names it. */
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/config.h"
 
 #include "engine/cusolvermp/mp.h"
 #include "engine/gather/thresholds.h"
@@ -58,21 +65,25 @@ static int dnl_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   return 1;
 }
 
+int jmg_cusolverdn_local_by_default(char *why, size_t why_len) {
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.local_gather) return 1;
+  snprintf(why, why_len,
+           "cusolverdn-local runs only where JAXMG_ENGINE names it, or with "
+           "JAXMG_LOCAL_GATHER=1, until it has run on GPUs");
+  return 0;
+}
+
 /* The crossover; mixed-precision solves wherever there are several GPUs
  * (cuSOLVERMp has no mixed routine: the gather engine's rule). */
 static int dnl_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
                        size_t len) {
+  if (!jmg_cusolverdn_local_by_default(why, len)) return 0;
   if (p->precision == JMG_PRECISION_MIXED && p->nparts >= 2 &&
       (p->op == JMG_OP_POTRS || p->op == JMG_OP_LU_SOLVE))
     return 1;
   return jmg_gather_local_prefers(e, p, why, len);
-}
-
-/* cuSOLVERMp's blocks (its fallback runs on the same layout). */
-static int64_t dnl_block(const jmg_engine *e, const jmg_problem *p) {
-  (void)e;
-  if (!jmg_op_is_eigensolver(p->op)) return p->tile;
-  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
 const jmg_engine jmg_cusolverdn_local_engine = {
@@ -81,18 +92,8 @@ const jmg_engine jmg_cusolverdn_local_engine = {
     .supports = dnl_supports,
     .prefers = dnl_prefers,
     .workspace = jmg_lg_workspace,
-    .block = dnl_block,
-    .local =
-        {
-            .potrs = jmg_lg_potrs,
-            .potri = jmg_lg_potri,
-            .syevd = jmg_lg_syevd,
-            .lu_solve = jmg_lg_lu_solve,
-            .qr = jmg_lg_qr,
-            .sygvd = jmg_lg_sygvd,
-            .potrs_mixed = jmg_lg_potrs_mixed,
-            .lu_solve_mixed = jmg_lg_lu_solve_mixed,
-        },
+    .block = jmg_lg_block,
+    .local = JMG_LG_LOCAL_ROUTINES,
     .on_rank0 = &jmg_cusolverdn_engine,
     .fallback = &jmg_cusolvermp_own_engine,
 };

@@ -84,6 +84,7 @@ int jmg_mp_one_gpu_lu_solve(const jmg_engine *e, const jmg_local_matrix *a,
 int jmg_mp_gathers(const jmg_problem *p) {
   char why[160];
   return jmg_op_is_eigensolver(p->op) && p->nparts > 1 &&
+         jmg_cusolverdn_local_by_default(why, sizeof why) &&
          jmg_gather_local_prefers(&jmg_cusolverdn_local_engine, p, why,
                                   sizeof why);
 }

@@ -22,16 +22,6 @@ static int ll_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   return jmg_lapack_supports(e, p, why, len);
 }
 
-/* LAPACK takes any block; lapack-local lays A out in the blocks
- * cuSOLVERMp's routines take (engine/cusolvermp/context.c, mp_block: a
- * power of two for syevd and sygvd), so that the CPU tests run the layouts the GPU
- * engine gets. */
-static int64_t ll_block(const jmg_engine *e, const jmg_problem *p) {
-  (void)e;
-  if (!jmg_op_is_eigensolver(p->op)) return p->tile;
-  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
-}
-
 static int ll_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
                       size_t len) {
   (void)e, (void)p;
@@ -57,19 +47,11 @@ const jmg_engine jmg_lapack_local_engine = {
     .model = JMG_MODEL_LOCAL,
     .supports = ll_supports,
     .prefers = ll_prefers,
-    .block = ll_block,
+    /* LAPACK takes any block: cuSOLVERMp's, so that the CPU tests run
+     * the layouts the GPU engines get. */
+    .block = jmg_lg_block,
     .workspace = ll_workspace,
-    .local =
-        {
-            .potrs = jmg_lg_potrs,
-            .potri = jmg_lg_potri,
-            .syevd = jmg_lg_syevd,
-            .lu_solve = jmg_lg_lu_solve,
-            .qr = jmg_lg_qr,
-            .sygvd = jmg_lg_sygvd,
-            .potrs_mixed = jmg_lg_potrs_mixed,
-            .lu_solve_mixed = jmg_lg_lu_solve_mixed,
-        },
+    .local = JMG_LG_LOCAL_ROUTINES,
     .on_rank0 = &jmg_lapack_one_engine,
     .fallback = NULL, /* host memory: nothing else runs it */
 };

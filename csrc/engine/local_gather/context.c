@@ -291,16 +291,13 @@ int jmg_lg_outcome(jmg_lg_call *c, int rc, int *info, jmg_error *err) {
   return 0;
 }
 
-int jmg_lg_bcast(jmg_lg_call *c, void *const *bufs, const size_t *bytes,
-                 int count, jmg_error *err) {
+int jmg_lg_bcast(jmg_lg_call *c, void *buf, size_t bytes, jmg_error *err) {
   const jmg_local_matrix *a = c->a;
   const jmg_comm_ops *ops = a->comm_ops;
-  if (a->ranks == 1) return 0;
+  if (a->ranks == 1 || buf == NULL || bytes == 0) return 0;
   int rc = ops->group_begin(c->op, err);
-  for (int i = 0; rc == 0 && i < count; ++i)
-    if (bufs[i] != NULL && bytes[i] > 0)
-      rc = ops->bcast(a->comm, bufs[i], bytes[i], 0, a->device_ctx, c->op,
-                      err);
+  if (rc == 0)
+    rc = ops->bcast(a->comm, buf, bytes, 0, a->device_ctx, c->op, err);
   jmg_error ignored;
   int erc = ops->group_end(c->op, rc == 0 ? err : &ignored);
   return rc != 0 ? rc : erc;
@@ -318,8 +315,7 @@ int jmg_lg_bcast_host(jmg_lg_call *c, void *host, size_t bytes,
   c->stage_bytes = bytes;
   if (c->a->rank == 0) rc = m->copy(&c->group, c->stage, 0, host, JMG_HOST,
                                     bytes, err);
-  void *const bufs[1] = {c->stage};
-  if (rc == 0) rc = jmg_lg_bcast(c, bufs, &bytes, 1, err);
+  if (rc == 0) rc = jmg_lg_bcast(c, c->stage, bytes, err);
   if (rc == 0 && c->a->rank != 0)
     rc = m->copy(&c->group, host, JMG_HOST, c->stage, 0, bytes, err);
   if (rc == 0) rc = m->sync(&c->group, err);
@@ -354,6 +350,18 @@ void jmg_lg_view_of(const jmg_local_matrix *a, void *data, int64_t rows,
                             .dtype = a->dtype,
                             .data = data_home,
                             .device_ctx = ctx_home};
+}
+
+const jmg_dist_matrix *jmg_lg_square_view(jmg_lg_call *c) {
+  jmg_lg_view_of(c->a, c->full, c->a->n, c->a->n, c->view_data, c->view_ctx,
+                 &c->view);
+  return &c->view;
+}
+
+int64_t jmg_lg_block(const jmg_engine *e, const jmg_problem *p) {
+  (void)e;
+  if (!jmg_op_is_eigensolver(p->op)) return p->tile;
+  return jmg_local_pow2_block(p->n, p->nparts, p->tile);
 }
 
 int jmg_lg_workspace(const jmg_engine *e, const jmg_problem *p,

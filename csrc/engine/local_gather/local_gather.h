@@ -86,10 +86,9 @@ int jmg_lg_scatter(jmg_lg_call *c, jmg_error *err);
  * routine was refused its memory (JMG_ENOMEM) and e->fallback can run the
  * op, 0 where it did not fail. */
 int jmg_lg_outcome(jmg_lg_call *c, int rc, int *info, jmg_error *err);
-/* Broadcasts bytes of bufs[i] (the device's memory) from rank 0 (one
- * group); NULL entries are skipped. */
-int jmg_lg_bcast(jmg_lg_call *c, void *const *bufs, const size_t *bytes,
-                 int count, jmg_error *err);
+/* Broadcasts bytes of buf (the device's memory) from rank 0; nothing
+ * where buf is NULL or bytes 0. */
+int jmg_lg_bcast(jmg_lg_call *c, void *buf, size_t bytes, jmg_error *err);
 /* Broadcasts bytes of host memory from rank 0, through a device buffer
  * (the communicator moves the device's memory). */
 int jmg_lg_bcast_host(jmg_lg_call *c, void *host, size_t bytes,
@@ -103,6 +102,13 @@ int jmg_lg_end(jmg_lg_call *c, int rc, jmg_error *err);
 void jmg_lg_view_of(const jmg_local_matrix *a, void *data, int64_t rows,
                     int64_t cols, void **data_home, void **ctx_home,
                     jmg_dist_matrix *view);
+/* rank 0: c->view over the gathered n x n matrix (c->full); returns it. */
+const jmg_dist_matrix *jmg_lg_square_view(jmg_lg_call *c);
+
+/* The blocks A is laid out in (engine.h, block): cuSOLVERMp's, T_A but a
+ * power of two for the eigensolvers (layout/local.h), so that the
+ * fallback, or cuSOLVERMp's routines beside it, run on the same layout. */
+int64_t jmg_lg_block(const jmg_engine *e, const jmg_problem *p);
 
 /* The generic routines (engine.h's local routines), for the engines'
  * tables: each runs e->on_rank0's leader routine on rank 0. */
@@ -132,5 +138,14 @@ int jmg_lg_lu_solve_mixed(const jmg_engine *e, const jmg_local_matrix *a,
 int jmg_lg_workspace(const jmg_engine *e, const jmg_problem *p,
                      const jmg_workspace_query *q, size_t *bytes,
                      jmg_error *err);
+
+/* The generic routines as an engine's `local` table. */
+#define JMG_LG_LOCAL_ROUTINES                                              \
+  {                                                                        \
+    .potrs = jmg_lg_potrs, .potri = jmg_lg_potri, .syevd = jmg_lg_syevd,   \
+    .lu_solve = jmg_lg_lu_solve, .qr = jmg_lg_qr, .sygvd = jmg_lg_sygvd,   \
+    .potrs_mixed = jmg_lg_potrs_mixed,                                     \
+    .lu_solve_mixed = jmg_lg_lu_solve_mixed,                               \
+  }
 
 #endif

@@ -13,18 +13,14 @@ int jmg_lg_lu_solve(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0) {
     int orc = 0;
     if (a->rank == 0) {
-      jmg_lg_view_of(a, c.full, a->n, a->n, c.view_data, c.view_ctx,
-                     &c.view);
-      orc = one->leader.lu_solve(one, &c.view, b, nrhs, transpose, &f, err);
+      const jmg_dist_matrix *v = jmg_lg_square_view(&c);
+      orc = one->leader.lu_solve(one, v, b, nrhs, transpose, &f, err);
     }
     rc = jmg_lg_outcome(&c, orc, &f, err);
   }
   /* f > 0: U(f, f) is exactly zero; X is left to the ops layer (NaN). */
-  if (rc == 0 && f == 0) {
-    void *const bufs[1] = {b};
-    const size_t bytes[1] = {(size_t)a->n * (size_t)nrhs * c.elem};
-    rc = jmg_lg_bcast(&c, bufs, bytes, 1, err);
-  }
+  if (rc == 0 && f == 0)
+    rc = jmg_lg_bcast(&c, b, (size_t)a->n * (size_t)nrhs * c.elem, err);
   if (rc == 0) *info = f;
   rc = jmg_lg_end(&c, rc, err);
   if (rc == JMG_LG_FALL_BACK)

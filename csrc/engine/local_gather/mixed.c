@@ -19,20 +19,16 @@ static int lg_mixed(const jmg_engine *e, const jmg_local_matrix *a, void *b,
   if (rc == 0) {
     int orc = 0;
     if (a->rank == 0) {
-      jmg_lg_view_of(a, c.full, a->n, a->n, c.view_data, c.view_ctx,
-                     &c.view);
-      orc = lu ? one->leader.lu_solve_mixed(one, &c.view, b, nrhs, transpose,
+      const jmg_dist_matrix *v = jmg_lg_square_view(&c);
+      orc = lu ? one->leader.lu_solve_mixed(one, v, b, nrhs, transpose,
                                             &f, err)
-               : one->leader.potrs_mixed(one, &c.view, b, nrhs, &f, err);
+               : one->leader.potrs_mixed(one, v, b, nrhs, &f, err);
     }
     rc = jmg_lg_outcome(&c, orc, &f, err);
   }
   /* f > 0: the exact fallback's info; X is left to the ops layer (NaN). */
-  if (rc == 0 && f == 0) {
-    void *const bufs[1] = {b};
-    const size_t bytes[1] = {(size_t)a->n * (size_t)nrhs * c.elem};
-    rc = jmg_lg_bcast(&c, bufs, bytes, 1, err);
-  }
+  if (rc == 0 && f == 0)
+    rc = jmg_lg_bcast(&c, b, (size_t)a->n * (size_t)nrhs * c.elem, err);
   if (rc == 0) *info = f;
   return jmg_lg_end(&c, rc, err);
 }

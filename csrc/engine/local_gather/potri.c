@@ -14,9 +14,8 @@ int jmg_lg_potri(const jmg_engine *e, const jmg_local_matrix *a, int *info,
   if (rc == 0) {
     int orc = 0;
     if (a->rank == 0) {
-      jmg_lg_view_of(a, c.full, a->n, a->n, c.view_data, c.view_ctx,
-                     &c.view);
-      orc = one->leader.potri(one, &c.view, &f, err);
+      const jmg_dist_matrix *v = jmg_lg_square_view(&c);
+      orc = one->leader.potri(one, v, &f, err);
     }
     rc = jmg_lg_outcome(&c, orc, &f, err);
   }

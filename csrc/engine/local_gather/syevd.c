@@ -15,18 +15,14 @@ int jmg_lg_syevd(const jmg_engine *e, const jmg_local_matrix *a, void *w,
   if (rc == 0) {
     int orc = 0;
     if (a->rank == 0) {
-      jmg_lg_view_of(a, c.full, a->n, a->n, c.view_data, c.view_ctx,
-                     &c.view);
-      orc = one->leader.syevd(one, &c.view, w, want_vectors, &f, err);
+      const jmg_dist_matrix *v = jmg_lg_square_view(&c);
+      orc = one->leader.syevd(one, v, w, want_vectors, &f, err);
     }
     rc = jmg_lg_outcome(&c, orc, &f, err);
   }
   /* f > 0: no convergence; the ops layer fills NaN. */
-  if (rc == 0 && f == 0) {
-    void *const bufs[1] = {w};
-    const size_t bytes[1] = {(size_t)a->n * jmg_dtype_real_size(a->dtype)};
-    rc = jmg_lg_bcast(&c, bufs, bytes, 1, err);
-  }
+  if (rc == 0 && f == 0)
+    rc = jmg_lg_bcast(&c, w, (size_t)a->n * jmg_dtype_real_size(a->dtype), err);
   if (rc == 0 && f == 0 && want_vectors) rc = jmg_lg_scatter(&c, err);
   if (rc == 0) *info = f;
   rc = jmg_lg_end(&c, rc, err);

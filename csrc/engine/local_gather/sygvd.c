@@ -8,12 +8,8 @@
 /* Rank 0's sygvd on the two gathered matrices. */
 static int run(const jmg_engine *one, jmg_lg_call *ca, jmg_lg_call *cb,
                void *w, int want_vectors, int *f, jmg_error *err) {
-  const jmg_local_matrix *a = ca->a;
-  jmg_lg_view_of(a, ca->full, a->n, a->n, ca->view_data, ca->view_ctx,
-                 &ca->view);
-  jmg_lg_view_of(a, cb->full, a->n, a->n, cb->view_data, cb->view_ctx,
-                 &cb->view);
-  return one->leader.sygvd(one, &ca->view, &cb->view, w, want_vectors, f, err);
+  return one->leader.sygvd(one, jmg_lg_square_view(ca), jmg_lg_square_view(cb),
+                           w, want_vectors, f, err);
 }
 
 int jmg_lg_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
@@ -37,11 +33,8 @@ int jmg_lg_sygvd(const jmg_engine *e, const jmg_local_matrix *a,
   }
   /* f != 0: no convergence or B not positive definite; the ops layer
    * fills NaN. */
-  if (rc == 0 && f == 0) {
-    void *const bufs[1] = {w};
-    const size_t bytes[1] = {(size_t)a->n * jmg_dtype_real_size(a->dtype)};
-    rc = jmg_lg_bcast(&ca, bufs, bytes, 1, err);
-  }
+  if (rc == 0 && f == 0)
+    rc = jmg_lg_bcast(&ca, w, (size_t)a->n * jmg_dtype_real_size(a->dtype), err);
   if (rc == 0 && f == 0 && want_vectors) rc = jmg_lg_scatter(&ca, err);
   if (rc == 0) *info = f;
   if (began_a) rc = jmg_lg_end(&ca, rc, err);

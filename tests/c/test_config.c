@@ -1,0 +1,36 @@
+/* The settings read in one place (common/config.h): the newer ones, each
+ * with its default, a good value and a malformed one. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+
+#include "common/config.h"
+#include "test.h"
+
+static jmg_config read_with(const char *name, const char *value) {
+  if (value != NULL)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+  jmg_config c;
+  jmg_config_read(&c);
+  unsetenv(name);
+  return c;
+}
+
+TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
+  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", NULL).local_gather, 0);
+  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", "1").local_gather, 1);
+  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", "yes").local_gather, 0);
+  CHECK_EQ(read_with("JAXMG_MIXED_LOW", NULL).mixed_float32, 0);
+  CHECK_EQ(read_with("JAXMG_MIXED_LOW", "float32").mixed_float32, 1);
+  CHECK_EQ(read_with("JAXMG_MIXED_LOW", "bf16").mixed_float32, 0);
+  CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", NULL).gmres_max_inner, -1);
+  CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", "0").gmres_max_inner, 0);
+  CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", "40").gmres_max_inner, 40);
+  CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", "40x").gmres_max_inner, -1);
+  CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", "-3").gmres_max_inner, -1);
+  CHECK_EQ(read_with("JAXMG_TF32_NB", NULL).tf32_nb, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_NB", "512").tf32_nb, 512);
+  CHECK_EQ(read_with("JAXMG_TF32_NB", "32").tf32_nb, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_NB", "9000").tf32_nb, 0);
+}
