@@ -76,7 +76,7 @@ part() {
   local limit="$1"; shift
   local t0=$SECONDS
   note "== $* (limit ${limit} s)"
-  timeout -k 5 "$limit" "$bin" "$@" 2>>"$log" | grep -v '^part,' | tee -a "$csv"
+  timeout -k 5 "$limit" "$bin" "$@" 2>>"$log" | grep --line-buffered -v '^part,' | tee -a "$csv"
   local rc=${PIPESTATUS[0]}
   note "== exit $rc after $((SECONDS - t0)) s$([ "$rc" = 124 ] && echo ' (timed out: its last line says where)')"
 }
