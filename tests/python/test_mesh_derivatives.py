@@ -54,7 +54,11 @@ GRAD_TOL = 2e-5
 # An eager shard_map traces its body at every call, and every trace of a
 # jaxmg call is a new program (its call id): eager ctx cases cost about 10 s
 # per check here, so they check potri, whose row-sharded output is the one
-# whose cotangent needs laying out, and leave the others to the jitted cases.
+# whose cotangent needs laying out, and leave the others to the jitted cases;
+# and they check one eager jvp and one eager vjp against the same under
+# jax.jit (eager_matches_jit), whose check_grads the jitted ctx cases run in
+# this dtype (float64: set_mesh-jit on both kinds of mesh), rather than
+# check_grads' eight or so eager calls (57 CPU-s a case).
 EAGER_CTX = ("potri",)
 AXIS_TYPES = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 # (form, op) taken to second order on Auto meshes here: the others are in
@@ -153,6 +157,19 @@ def ctx_cases(mesh, a, b, h):
 MODES = ((False, False), (False, True), (True, True))
 
 
+def eager_matches_jit(f, args, rng):
+    """One jvp and one vjp of f called eagerly equal the same under jax.jit."""
+    tangents = tuple(jt.random_matrix(rng, x.shape, x.dtype) for x in args)
+    out, pullback = jax.vjp(f, *args)
+    ct = jt.random_matrix(rng, out.shape, out.dtype)
+    eager = (jax.jvp(f, args, tangents), pullback(ct))
+    jitted = jax.jit(lambda x, t, c: (jax.jvp(f, x, t), jax.vjp(f, *x)[1](c)))(
+        args, tangents, ct)
+    for got, want in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
+        err = jt.fro(jt.to_ref(got) - jt.to_ref(want)) / jt.fro(want)
+        assert err < 1e-12, f"eager against jit: relative error {err:.2e}"
+
+
 @pytest.mark.parametrize(
     "set_mesh,jit", MODES,
     ids=[f"{'set_mesh' if m else 'no_set_mesh'}-{'jit' if j else 'eager'}" for m, j in MODES])
@@ -173,6 +190,9 @@ def test_check_grads_on_every_kind_of_mesh(cpu_devices, rng, form, kind, set_mes
         g = jax.jit(f) if jit else f
         with jax.set_mesh(mesh) if set_mesh else contextlib.nullcontext():
             try:
+                if form == "ctx" and not jit:
+                    eager_matches_jit(f, args, rng)
+                    continue
                 check_grads(g, args, order=order if second else 1, modes=("fwd", "rev"),
                             atol=GRAD_TOL, rtol=GRAD_TOL)
             except Exception as e:
