@@ -301,7 +301,12 @@ def local_failure(name: str, checks: Checks, me: int) -> None:
     if me == (2 if jax.process_count() > 2 else 1) and name == "local-kill":
         time.sleep(3.0)
     if me == 1 and name == "local-absent":
-        time.sleep(float(os.environ["JAXMG_RENDEZVOUS_TIMEOUT"]) + 2.0)
+        late_s = float(os.environ["JAXMG_RENDEZVOUS_TIMEOUT"])
+        time.sleep(late_s + 2.0)
+        if jax.devices()[0].platform != "cpu":
+            # Its call should fail by its own timeout; past twice that, say
+            # where it waits (every thread's stack; replaces the hang dump).
+            faulthandler.dump_traceback_later(2 * late_s + 4.0, exit=False)
     t0 = time.monotonic()
     try:
         potri()
