@@ -32,10 +32,11 @@ void jmg_config_read(jmg_config *out) {
   double t = strtod(timeout, &end);
   if (end != timeout && t > 0) out->rendezvous_timeout_s = t;
 
-  out->local_gather = strcmp(env("JAXMG_LOCAL_GATHER"), "1") == 0;
+  out->local_gather = strcmp(env("JAXMG_LOCAL_GATHER"), "0") != 0;
   out->mixed_float32 = strcmp(env("JAXMG_MIXED_LOW"), "float32") == 0;
   out->gmres_max_inner = (int)int_in(env("JAXMG_GMRES_MAX_INNER"), 0, 100000, -1);
   out->tf32_nb = (int)int_in(env("JAXMG_TF32_NB"), 64, 8192, 0);
+  out->refine_max_steps = (int)int_in(env("JAXMG_REFINE_MAX_STEPS"), 0, 100000, -1);
 
   const char *lanes = env("JAXMG_COPY_LANES");
   if (lanes[0] != '\0') {

@@ -23,11 +23,11 @@
  *                             "cusolver" (cusolverDnXsyevd), "tridiagonal"
  *                             (jaxmg's own, A and one more A), or unset /
  *                             "auto": cusolver where its workspace fits
- *   JAXMG_LOCAL_GATHER        "1": the local model's one-GPU path on CUDA
+ *   JAXMG_LOCAL_GATHER        unset (the default) or anything but "0": the
+ *                             local model's one-GPU path on CUDA
  *                             (cusolverdn-local) is chosen by default below
  *                             the crossover, and cuSOLVERMp's eigensolvers
- *                             route to it there; anything else (the default
- *                             until it has run on GPUs): only where
+ *                             route to it there; "0": only where
  *                             JAXMG_ENGINE=cusolverdn-local names it
  *   JAXMG_MIXED_LOW           precision="mixed" on one GPU: "float32" takes
  *                             cuSOLVER's float32 routines instead of TF32
@@ -56,10 +56,11 @@ typedef struct jmg_config {
   char potrf[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
   char engine[JMG_CONFIG_NAME_LEN]; /* "" when unset; may be malformed */
   char syevd[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
-  int local_gather;                 /* JAXMG_LOCAL_GATHER is "1" */
+  int local_gather;                 /* JAXMG_LOCAL_GATHER is not "0" */
   int mixed_float32;                /* JAXMG_MIXED_LOW is "float32" */
   int gmres_max_inner;              /* -1 when unset or malformed */
   int tf32_nb;                      /* 0 when unset or malformed */
+  int refine_max_steps;             /* -1 when unset or malformed */
 } jmg_config;
 
 /* Reads every setting from the environment now. */

@@ -120,6 +120,12 @@ static double triangular_cond(const double complex *R, int ldr, int k,
  * ((m + 1) x m), the rotations, the right-hand side g, y, and scratch. */
 typedef struct gmres_host {
   int m, max_inner;
+  /* Under a step budget (predict): the reduction of the correction
+   * equation's residual that x still needs (enough / berr, at least
+   * JMG_GMRES_TOL), and n (GMRES's steps in exact arithmetic at most). */
+  int predict;
+  double need;
+  int64_t n;
   double complex *R, *s, *g, *y, *v, *t;
   double *c, *h; /* cosines; the engine's h (pairs) */
 } gmres_host;
@@ -202,6 +208,20 @@ static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
     gh->g[j] = gh->c[j] * gh->g[j];
     k = j + 1;
     out->gmres_inner += 1;
+    /* Fail fast: the reduction so far, q = |g_k| / beta after k steps,
+     * extrapolated (geometric) to the reduction x still needs. */
+    if (gh->predict && k >= JMG_GMRES_PREDICT_AFTER) {
+      const double q = cabs(gh->g[j + 1]) / beta;
+      double needed = q < 1.0 && q > 0.0
+                          ? ceil(k * log(gh->need) / log(q))
+                          : (q == 0.0 ? k : INFINITY);
+      if (needed > (double)gh->n) needed = (double)gh->n;
+      if ((double)(out->gmres_inner - k) + needed > (double)gh->max_inner) {
+        out->gmres_predicted = needed > 1e9 ? 1000000000 : (int)needed;
+        *give_up = out->gmres_gave_up = 4;
+        return 0;
+      }
+    }
     if (k >= 2) {
       const double cond = triangular_cond(gh->R, ld, k, gh->v, gh->t);
       if (cond > out->gmres_cond) out->gmres_cond = cond;
@@ -231,12 +251,44 @@ static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
 }
 
 /* The bound on Arnoldi steps (refine.h: steps->max_inner, the
- * environment's JAXMG_GMRES_MAX_INNER over it). */
-static int gmres_max_inner(const jmg_refine_steps *st) {
+ * environment's JAXMG_GMRES_MAX_INNER over it); *forced where the
+ * environment set it. */
+static int gmres_max_inner(const jmg_refine_steps *st, int *forced) {
   jmg_config c;
   jmg_config_read(&c);
+  *forced = c.gmres_max_inner >= 0;
   if (c.gmres_max_inner >= 0) return c.gmres_max_inner;
   return st->max_inner > 0 ? st->max_inner : JMG_GMRES_MAX_INNER;
+}
+
+static int has_gmres(const jmg_refine_steps *st) {
+  return st->restart > 0 && st->gmres_start != NULL && st->arnoldi != NULL &&
+         st->gmres_update != NULL;
+}
+
+int jmg_refine_max_steps(const jmg_refine_steps *steps) {
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.refine_max_steps >= 0) return c.refine_max_steps;
+  return steps->max_steps > 0 ? steps->max_steps : 0;
+}
+
+/* GMRES-IR's Arnoldi steps after `used` refinement steps: the engine's
+ * (or the default) bound, within what is left of the step budget; the
+ * environment's JAXMG_GMRES_MAX_INNER as it is. */
+static int gmres_budget_after(const jmg_refine_steps *st, int used) {
+  if (!has_gmres(st)) return 0;
+  int forced = 0;
+  const int m = gmres_max_inner(st, &forced);
+  if (forced) return m;
+  const int b = jmg_refine_max_steps(st);
+  if (b == 0) return m;
+  const int left = b - used > 0 ? b - used : 0;
+  return left < m ? left : m;
+}
+
+int jmg_refine_gmres_budget(const jmg_refine_steps *steps) {
+  return gmres_budget_after(steps, 0);
 }
 
 /* Outer iterations of GMRES-IR from the x whose residual (norms in rnorm,
@@ -244,20 +296,35 @@ static int gmres_max_inner(const jmg_refine_steps *st) {
 static int gmres_ir(const jmg_refine_steps *st, int64_t n, int64_t nrhs,
                     double *rnorm, double *xnorm, const double *bnorm,
                     double anorm, double u, double enough, double berr,
-                    jmg_refine_result *out, jmg_error *err) {
+                    int max_inner, jmg_refine_result *out, jmg_error *err) {
   gmres_host gh;
   memset(&gh, 0, sizeof gh);
   int rc = gmres_host_alloc(&gh, st->restart, err);
-  gh.max_inner = gmres_max_inner(st);
+  gh.max_inner = max_inner;
+  gh.predict = out->max_steps > 0;
+  gh.n = n;
   double previous = berr;
   int give_up = 0, stalls = 0;
   while (rc == 0 && out->gmres_outer < JMG_GMRES_MAX_OUTER) {
+    gh.need = enough / berr > JMG_GMRES_TOL ? enough / berr : JMG_GMRES_TOL;
+    int64_t updated = 0; /* columns whose x this outer iteration changed */
     for (int64_t j = 0; rc == 0 && !give_up && j < nrhs; ++j) {
       /* A column already at u needs nothing. */
       if (jmg_refine_backward_error(1, rnorm + j, xnorm + j, bnorm + j,
                                     anorm) <= u)
         continue;
       rc = gmres_column(st, &gh, j, out, &give_up, err);
+      if (rc == 0 && !give_up) updated += 1;
+    }
+    if (rc == 0 && give_up) {
+      /* Given up: x as it stands may already be at the exact path's level
+       * (an earlier outer iteration brought it there); measured again
+       * where this one changed some column. */
+      if (updated > 0) {
+        rc = measure(st, nrhs, rnorm, xnorm, bnorm, anorm, &berr, err);
+        if (rc == 0) out->berr = berr;
+      }
+      if (rc == 0) out->converged = out->berr <= enough;
     }
     if (rc != 0 || give_up) break;
     out->gmres_outer += 1;
@@ -282,7 +349,6 @@ static int gmres_ir(const jmg_refine_steps *st, int64_t n, int64_t nrhs,
     }
     previous = berr;
   }
-  (void)n;
   free(gh.R);
   free(gh.c);
   return rc;
@@ -295,6 +361,9 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
   const double enough = sqrt((double)(n > 1 ? n : 1)) * u;
   memset(out, 0, sizeof *out);
   out->berr = NAN;
+  out->max_steps = jmg_refine_max_steps(steps);
+  const int floor_steps =
+      out->max_steps > JMG_REFINE_FLOOR ? out->max_steps : JMG_REFINE_FLOOR;
   double *norms = malloc(2 * (size_t)nrhs * sizeof *norms);
   if (norms == NULL)
     return jmg_error_set(err, JMG_ENOMEM, NULL, "refinement",
@@ -319,6 +388,19 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
       stalled = !out->converged;
       break;
     }
+    /* Fail fast under a step budget: the last contraction rho, held,
+     * would need `more` corrections to sqrt(n) u. */
+    if (out->max_steps > 0 && out->iterations >= 1 && berr > enough) {
+      const double rho = berr / previous; /* < 0.5 here */
+      const double more =
+          rho > 0.0 ? ceil(log(enough / berr) / log(rho)) : 1.0;
+      if ((double)out->iterations + more > (double)floor_steps) {
+        out->classical_gave_up = 1;
+        out->predicted = more > 1e9 ? 1000000000 : (int)more;
+        stalled = 1;
+        break;
+      }
+    }
     previous = berr;
     rc = steps->correct(steps->ctx, err);
     if (rc == 0) {
@@ -326,22 +408,35 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
       rc = measure(steps, nrhs, rnorm, xnorm, bnorm, anorm, &berr, err);
     }
   }
-  /* Classical refinement stalled above sqrt(n) u: GMRES-IR from here. */
-  if (rc == 0 && stalled && isfinite(berr) && steps->restart > 0 &&
-      steps->gmres_start != NULL && steps->arnoldi != NULL &&
-      steps->gmres_update != NULL && gmres_max_inner(steps) > 0)
-    rc = gmres_ir(steps, n, nrhs, rnorm, xnorm, bnorm, anorm, u, enough, berr,
-                  out, err);
+  /* Classical refinement stalled above sqrt(n) u: GMRES-IR from here,
+   * within what is left of the budget. */
+  if (rc == 0 && stalled && isfinite(berr) && has_gmres(steps)) {
+    int forced = 0;
+    const int bound = gmres_max_inner(steps, &forced);
+    out->gmres_budget = gmres_budget_after(steps, out->iterations);
+    if (!forced && bound > 0 && out->max_steps > 0 &&
+        out->gmres_budget < JMG_GMRES_MIN_INNER)
+      out->gmres_gave_up = 5;
+    else if (out->gmres_budget > 0)
+      rc = gmres_ir(steps, n, nrhs, rnorm, xnorm, bnorm, anorm, u, enough,
+                    berr, out->gmres_budget, out, err);
+  }
   free(norms);
   return rc;
 }
 
 void jmg_refine_describe(const jmg_refine_result *r, jmg_dtype dtype, char *out,
                          size_t len) {
-  char gm[96] = "";
+  char gm[160] = "";
+  if (r->classical_gave_up)
+    snprintf(gm, sizeof gm,
+             " (contraction too slow: about %d more corrections, budget %d)",
+             r->predicted,
+             r->max_steps > JMG_REFINE_FLOOR ? r->max_steps : JMG_REFINE_FLOOR);
+  size_t at0 = strlen(gm);
   if (r->gmres_outer > 0 || r->gmres_inner > 0)
-    snprintf(gm, sizeof gm, " gmres-ir %d outer %d inner", r->gmres_outer,
-             r->gmres_inner);
+    snprintf(gm + at0, sizeof gm - at0, " gmres-ir %d outer %d inner",
+             r->gmres_outer, r->gmres_inner);
   const size_t at = strlen(gm);
   if (r->gmres_gave_up == 1)
     snprintf(gm + at, sizeof gm - at, " gave up at cond %.1g", r->gmres_cond);
@@ -350,6 +445,15 @@ void jmg_refine_describe(const jmg_refine_result *r, jmg_dtype dtype, char *out,
              r->gmres_inner);
   else if (r->gmres_gave_up == 3)
     snprintf(gm + at, sizeof gm - at, " gave up at a number not finite");
+  else if (r->gmres_gave_up == 4)
+    snprintf(gm + at, sizeof gm - at,
+             " gave up: would need about %d inner, budget %d",
+             r->gmres_predicted,
+             r->gmres_budget);
+  else if (r->gmres_gave_up == 5)
+    snprintf(gm + at, sizeof gm - at,
+             " gmres-ir skipped: budget %d steps left of %d", r->gmres_budget,
+             r->max_steps);
   if (r->converged)
     snprintf(out, len, "refine %s %d iteration%s backward error %.2g%s",
              jmg_dtype_name(dtype), r->iterations,

@@ -115,6 +115,19 @@ typedef struct jmg_refine_steps {
    * JMG_GMRES_MAX_INNER); the environment's JAXMG_GMRES_MAX_INNER, where
    * set to a number of 0 or more, overrides it (0: no GMRES-IR). */
   int max_inner;
+  /* The refinement steps (classical corrections and Arnoldi steps, each a
+   * product with A and a solve with F) past which the exact path would
+   * have been cheaper (0: no bound, the CPU devices'); the environment's
+   * JAXMG_REFINE_MAX_STEPS, where set to a number of 0 or more, overrides
+   * it. With a bound the loop fails fast (the engine then falls back):
+   *   - classical refinement gives up where its contraction (the last
+   *     correction's berr / the one before) predicts more corrections to
+   *     sqrt(n) u than max(max_steps, JMG_REFINE_FLOOR) in all;
+   *   - GMRES-IR takes at most what is left of max_steps (and max_inner),
+   *     is skipped where that is below JMG_GMRES_MIN_INNER, and gives up
+   *     where a cycle's residual reduction so far predicts more Arnoldi
+   *     steps than that to reach what x still needs. */
+  int max_steps;
   int (*gmres_start)(void *ctx, int64_t col, double *beta, jmg_error *err);
   int (*arnoldi)(void *ctx, int j, double *h, jmg_error *err);
   int (*gmres_update)(void *ctx, int64_t col, int k, const double *y,
@@ -130,8 +143,38 @@ typedef struct jmg_refine_result {
   int gmres_inner; /* its Arnoldi steps, over every outer iteration */
   double gmres_cond; /* the largest kappa(F^-1 A) estimate (0: none) */
   int gmres_gave_up; /* 1: at the estimate, 2: at JMG_GMRES_MAX_INNER, 3: a
-                        number was not finite */
+                        number was not finite, 4: its residual's reduction
+                        predicted more steps than the budget, 5: skipped
+                        (less than JMG_GMRES_MIN_INNER steps of budget) */
+  int predicted; /* the corrections classical refinement's give-up by
+                    prediction foresaw */
+  int gmres_predicted; /* the Arnoldi steps GMRES-IR's (gave up 4) did */
+  int classical_gave_up; /* 1: classical refinement's contraction was too
+                            slow for max_steps (see above) */
+  int max_steps; /* the bound it ran under (0: none) */
+  int gmres_budget; /* the Arnoldi steps GMRES-IR was given */
 } jmg_refine_result;
+
+/* Classical refinement may always take this many corrections under a
+ * bound (a condition number of 10^2 takes 4 with a TF32 factor, measured
+ * on an H200 at N = 16384), GMRES-IR needs at least JMG_GMRES_MIN_INNER
+ * Arnoldi steps of budget to run, and a GMRES cycle predicts its steps
+ * from the residual's reduction after JMG_GMRES_PREDICT_AFTER of them. */
+#define JMG_REFINE_FLOOR 10
+#define JMG_GMRES_MIN_INNER 3
+#define JMG_GMRES_PREDICT_AFTER 4
+
+/* The refinement steps a loop on these steps may take in all (0: no
+ * bound): steps->max_steps, JAXMG_REFINE_MAX_STEPS over it. */
+int jmg_refine_max_steps(const jmg_refine_steps *steps);
+
+/* The Arnoldi steps GMRES-IR could take from the start (before any
+ * classical correction): JAXMG_GMRES_MAX_INNER where set, else
+ * steps->max_inner (or JMG_GMRES_MAX_INNER) bounded by
+ * jmg_refine_max_steps; 0 where the steps have no GMRES-IR. An engine
+ * reads it to decide whether a preconditioner only GMRES-IR could use (a
+ * shifted Cholesky factor) is worth computing. */
+int jmg_refine_gmres_budget(const jmg_refine_steps *steps);
 
 /* The lower precision of dtype: float32 for float64, complex64 for
  * complex128 (1 and *low); 0 for float32 and complex64, which have none
@@ -173,7 +216,10 @@ int jmg_refine_run(const jmg_refine_steps *steps, jmg_dtype dtype, int64_t n,
 /* "refine float64 3 iterations backward error 1.1e-17" (or "did not
  * converge after 2 iterations at backward error ..."), with " gmres-ir 2
  * outer 17 inner" after it where GMRES-IR ran (" gave up at cond 3e+05"
- * where its estimate stopped it, " gave up after 150 inner" at its bound),
+ * where its estimate stopped it, " gave up after 150 inner" at its bound,
+ * " gave up: would need about 90 inner, budget 8" where its prediction
+ * did, " skipped: budget 2 steps left"), " (contraction too slow: about
+ * 25 more corrections, budget 10)" where classical refinement failed fast,
  * the mark JAXMG_TRACE prints after the
  * loop (common/trace.h): the words of the mark name the precision refined
  * in, the iterations and the backward error. */

@@ -18,9 +18,9 @@ static jmg_config read_with(const char *name, const char *value) {
 }
 
 TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
-  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", NULL).local_gather, 0);
+  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", NULL).local_gather, 1);
   CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", "1").local_gather, 1);
-  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", "yes").local_gather, 0);
+  CHECK_EQ(read_with("JAXMG_LOCAL_GATHER", "0").local_gather, 0);
   CHECK_EQ(read_with("JAXMG_MIXED_LOW", NULL).mixed_float32, 0);
   CHECK_EQ(read_with("JAXMG_MIXED_LOW", "float32").mixed_float32, 1);
   CHECK_EQ(read_with("JAXMG_MIXED_LOW", "bf16").mixed_float32, 0);
@@ -33,4 +33,8 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_TF32_NB", "512").tf32_nb, 512);
   CHECK_EQ(read_with("JAXMG_TF32_NB", "32").tf32_nb, 0);
   CHECK_EQ(read_with("JAXMG_TF32_NB", "9000").tf32_nb, 0);
+  CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", NULL).refine_max_steps, -1);
+  CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", "0").refine_max_steps, 0);
+  CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", "12").refine_max_steps, 12);
+  CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", "-1").refine_max_steps, -1);
 }

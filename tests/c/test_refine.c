@@ -8,8 +8,11 @@
  * as the exact path reports it, entries past float32's range, and float32
  * input on the exact path; GMRES-IR (a TF32-like factor of a dense matrix
  * at condition number 1e6, where classical refinement stalls; giving up at
- * 1e12 and 1e14; the LAPACK engine at 1e9 and 1e14); and selection, which sends a mixed call only to
- * an engine with a mixed routine. */
+ * 1e12 and 1e14; the LAPACK engine at 1e9 and 1e14); failing fast under
+ * a step budget (an emulated TF32 LU: the factorization in float32 with
+ * every product's operands rounded to 10 bits of mantissa, as on tensor
+ * cores); and selection, which sends a mixed call only to an engine with
+ * a mixed routine. */
 #define _POSIX_C_SOURCE 200809L
 #include <complex.h>
 #include <float.h>
@@ -326,11 +329,20 @@ static int dense_gmres_update(void *ctx, int64_t col, int k, const double *y,
   return 0;
 }
 
+static int run_dense_bounded(dense *d, int gmres, int max_steps,
+                             jmg_refine_result *out);
+
 static int run_dense(dense *d, int gmres, jmg_refine_result *out) {
+  return run_dense_bounded(d, gmres, 0, out);
+}
+
+static int run_dense_bounded(dense *d, int gmres, int max_steps,
+                             jmg_refine_result *out) {
   const jmg_refine_steps steps = {.ctx = d,
                                   .first = dense_first,
                                   .residual = dense_residual,
                                   .correct = dense_correct,
+                                  .max_steps = max_steps,
                                   .restart = gmres ? GM : 0,
                                   .gmres_start = dense_gmres_start,
                                   .arnoldi = dense_arnoldi,
@@ -417,6 +429,183 @@ TEST(refine_gmres_ir_gives_up_on_a_hopeless_matrix) {
     CHECK_CONTAINS(text, "did not converge");
     CHECK_CONTAINS(text, "gave up at cond");
   }
+}
+
+/* --- fail fast under a step budget (refine.h's max_steps) ----------------- */
+
+/* x rounded to TF32 (10 bits of mantissa, to nearest): what a tensor core
+ * reads of a float32 operand. */
+static float tf32_round(float x) {
+  uint32_t i;
+  memcpy(&i, &x, sizeof i);
+  i = (i + 0x1000u) & 0xFFFFE000u;
+  memcpy(&x, &i, sizeof x);
+  return x;
+}
+
+/* The TF32 factor emulated on the CPU: A's LU with partial pivoting in
+ * float32, every product of the trailing updates taking its operands
+ * rounded to TF32 (as cuBLAS's TF32 gemm, float32 accumulation); d->finv
+ * = (P^T L U)^-1, applied in float64 (a solve with the factor). */
+static void dense_make_tf32(dense *d, double kappa, unsigned seed) {
+  dense_make(d, kappa, seed);
+  float f[GN * GN];
+  int piv[GN];
+  for (int i = 0; i < GN * GN; ++i) f[i] = (float)d->a[i];
+  for (int c = 0; c < GN; ++c) {
+    int p = c;
+    for (int i = c + 1; i < GN; ++i)
+      if (fabsf(f[(size_t)c * GN + i]) > fabsf(f[(size_t)c * GN + p])) p = i;
+    piv[c] = p;
+    for (int j = 0; j < GN; ++j) {
+      const float t = f[(size_t)j * GN + c];
+      f[(size_t)j * GN + c] = f[(size_t)j * GN + p];
+      f[(size_t)j * GN + p] = t;
+    }
+    for (int i = c + 1; i < GN; ++i) f[(size_t)c * GN + i] /= f[(size_t)c * GN + c];
+    for (int j = c + 1; j < GN; ++j)
+      for (int i = c + 1; i < GN; ++i)
+        f[(size_t)j * GN + i] -= tf32_round(f[(size_t)c * GN + i]) *
+                                 tf32_round(f[(size_t)j * GN + c]);
+  }
+  double m[GN * GN];
+  for (int j = 0; j < GN; ++j)
+    for (int i = 0; i < GN; ++i) {
+      double s = 0.0;
+      for (int l = 0; l <= (i < j ? i : j); ++l)
+        s += (l == i ? 1.0 : (double)f[(size_t)l * GN + i]) *
+             (double)f[(size_t)j * GN + l];
+      m[(size_t)j * GN + i] = s;
+    }
+  for (int c = GN - 1; c >= 0; --c)
+    for (int j = 0; j < GN; ++j) {
+      const double t = m[(size_t)j * GN + c];
+      m[(size_t)j * GN + c] = m[(size_t)j * GN + piv[c]];
+      m[(size_t)j * GN + piv[c]] = t;
+    }
+  invert(m, d->finv);
+}
+
+TEST(refine_fails_fast_under_a_step_budget) {
+  /* The emulated TF32 factor of dense matrices (GN = 40) under the budgets
+   * of one GPU (refine.h's max_steps; cusolverdn/mixed.c gives max(1,
+   * N / 4096): 1 below N = 8192, 4 at N = 16384). */
+  static dense d;
+  jmg_refine_result r;
+  char text[256];
+  /* Benign: classical refinement within its floor, whatever the budget. */
+  const double benign[2] = {1e2, 1e4};
+  for (int i = 0; i < 2; ++i) {
+    dense_make_tf32(&d, benign[i], 3u);
+    CHECK_EQ(run_dense_bounded(&d, 1, 1, &r), 0);
+    CHECK_EQ(r.converged, 1);
+    CHECK(r.iterations >= 2 && r.iterations <= JMG_REFINE_FLOOR);
+    CHECK_EQ(r.gmres_inner, 0);
+    CHECK_EQ(r.classical_gave_up, 0);
+  }
+  /* Hopeless: classical refinement's contraction predicts more than its
+   * floor after one correction, and GMRES-IR has no budget left (1), runs
+   * out of it (4), or predicts more steps than it has (16). */
+  const int budgets[3] = {1, 4, 16};
+  const int gave_up[3] = {5, 2, 4};
+  const char *why[3] = {"gmres-ir skipped: budget 0 steps left of 1",
+                        "gave up after 3 inner", "gave up: would need about"};
+  for (int b = 0; b < 3; ++b) {
+    dense_make_tf32(&d, 1e12, 3u);
+    CHECK_EQ(run_dense_bounded(&d, 1, budgets[b], &r), 0);
+    CHECK_EQ(r.converged, 0);
+    CHECK_EQ(r.classical_gave_up, 1);
+    CHECK_EQ(r.iterations, 1);
+    CHECK(r.predicted > JMG_REFINE_FLOOR);
+    CHECK_EQ(r.gmres_gave_up, gave_up[b]);
+    CHECK(r.iterations + r.gmres_inner <= budgets[b]);
+    jmg_refine_describe(&r, JMG_F64, text, sizeof text);
+    CHECK_CONTAINS(text, "did not converge after 1 iteration");
+    CHECK_CONTAINS(text, "(contraction too slow: about");
+    CHECK_CONTAINS(text, why[b]);
+  }
+  /* Without a budget (the CPU devices') the same factor's GMRES-IR
+   * converges at 1e6 and 1e8 (GN Arnoldi steps at most solve it). */
+  const double hard[2] = {1e6, 1e8};
+  for (int i = 0; i < 2; ++i) {
+    dense_make_tf32(&d, hard[i], 3u);
+    CHECK_EQ(run_dense_bounded(&d, 1, 0, &r), 0);
+    CHECK_EQ(r.converged, 1);
+    CHECK(r.gmres_outer >= 1);
+    CHECK_EQ(r.classical_gave_up, 0);
+  }
+  /* An outer iteration that reached the exact path's level before the
+   * budget ran out counts as converged (1e6, budget 8). */
+  dense_make_tf32(&d, 1e6, 3u);
+  CHECK_EQ(run_dense_bounded(&d, 1, 8, &r), 0);
+  CHECK_EQ(r.converged, 1);
+  CHECK(r.berr <= sqrt((double)GN) * 0.5 * DBL_EPSILON);
+  CHECK(r.iterations + r.gmres_inner <= 9);
+}
+
+TEST(refine_fails_fast_on_a_slow_classical_contraction) {
+  /* The toy's error shrinks by 0.45 a correction: halving, yet about 40
+   * corrections from sqrt(n) u. Under a budget of 5 (floor 10) it stops
+   * after the first; without one it runs to JMG_REFINE_MAX_ITER. */
+  toy t = {.rho = -0.45};
+  const jmg_refine_steps steps = {.ctx = &t,
+                                  .first = toy_first,
+                                  .residual = toy_residual,
+                                  .correct = toy_correct,
+                                  .max_steps = 5};
+  const double bnorm = 1.0;
+  jmg_refine_result r;
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_refine_run(&steps, JMG_F64, 100, 1, &bnorm, 1.0, &r, &err), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.classical_gave_up, 1);
+  CHECK_EQ(r.iterations, 1);
+  CHECK(r.predicted >= 30 && r.predicted <= 50);
+  CHECK_EQ(r.max_steps, 5);
+  char text[256];
+  jmg_refine_describe(&r, JMG_F64, text, sizeof text);
+  CHECK_CONTAINS(text, "corrections, budget 10)");
+  toy free_run = {.rho = -0.45};
+  CHECK_EQ(run_toy(&free_run, 100, &r, &err), 0);
+  CHECK_EQ(r.classical_gave_up, 0);
+  CHECK_EQ(r.iterations, JMG_REFINE_MAX_ITER);
+}
+
+TEST(refine_step_budget_from_the_environment) {
+  static dense d;
+  jmg_refine_result r;
+  const jmg_refine_steps gm = {.restart = GM,
+                               .max_inner = 60,
+                               .max_steps = 4,
+                               .gmres_start = dense_gmres_start,
+                               .arnoldi = dense_arnoldi,
+                               .gmres_update = dense_gmres_update};
+  const jmg_refine_steps classical = {.max_steps = 4};
+  CHECK_EQ(jmg_refine_max_steps(&gm), 4);
+  CHECK_EQ(jmg_refine_gmres_budget(&gm), 4);
+  CHECK_EQ(jmg_refine_gmres_budget(&classical), 0);
+  /* JAXMG_GMRES_MAX_INNER as it is, past the budget. */
+  setenv("JAXMG_GMRES_MAX_INNER", "50", 1);
+  CHECK_EQ(jmg_refine_gmres_budget(&gm), 50);
+  unsetenv("JAXMG_GMRES_MAX_INNER");
+  /* JAXMG_REFINE_MAX_STEPS=0: no budget (the hopeless matrix runs to
+   * GMRES's own estimate); =4 over an engine's none. */
+  setenv("JAXMG_REFINE_MAX_STEPS", "0", 1);
+  CHECK_EQ(jmg_refine_max_steps(&gm), 0);
+  CHECK_EQ(jmg_refine_gmres_budget(&gm), 60);
+  dense_make_tf32(&d, 1e8, 3u);
+  CHECK_EQ(run_dense_bounded(&d, 1, 1, &r), 0);
+  CHECK_EQ(r.converged, 1);
+  setenv("JAXMG_REFINE_MAX_STEPS", "4", 1);
+  dense_make_tf32(&d, 1e12, 3u);
+  CHECK_EQ(run_dense_bounded(&d, 1, 0, &r), 0);
+  CHECK_EQ(r.converged, 0);
+  CHECK_EQ(r.max_steps, 4);
+  CHECK(r.iterations + r.gmres_inner <= 4);
+  setenv("JAXMG_REFINE_MAX_STEPS", "x", 1);
+  CHECK_EQ(jmg_refine_max_steps(&gm), 4);
+  unsetenv("JAXMG_REFINE_MAX_STEPS");
 }
 
 /* --- the LAPACK engine's mixed routines ------------------------------------

@@ -44,6 +44,16 @@
  *     preconditioner of GMRES-IR then.
  *   - lu_solve with several right-hand sides: cusolverDnXgetrf in float32
  *     (complex64), no tensor cores.
+ * Failing fast (issue 39: a matrix past TF32's reach must cost little more
+ * than the exact path): the refinement runs under a step budget
+ * (DN_STEPS_DIVISOR; refine.h's max_steps: classical refinement gives up
+ * where its contraction predicts too many corrections, GMRES-IR gets what
+ * is left and gives up where its residual's reduction predicts more); a
+ * TF32 Cholesky that fails is not factored again shifted unless GMRES-IR
+ * has DN_SHIFT_MIN_INNER steps of budget (JAXMG_GMRES_MAX_INNER may give
+ * them), so that the exact path runs at once; cusolverDnIRSXgesv's
+ * iterations are bounded (DN_IRS_FLOOR) before its own fallback. The
+ * trace says which rule ended it.
  * JAXMG_MIXED_LOW=float32 sends both ops to cuSOLVER's float32 routines
  * (Xpotrf, Xgetrf), to compare. For the last two routes the solves with
  * the factor are cusolverDnXpotrs / Xgetrs in the lower precision (the
@@ -94,9 +104,35 @@ typedef enum {
 
 /* GMRES-IR's Arnoldi steps in all (refine.h's max_inner): each is a
  * product with A in float64 and a triangular solve pair in float32, one
- * read of A and one of its factor, so that a few tens of them cost about
- * what the exact factorization saves at N = 16384; to be measured. */
+ * read of A and one of its factor. */
 #define DN_GMRES_MAX_INNER 60
+
+/* Fail fast (refine.h's max_steps): a refinement step (a correction or an
+ * Arnoldi step) cost about 5 ms at N = 16384 on an H200 (float64, one
+ * right-hand side: 4 corrections 22 ms) against 39 ms for the exact
+ * potrf+potrs, so about N / 2048 steps cost one exact factorization (its
+ * n^3 against a step's n^2). The loop may spend half of that,
+ * max(1, N / DN_STEPS_DIVISOR), past classical refinement's floor of
+ * JMG_REFINE_FLOOR corrections; JAXMG_REFINE_MAX_STEPS sets it (0: no
+ * bound). Measured with a TF32 factor: kappa 1e2 converges in 4
+ * corrections; kappa 1e6 needed the shift and more than 60 Arnoldi steps
+ * (GMRES-IR gave up, 250-394 ms before the 39 ms fallback). */
+#define DN_STEPS_DIVISOR 4096
+
+/* A TF32 Cholesky that fails (A not positive definite to TF32) is factored
+ * again with its diagonal shifted only where GMRES-IR has at least this
+ * many Arnoldi steps of budget: the shifted factor is a weak
+ * preconditioner (an emulated TF32 Cholesky, N = 1024 and 2048: kappa
+ * 1e6 took 240 Arnoldi steps, 1e12 did not converge in 300), so that
+ * otherwise the exact path runs at once, after the failed factorization
+ * only. */
+#define DN_SHIFT_MIN_INNER 30
+
+/* cusolverDnIRSXgesv's refinement iterations (its default is 50, each a
+ * product with A and a TF32 LU solve): at least DN_IRS_FLOOR, or the step
+ * budget where that is larger; JAXMG_REFINE_MAX_STEPS sets it (0:
+ * cuSOLVER's default). */
+#define DN_IRS_FLOOR 20
 
 typedef struct mixed_layout {
   size_t f_at, factor_at, factor_bytes, piv_at, kept_at, r_at, w_at, norms_at,
@@ -144,6 +180,12 @@ static int64_t tf32_block(int64_t n) {
   return n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
 }
 
+/* The step budget of an N (see DN_STEPS_DIVISOR). */
+static int dn_max_steps(int64_t n) {
+  const int64_t b = n / DN_STEPS_DIVISOR;
+  return b < 1 ? 1 : (b > 100000 ? 100000 : (int)b);
+}
+
 static void set_route(gpu_refine *g, mixed_route route) {
   g->route = route;
   g->nb = tf32_block(g->n);
@@ -163,6 +205,15 @@ typedef struct irs {
   cusolverDnIRSParams_t params;
   cusolverDnIRSInfos_t infos;
 } irs;
+
+/* The bound on cusolverDnIRSXgesv's iterations (0: cuSOLVER's default). */
+static int irs_max_iters(int64_t n) {
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.refine_max_steps >= 0) return c.refine_max_steps;
+  const int b = dn_max_steps(n);
+  return b > DN_IRS_FLOOR ? b : DN_IRS_FLOOR;
+}
 
 static int irs_create(const gpu_refine *g, irs *s, int want_infos,
                       jmg_error *err) {
@@ -184,6 +235,13 @@ static int irs_create(const gpu_refine *g, irs *s, int want_infos,
   if (rc == 0)
     rc = JMG_CUSOLVER_TRY(cusolverDnIRSParamsEnableFallback(s->params), op,
                           err);
+  /* Fail fast: its iterations bounded (DN_IRS_FLOOR), then its own
+   * fallback, the float64 getrf+getrs on A (as cheap as jaxmg's: the same
+   * routines, and A need not be restored). */
+  const int iters = irs_max_iters(g->n);
+  if (rc == 0 && iters > 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnIRSParamsSetMaxIters(s->params, iters),
+                          op, err);
   if (rc == 0 && want_infos)
     rc = JMG_CUSOLVER_TRY(cusolverDnIRSInfosCreate(&s->infos), op, err);
   return rc;
@@ -646,14 +704,35 @@ static int factor_once(gpu_refine *g, double shift, int *low_info,
   return rc;
 }
 
+/* The refinement's steps on this call (engine/refine.h). */
+static jmg_refine_steps dn_steps(gpu_refine *g) {
+  const jmg_refine_steps steps = {.ctx = g,
+                                  .first = step_first,
+                                  .residual = step_residual,
+                                  .correct = step_correct,
+                                  .restart = JMG_GMRES_RESTART,
+                                  .max_inner = DN_GMRES_MAX_INNER,
+                                  .max_steps = dn_max_steps(g->n),
+                                  .gmres_start = step_gmres_start,
+                                  .arnoldi = step_arnoldi,
+                                  .gmres_update = step_gmres_update};
+  return steps;
+}
+
 /* The lower factorization; a Cholesky that fails (A not positive definite
  * to the lower precision) once more with the diagonal shifted, *shift
- * then the shift (0: none). */
+ * then the shift (0: none), where GMRES-IR's budget (*gmres_budget) is at
+ * least DN_SHIFT_MIN_INNER (else *low_info stays the failed column's and
+ * the caller falls back). */
 static int factor(gpu_refine *g, int *low_info, int *overflow, double *shift,
-                  jmg_error *err) {
+                  int *gmres_budget, jmg_error *err) {
   *shift = 0.0;
+  *gmres_budget = -1;
   int rc = factor_once(g, 0.0, low_info, overflow, err);
   if (rc == 0 && !g->lu && !*overflow && *low_info > 0) {
+    const jmg_refine_steps steps = dn_steps(g);
+    *gmres_budget = jmg_refine_gmres_budget(&steps);
+    if (*gmres_budget < DN_SHIFT_MIN_INNER) return rc;
     const double u_low = g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n
                              ? ldexp(1.0, -11) /* TF32's 10-bit mantissa */
                              : jmg_refine_unit_roundoff(g->low);
@@ -668,15 +747,7 @@ static int refine(gpu_refine *g, int *converged, jmg_error *err) {
   jmg_cuda_call *c = &g->call.cuda;
   double anorm = 0.0, *bnorm = NULL;
   int rc = norms_of_a_and_b(g, &anorm, &bnorm, err);
-  const jmg_refine_steps steps = {.ctx = g,
-                                  .first = step_first,
-                                  .residual = step_residual,
-                                  .correct = step_correct,
-                                  .restart = JMG_GMRES_RESTART,
-                                  .max_inner = DN_GMRES_MAX_INNER,
-                                  .gmres_start = step_gmres_start,
-                                  .arnoldi = step_arnoldi,
-                                  .gmres_update = step_gmres_update};
+  const jmg_refine_steps steps = dn_steps(g);
   jmg_refine_result r;
   memset(&r, 0, sizeof r);
   if (rc == 0)
@@ -690,7 +761,7 @@ static int refine(gpu_refine *g, int *converged, jmg_error *err) {
                                         : "cusolverDnXpotrs (lower precision)",
                                   err);
   if (rc == 0) {
-    char mark[160];
+    char mark[256];
     jmg_refine_describe(&r, g->dtype, mark, sizeof mark);
     jmg_trace_mark(mark);
   }
@@ -744,10 +815,24 @@ static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
   snprintf(mark, sizeof mark, "getrf %s", low_name(g));
   jmg_trace_mark(mark);
   if (niters < 0 || h_info != 0) {
-    /* cuSOLVER fell back by itself: A holds its float64 LU, x its answer. */
+    /* cuSOLVER fell back by itself: A holds its float64 LU, x its answer.
+     * Its niters says why (cusolverDn<t1><t2>gesv's documentation). */
+    const int bound = irs_max_iters(g->n);
+    char why[96];
+    if (niters == -1)
+      snprintf(why, sizeof why, "lower precision not worth it for this N");
+    else if (niters == -2 || niters == -5)
+      snprintf(why, sizeof why, "an overflow in the lower precision");
+    else if (niters == -3)
+      snprintf(why, sizeof why, "the TF32 factorization failed");
+    else if (bound > 0 && niters == -bound)
+      snprintf(why, sizeof why, "not converged within its %d iterations",
+               bound);
+    else
+      snprintf(why, sizeof why, "niters %d", (int)niters);
     snprintf(mark, sizeof mark,
-             "fallback %s getrf+getrs (cusolverDnIRSXgesv's own, niters %d)",
-             jmg_dtype_name(g->dtype), (int)niters);
+             "fallback %s getrf+getrs (cusolverDnIRSXgesv's own: %s)",
+             jmg_dtype_name(g->dtype), why);
     jmg_trace_mark(mark);
     *solved = 1;
     *info = h_info;
@@ -807,16 +892,23 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
   if (g->route == ROUTE_IRS) {
     if (rc == 0) rc = run_irs(g, &converged, info, err);
   } else {
-    int low_info = 0, overflow = 0;
+    int low_info = 0, overflow = 0, gmres_budget = -1;
     double shift = 0.0;
-    if (rc == 0) rc = factor(g, &low_info, &overflow, &shift, err);
-    char mark[128], shifted[64] = "";
+    if (rc == 0)
+      rc = factor(g, &low_info, &overflow, &shift, &gmres_budget, err);
+    char mark[224], shifted[64] = "", failed[128] = " failed";
     if (shift > 0.0 && low_info == 0)
       snprintf(shifted, sizeof shifted, " (diagonal shifted by %.2g)", shift);
+    /* Failed fast: the exact path at once, without the shifted factor. */
+    if (low_info > 0 && gmres_budget >= 0 && shift == 0.0)
+      snprintf(failed, sizeof failed,
+               " failed at column %d (not positive definite in %s; no "
+               "diagonal shift: gmres-ir budget %d < %d)",
+               low_info, low_name(g), gmres_budget, DN_SHIFT_MIN_INNER);
     snprintf(mark, sizeof mark, "%s %s%s%s", g->lu ? "getrf" : "potrf",
              low_name(g), shifted,
              overflow        ? " skipped (A exceeds its range)"
-             : low_info != 0 ? " failed"
+             : low_info != 0 ? failed
                              : "");
     if (rc == 0) jmg_trace_mark(mark);
     if (rc == 0 && !overflow && low_info == 0)
