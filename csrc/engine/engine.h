@@ -444,12 +444,12 @@ extern const jmg_engine jmg_gather_engine;
  * results go back (engine/local_gather/, lapack-local's steps); preferred
  * on several GPUs below the one-GPU crossover of engine/gather/thresholds.c
  * (jmg_gather_local_prefers), cuSOLVERMp's routines where rank 0's copy
- * does not fit; by default only with JAXMG_LOCAL_GATHER=1 for now (not yet
- * run on GPUs). Defined in libjaxmg_cuda.so only. */
+ * does not fit; JAXMG_LOCAL_GATHER=0 keeps it to where it is named.
+ * Defined in libjaxmg_cuda.so only. */
 extern const jmg_engine jmg_cusolverdn_local_engine;
 /* Whether cusolverdn-local is chosen without being named, and cuSOLVERMp's
- * eigensolvers route to it (JAXMG_LOCAL_GATHER=1, common/config.h: off
- * until it has run on GPUs); when not, why into why. */
+ * eigensolvers route to it (unless JAXMG_LOCAL_GATHER=0, common/config.h);
+ * when not, why into why. */
 int jmg_cusolverdn_local_by_default(char *why, size_t why_len);
 
 /* cuSOLVERMp (engine/cusolvermp/), JMG_MODEL_LOCAL, any number of GPUs and

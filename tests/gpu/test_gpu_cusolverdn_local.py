@@ -40,11 +40,12 @@ HAS_MP = bool(GPUS) and jaxmg.cusolvermp_available()[0]
 
 
 def _env(**extra: str) -> dict[str, str]:
-    # JAXMG_LOCAL_GATHER=1: the default choice of cusolverdn-local and
-    # cuSOLVERMp's eigensolvers routed to it, off by default until these
-    # tests have passed on GPUs (engine/cusolverdn_local/context.c).
+    # The default choice of cusolverdn-local and cuSOLVERMp's eigensolvers
+    # routed to it (on by default since these tests passed on 2 H200, 11-27;
+    # JAXMG_LOCAL_GATHER=0 turns it off): a JAXMG_LOCAL_GATHER of the
+    # caller's is not passed on.
     env = {"JAXMG_TEST_HANG_S": "200", "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN"),
-           "JAXMG_LOCAL_GATHER": "1"}
+           "JAXMG_LOCAL_GATHER": ""}
     env.update(extra)
     return env
 

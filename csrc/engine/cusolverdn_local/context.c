@@ -29,10 +29,10 @@
  * crossover run this engine's routines too (engine/cusolvermp/one_gpu.c):
  * cuSOLVERMp's eigensolver is slower than one GPU there.
  *
- * Both only with JAXMG_LOCAL_GATHER=1 for now: written 2026-11-27 and not
- * yet run on GPUs (the C tests and the CPU local model run the shared
- * steps; tests/gpu/test_gpu_cusolverdn_local.py is to run first). Until
- * then the engine runs where JAXMG_ENGINE=cusolverdn-local names it. */
+ * Both by default since tests/gpu/test_gpu_cusolverdn_local.py passed on
+ * 2 H200 (2026-11-27, session 18: named, and chosen by default with
+ * cuSOLVERMp installed); JAXMG_LOCAL_GATHER=0 turns both off (the engine
+ * then runs where JAXMG_ENGINE=cusolverdn-local names it). */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -70,8 +70,8 @@ int jmg_cusolverdn_local_by_default(char *why, size_t why_len) {
   jmg_config_read(&c);
   if (c.local_gather) return 1;
   snprintf(why, why_len,
-           "cusolverdn-local runs only where JAXMG_ENGINE names it, or with "
-           "JAXMG_LOCAL_GATHER=1, until it has run on GPUs");
+           "JAXMG_LOCAL_GATHER=0: cusolverdn-local runs only where "
+           "JAXMG_ENGINE names it");
   return 0;
 }
 
