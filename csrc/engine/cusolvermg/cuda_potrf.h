@@ -32,9 +32,7 @@ int jmg_cuda_potrf_workspace(const jmg_dist_matrix *a,
  * n a multiple of tile * ndev) take L in their lower triangle; the strict
  * upper triangles of the diagonal tiles are overwritten, the tiles above the
  * diagonal are not touched. device_ctx entries are jmg_cuda_device: the work
- * runs on their streams and on a stream per device that the call makes
- * (after the work already on theirs) and destroys; the handles' streams are
- * theirs again on return. work[d] holds the bytes jmg_cuda_potrf_workspace
+ * runs on their streams. work[d] holds the bytes jmg_cuda_potrf_workspace
  * gave, on device d. Peer access between the devices must be enabled.
  * Returns when done; *info is 0, or the order of the first leading minor that
  * is not positive definite (LAPACK's convention). */
