@@ -17,6 +17,8 @@ venv="${JAXMG_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
 # The oldest jax jaxmg supports: pyproject.toml's bound, read from there.
 JAXMG_JAX_MIN="$(sed -n 's/^dependencies = \["jax>=\([0-9.]*\)".*/\1/p' "$root/pyproject.toml")"
+# JAXMG_JAX_SPEC=oldest: jax==$JAXMG_JAX_MIN (what test.sh asks for .venv-jaxmin).
+[ "${JAXMG_JAX_SPEC:-}" = oldest ] && JAXMG_JAX_SPEC="jax==$JAXMG_JAX_MIN"
 jax_spec="${JAXMG_JAX_SPEC:-jax>=$JAXMG_JAX_MIN}"
 
 if [ ! -x "$venv/bin/python" ]; then
