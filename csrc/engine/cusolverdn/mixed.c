@@ -34,10 +34,18 @@
  *     cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (complex64 too: TF32
  *     applies to CUDA_C_32F; cgemm in TF32 math mode where a cuBLAS lacks
  *     it), the handle in CUBLAS_TF32_TENSOR_OP_MATH for the trsm; cuSOLVER has no IRS for Cholesky. Blocks of 512 columns
- *     (1024 from N = 16384 on); the update column chunk 4 blocks wide (a
+ *     (1024 from N = 16384 on); the update column chunk 2 blocks wide (a
  *     square chunk's upper part is computed and not read: fewer, larger
  *     gemms; JAXMG_TF32_NB sets the block, to tune it). A matrix of one
- *     block is cuSOLVER's float32 potrf alone.
+ *     block is cuSOLVER's float32 potrf alone. With JAXMG_TRACE its three
+ *     parts are timed by CUDA events (" (nb 1024: diagonal potrf 9.1 ms,
+ *     trsm 3.0 ms, tf32 update 6.2 ms)" after the factorization's name):
+ *     the diagonal blocks' potrf runs in float32 without tensor cores and
+ *     one after the other (N / nb of them, each latency-bound at these
+ *     sizes), the trsm in float32 (n^2 nb / 2 flops, on tensor cores only
+ *     where cuBLAS's trsm takes the handle's TF32 math mode), and only the
+ *     update (n^3 / 3 flops) surely on the tensor cores; each block waits
+ *     for its potrf's info (one synchronization a block).
  *     Where the factorization fails (A not positive definite to TF32's
  *     precision: a condition number past about 10^3), it runs once more
  *     on A + 8 u_TF32 diag(A) (refine.h, JMG_REFINE_SHIFT), the
@@ -96,11 +104,15 @@ typedef enum {
   ROUTE_FLOAT32        /* cusolverDnXgetrf / Xpotrf in float32 */
 } mixed_route;
 
-/* The TF32 Cholesky's block (columns) and trailing chunk (blocks). */
+/* The TF32 Cholesky's block (columns) and trailing chunk (blocks). Each
+ * chunk's gemm also computes the upper part of its square, cb^2 jb / 2
+ * flops not needed, about 1.5 cb / N of the useful n^3 / 3 in all: 37% at
+ * N = 16384 with chunks of 4 blocks of 1024, 19% with 2, whose gemms
+ * ((N - c0) x 2048 x 1024) are still large enough for the tensor cores. */
 #define TF32_NB_SMALL 512
 #define TF32_NB_LARGE 1024
 #define TF32_NB_LARGE_FROM 16384
-#define TF32_CHUNK_BLOCKS 4
+#define TF32_CHUNK_BLOCKS 2
 
 /* GMRES-IR's Arnoldi steps in all (refine.h's max_inner): each is a
  * product with A in float64 and a triangular solve pair in float32, one
@@ -147,6 +159,9 @@ typedef struct gpu_refine {
   int lu, transpose;
   mixed_route route;
   int64_t n, k, nb;
+  /* The TF32 Cholesky's parts (JAXMG_TRACE only, by CUDA events): its
+   * diagonal blocks' potrf, its panels' trsm, its trailing updates, ms. */
+  double t_diag, t_trsm, t_update;
   void *b;       /* the caller's b: x */
   double *hnorm; /* 3 k on the host */
   double *hh;    /* 2 (JMG_GMRES_RESTART + 1) elements of A's dtype, host */
@@ -587,9 +602,42 @@ static int step_gmres_update(void *ctx, int64_t col, int k, const double *y,
 
 /* --- the lower factorizations -------------------------------------------- */
 
+/* The TF32 Cholesky's timing events (JAXMG_TRACE): around each diagonal
+ * block's potrf (p0, p1) and after the panel's trsm (s0 before it, s1)
+ * and the trailing update (s2). */
+enum { EV_P0, EV_P1, EV_S0, EV_S1, EV_S2, EV_COUNT };
+
+/* Adds the milliseconds from event a to b to *ms (both complete). */
+static int add_elapsed(const gpu_refine *g, cudaEvent_t a, cudaEvent_t b,
+                       double *ms, jmg_error *err) {
+  float t = 0.0f;
+  const int rc = JMG_CUDA_TRY(cudaEventElapsedTime(&t, a, b), g->call.cuda.op,
+                              err);
+  if (rc == 0) *ms += t;
+  return rc;
+}
+
+static int record(const gpu_refine *g, cudaEvent_t *ev, int which,
+                  jmg_error *err) {
+  if (ev[which] == NULL) return 0;
+  return JMG_CUDA_TRY(cudaEventRecord(ev[which], g->call.cuda.stream),
+                      g->call.cuda.op, err);
+}
+
+/* The previous block's trsm and update times, once complete. */
+static int add_panel_times(gpu_refine *g, cudaEvent_t *ev, jmg_error *err) {
+  int rc = JMG_CUDA_TRY(cudaEventSynchronize(ev[EV_S2]), g->call.cuda.op,
+                        err);
+  if (rc == 0) rc = add_elapsed(g, ev[EV_S0], ev[EV_S1], &g->t_trsm, err);
+  if (rc == 0) rc = add_elapsed(g, ev[EV_S1], ev[EV_S2], &g->t_update, err);
+  return rc;
+}
+
 /* f = L L^H by blocks of g->nb columns (see the head of this file);
  * *low_info the first failing leading minor (0: none). The handle's math
- * mode is restored whatever happens. */
+ * mode is restored whatever happens. With JAXMG_TRACE, CUDA events time
+ * its three parts into g->t_diag, t_trsm and t_update (the trace prints
+ * them after the factorization: where its time goes, to tune it). */
 static int tf32_cholesky(gpu_refine *g, int *low_info, jmg_error *err) {
   jmg_cuda_call *c = &g->call.cuda;
   const cudaDataType t = jmg_cuda_data_type(g->low);
@@ -601,33 +649,55 @@ static int tf32_cholesky(gpu_refine *g, int *low_info, jmg_error *err) {
   char *f = part(g, g->l.f_at);
   cublasMath_t mode = CUBLAS_DEFAULT_MATH;
   *low_info = 0;
-  int rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), c->op, err);
-  if (rc != 0) return rc;
+  g->t_diag = g->t_trsm = g->t_update = 0.0;
+  jmg_config cfg;
+  jmg_config_read(&cfg);
+  cudaEvent_t ev[EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};
+  jmg_error ignored;
+  int rc = 0, panels = 0; /* panels: blocks whose trsm/update were timed */
+  for (int i = 0; rc == 0 && cfg.trace && i < EV_COUNT; ++i)
+    rc = JMG_CUDA_TRY(cudaEventCreate(&ev[i]), c->op, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), c->op, err);
+  if (rc != 0) goto events;
   rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), c->op,
                       err);
   for (int64_t j = 0; rc == 0 && j < n; j += nb) {
     const int64_t jb = nb < n - j ? nb : n - j, rest = n - j - jb;
     char *ajj = f + ((size_t)j * (size_t)n + (size_t)j) * lo;
-    rc = JMG_CUSOLVER_TRY(
+    rc = record(g, ev, EV_P0, err);
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(
         cusolverDnXpotrf(g->call.dn, g->call.params, CUBLAS_FILL_MODE_LOWER,
                          jb, t, ajj, n, t, part(g, g->l.factor_at),
                          g->l.factor_bytes, c->host_work, c->host_bytes,
                          c->d_info),
         c->op, err);
+    if (rc == 0) rc = record(g, ev, EV_P1, err);
     /* The block's info now: a later block would overwrite it. */
     int info = 0;
     if (rc == 0) rc = jmg_cuda_call_read_info(c, &info, 1, err);
+    /* Synchronized: this potrf's events and the last panel's are done. */
+    if (rc == 0 && ev[0] != NULL)
+      rc = add_elapsed(g, ev[EV_P0], ev[EV_P1], &g->t_diag, err);
+    if (rc == 0 && ev[0] != NULL && panels > 0) {
+      rc = add_panel_times(g, ev, err);
+      panels = 0;
+    }
     if (rc == 0)
       rc = jmg_cuda_call_check_info(
           c, info, "cusolverDnXpotrf (a TF32 Cholesky's diagonal block)", err);
     if (rc == 0 && info > 0) *low_info = (int)(j + info);
     if (rc != 0 || info > 0 || rest == 0) break;
     char *a21 = ajj + (size_t)jb * lo;
-    rc = JMG_CUBLAS_TRY(
+    rc = record(g, ev, EV_S0, err);
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(
         jmg_cublas_trsm_64(h, g->low, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
                            herm, CUBLAS_DIAG_NON_UNIT, rest, jb, ajj, n, a21,
                            n),
         c->op, err);
+    if (rc == 0) rc = record(g, ev, EV_S1, err);
     /* A(c0:, c0:c0+cb) -= L(c0:, j:j+jb) L(c0:c0+cb, j:j+jb)^H. */
     for (int64_t c0 = j + jb; rc == 0 && c0 < n; c0 += chunk) {
       const int64_t cb = chunk < n - c0 ? chunk : n - c0;
@@ -638,11 +708,21 @@ static int tf32_cholesky(gpu_refine *g, int *low_info, jmg_error *err) {
                                   -1.0, lc, n, lc, n, 1.0, cc, n),
           c->op, err);
     }
+    if (rc == 0) rc = record(g, ev, EV_S2, err);
+    if (rc == 0 && ev[0] != NULL) panels = 1;
   }
-  jmg_error ignored;
+  if (rc == 0 && ev[0] != NULL && panels > 0) rc = add_panel_times(g, ev, err);
   const int back = JMG_CUBLAS_TRY(cublasSetMathMode(h, mode), c->op,
                                   rc == 0 ? err : &ignored);
-  return rc != 0 ? rc : back;
+  if (rc == 0) rc = back;
+events:
+  for (int i = 0; i < EV_COUNT; ++i)
+    if (ev[i] != NULL) {
+      const int d = JMG_CUDA_TRY(cudaEventDestroy(ev[i]), c->op,
+                                 rc == 0 ? err : &ignored);
+      if (rc == 0) rc = d;
+    }
+  return rc;
 }
 
 /* f's diagonal times (1 + shift): A + shift diag(A) in the lower
@@ -896,7 +976,12 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
     double shift = 0.0;
     if (rc == 0)
       rc = factor(g, &low_info, &overflow, &shift, &gmres_budget, err);
-    char mark[224], shifted[64] = "", failed[128] = " failed";
+    char mark[320], shifted[64] = "", failed[128] = " failed", parts[96] = "";
+    if (g->t_diag > 0.0)
+      snprintf(parts, sizeof parts,
+               " (nb %lld: diagonal potrf %.1f ms, trsm %.1f ms, tf32 update "
+               "%.1f ms)",
+               (long long)g->nb, g->t_diag, g->t_trsm, g->t_update);
     if (shift > 0.0 && low_info == 0)
       snprintf(shifted, sizeof shifted, " (diagonal shifted by %.2g)", shift);
     /* Failed fast: the exact path at once, without the shifted factor. */
@@ -905,11 +990,12 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
                " failed at column %d (not positive definite in %s; no "
                "diagonal shift: gmres-ir budget %d < %d)",
                low_info, low_name(g), gmres_budget, DN_SHIFT_MIN_INNER);
-    snprintf(mark, sizeof mark, "%s %s%s%s", g->lu ? "getrf" : "potrf",
+    snprintf(mark, sizeof mark, "%s %s%s%s%s", g->lu ? "getrf" : "potrf",
              low_name(g), shifted,
              overflow        ? " skipped (A exceeds its range)"
              : low_info != 0 ? failed
-                             : "");
+                             : "",
+             parts);
     if (rc == 0) jmg_trace_mark(mark);
     if (rc == 0 && !overflow && low_info == 0)
       rc = refine(g, &converged, err);
