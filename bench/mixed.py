@@ -12,14 +12,29 @@ path, computed in float64, and the status jaxmg returned.
 
 Run with JAXMG_TRACE=1 to see each mixed call's precision, iterations,
 backward error and any fall back (issue 39).
+
+Each row also runs the mixed call once more with JAXMG_TRACE=1 and records
+what its trace says (the factorization's and the refinement's times, the
+TF32 Cholesky's parts: diagonal potrf, trsm, TF32 update; any fallback and
+why), in the columns after ``status_mixed``. ``--tf32-nb`` sweeps the TF32
+Cholesky's block (JAXMG_TF32_NB, read at each call), one row per value, to
+tune it; ``--max-steps`` sets JAXMG_REFINE_MAX_STEPS (the refinement's step
+budget; 0 none), to see what failing fast saves:
+
+    python3 bench/mixed.py --ops potrs --n 16384 32768 --kappa 1e2 \
+        --tf32-nb 256 512 1024 2048 --out tf32_nb.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import os
+import re
 import statistics
 import sys
+import tempfile
 import time
 
 import jax
@@ -63,6 +78,61 @@ def timed(fn, *args, repeats: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+@contextlib.contextmanager
+def captured_stderr():
+    """The process's file descriptor 2 (where the C library's trace goes)
+    into a temporary file for the block; yields a list that holds its text
+    after."""
+    out: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read().decode(errors="replace"))
+
+
+TRACE_FIELDS = ["factor_ms", "diag_potrf_ms", "trsm_ms", "tf32_update_ms", "refine_ms",
+                "fallback", "trace"]
+
+
+def traced(fn, *args) -> dict:
+    """One more call of fn with JAXMG_TRACE=1: the mixed call's trace line
+    and the numbers in it (the factorization's time, the TF32 Cholesky's
+    parts, the refinement's time, whether it fell back)."""
+    before = os.environ.get("JAXMG_TRACE")
+    os.environ["JAXMG_TRACE"] = "1"
+    try:
+        with captured_stderr() as text:
+            jax.block_until_ready(fn(*args))
+    finally:
+        if before is None:
+            del os.environ["JAXMG_TRACE"]
+        else:
+            os.environ["JAXMG_TRACE"] = before
+    lines = [ln for ln in text[0].splitlines() if ln.startswith("jaxmg trace")]
+    line = lines[-1] if lines else ""
+
+    def ms(pattern):
+        m = re.search(pattern, line)
+        return m.group(1) if m else ""
+
+    return dict(
+        factor_ms=ms(r"(?:potrf|getrf) (?:tf32|float32|complex64)[^,]*? ([0-9.]+) ms,"),
+        diag_potrf_ms=ms(r"diagonal potrf ([0-9.]+) ms"),
+        trsm_ms=ms(r"trsm ([0-9.]+) ms"),
+        tf32_update_ms=ms(r"tf32 update ([0-9.]+) ms\)"),
+        refine_ms=ms(r"refine [^,]* ([0-9.]+) ms,"),
+        fallback=int("fallback" in line),
+        trace=line.split(": ", 1)[-1])
+
+
 def paths(op: str, mesh):
     """The three jitted solves of op: jaxmg exact, jaxmg mixed, JAX's own."""
     specs = (P("x", None), P(None, None))
@@ -88,11 +158,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nrhs", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default="mixed.csv")
+    p.add_argument("--tf32-nb", nargs="+", type=int, default=[0],
+                   help="JAXMG_TF32_NB values to sweep (64 to 8192; 0: the default by N)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="JAXMG_REFINE_MAX_STEPS (the refinement's step budget; 0: none)")
+    p.add_argument("--no-trace", action="store_true",
+                   help="skip the traced extra call of each row")
     args = p.parse_args(argv)
+    if args.max_steps is not None:
+        os.environ["JAXMG_REFINE_MAX_STEPS"] = str(args.max_steps)
     mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
-    cols = ["op", "n", "kappa", "device", "exact_s", "mixed_s", "jax_s", "mixed_vs_jax",
-            "mixed_vs_exact", "berr_exact", "berr_mixed", "berr_jax", "status_exact",
-            "status_mixed"]
+    cols = ["op", "n", "kappa", "tf32_nb", "device", "exact_s", "mixed_s", "jax_s",
+            "mixed_vs_jax", "mixed_vs_exact", "berr_exact", "berr_mixed", "berr_jax",
+            "status_exact", "status_mixed"] + TRACE_FIELDS
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
@@ -104,19 +182,31 @@ def main(argv: list[str] | None = None) -> int:
                     a = test_matrix(op, n, kappa, seed=n + int(np.log10(kappa)))
                     b = jax.random.normal(jax.random.PRNGKey(7), (n, args.nrhs), jnp.float64)
                     te, (xe, se) = timed(exact, a, b, repeats=args.repeats)
-                    tm, (xm, sm) = timed(mixed, a, b, repeats=args.repeats)
                     tj, xj = timed(ref, a, b, repeats=args.repeats)
-                    row = dict(op=op, n=n, kappa=f"{kappa:.0e}", device=jax.devices()[0].device_kind,
-                               exact_s=f"{te:.4f}", mixed_s=f"{tm:.4f}", jax_s=f"{tj:.4f}",
-                               mixed_vs_jax=f"{tj / tm:.2f}", mixed_vs_exact=f"{te / tm:.2f}",
-                               berr_exact=f"{float(backward_error(a, xe, b)):.2e}",
-                               berr_mixed=f"{float(backward_error(a, xm, b)):.2e}",
-                               berr_jax=f"{float(backward_error(a, xj, b)):.2e}",
-                               status_exact=int(se), status_mixed=int(sm))
-                    w.writerow(row)
-                    f.flush()
-                    print(",".join(str(row[c]) for c in cols), flush=True)
-                    del a, b, xe, xm, xj
+                    for nb in args.tf32_nb:
+                        if nb:
+                            os.environ["JAXMG_TF32_NB"] = str(nb)
+                        else:
+                            os.environ.pop("JAXMG_TF32_NB", None)
+                        tm, (xm, sm) = timed(mixed, a, b, repeats=args.repeats)
+                        row = dict(op=op, n=n, kappa=f"{kappa:.0e}", tf32_nb=nb or "default",
+                                   device=jax.devices()[0].device_kind,
+                                   exact_s=f"{te:.4f}", mixed_s=f"{tm:.4f}", jax_s=f"{tj:.4f}",
+                                   mixed_vs_jax=f"{tj / tm:.2f}", mixed_vs_exact=f"{te / tm:.2f}",
+                                   berr_exact=f"{float(backward_error(a, xe, b)):.2e}",
+                                   berr_mixed=f"{float(backward_error(a, xm, b)):.2e}",
+                                   berr_jax=f"{float(backward_error(a, xj, b)):.2e}",
+                                   status_exact=int(se), status_mixed=int(sm))
+                        row.update(dict.fromkeys(TRACE_FIELDS, "") if args.no_trace
+                                   else traced(mixed, a, b))
+                        w.writerow(row)
+                        f.flush()
+                        print(",".join(str(row[c]) for c in cols[:-1]), flush=True)
+                        if row["trace"]:
+                            print("  " + row["trace"], flush=True)
+                        del xm
+                    os.environ.pop("JAXMG_TF32_NB", None)
+                    del a, b, xe, xj
     return 0
 
 
