@@ -58,6 +58,7 @@ typedef struct jmg_config {
   char syevd[JMG_CONFIG_NAME_LEN];  /* "" when unset; may be malformed */
   int local_gather;                 /* JAXMG_LOCAL_GATHER is not "0" */
   int mixed_float32;                /* JAXMG_MIXED_LOW is "float32" */
+  int mixed_bf16x9;                 /* JAXMG_MIXED_LOW is "bf16x9" */
   int gmres_max_inner;              /* -1 when unset or malformed */
   int tf32_nb;                      /* 0 when unset or malformed */
   int refine_max_steps;             /* -1 when unset or malformed */

@@ -24,6 +24,9 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_MIXED_LOW", NULL).mixed_float32, 0);
   CHECK_EQ(read_with("JAXMG_MIXED_LOW", "float32").mixed_float32, 1);
   CHECK_EQ(read_with("JAXMG_MIXED_LOW", "bf16").mixed_float32, 0);
+  CHECK_EQ(read_with("JAXMG_MIXED_LOW", "bf16x9").mixed_bf16x9, 1);
+  CHECK_EQ(read_with("JAXMG_MIXED_LOW", "bf16x9").mixed_float32, 0);
+  CHECK_EQ(read_with("JAXMG_MIXED_LOW", "float32").mixed_bf16x9, 0);
   CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", NULL).gmres_max_inner, -1);
   CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", "0").gmres_max_inner, 0);
   CHECK_EQ(read_with("JAXMG_GMRES_MAX_INNER", "40").gmres_max_inner, 40);

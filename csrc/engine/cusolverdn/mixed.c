@@ -63,7 +63,8 @@
  * iterations are bounded (DN_IRS_FLOOR) before its own fallback. The
  * trace says which rule ended it.
  * JAXMG_MIXED_LOW=float32 sends both ops to cuSOLVER's float32 routines
- * (Xpotrf, Xgetrf), to compare. For the last two routes the solves with
+ * (Xpotrf, Xgetrf), to compare; JAXMG_MIXED_LOW=bf16x9 too, with
+ * cuSOLVER's FP32 emulation on BF16 tensor cores (CUDA 13). For the last two routes the solves with
  * the factor are cusolverDnXpotrs / Xgetrs in the lower precision (the
  * conversions cuda/convert.h's kernels), the residual b - A x in A's dtype
  * by cuBLAS (symm/hemm, gemm) against A, which stays intact, the column
@@ -157,6 +158,7 @@ typedef struct gpu_refine {
   mixed_layout l;
   jmg_dtype dtype, low;
   int lu, transpose;
+  int emulate; /* the float32 factorization in BF16x9 emulation */
   mixed_route route;
   int64_t n, k, nb;
   /* The TF32 Cholesky's parts (JAXMG_TRACE only, by CUDA events): its
@@ -171,10 +173,16 @@ static void *part(const gpu_refine *g, size_t at) {
   return jmg_cuda_call_part(&g->call.cuda, at);
 }
 
+/* JAXMG_MIXED_LOW=float32 (1) or bf16x9 (2): cuSOLVER's float32
+ * routines, the second in cuSOLVER's FP32 emulation on BF16 tensor cores
+ * (cusolverDnSetMathMode CUSOLVER_FP32_EMULATED_BF16X9_MATH, strategy
+ * EAGER; CUDA 13): float32's accuracy (classical refinement to a
+ * condition number of about 10^7) at tensor cores' speed where cuSOLVER
+ * has them; to measure against TF32. 0: neither. */
 static int float32_forced(void) {
   jmg_config c;
   jmg_config_read(&c);
-  return c.mixed_float32;
+  return c.mixed_bf16x9 ? 2 : c.mixed_float32;
 }
 
 /* The route of a call (the transpose does not change it: IRS solves a
@@ -203,6 +211,7 @@ static int dn_max_steps(int64_t n) {
 
 static void set_route(gpu_refine *g, mixed_route route) {
   g->route = route;
+  g->emulate = route == ROUTE_FLOAT32 && float32_forced() == 2;
   g->nb = tf32_block(g->n);
   if (g->nb > g->n) g->nb = g->n > 0 ? g->n : 1;
 }
@@ -211,6 +220,9 @@ static void set_route(gpu_refine *g, mixed_route route) {
 static const char *low_name(const gpu_refine *g) {
   if (g->route == ROUTE_IRS) return "tf32 (cusolverDnIRSXgesv gmres)";
   if (g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n) return "tf32";
+  if (g->emulate)
+    return g->low == JMG_C64 ? "complex64 (bf16x9 emulated)"
+                             : "float32 (bf16x9 emulated)";
   return jmg_dtype_name(g->low);
 }
 
@@ -740,6 +752,44 @@ static int shift_diagonal(gpu_refine *g, double shift, jmg_error *err) {
       g->call.cuda.op, err);
 }
 
+/* cuSOLVER's float32 factorization in BF16x9 emulation (g->emulate) from
+ * here: the handle's math mode and emulation strategy into *mode and
+ * *strategy, to restore with emulation_end. */
+static int emulation_begin(gpu_refine *g, cusolverMathMode_t *mode,
+                           cudaEmulationStrategy_t *strategy, jmg_error *err) {
+  const char *op = g->call.cuda.op;
+  cusolverDnHandle_t dn = g->call.dn;
+  int rc = JMG_CUSOLVER_TRY(cusolverDnGetMathMode(dn, mode), op, err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(cusolverDnGetEmulationStrategy(dn, strategy), op,
+                          err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnSetMathMode(dn, CUSOLVER_FP32_EMULATED_BF16X9_MATH), op,
+        err);
+  if (rc == 0)
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnSetEmulationStrategy(dn, CUDA_EMULATION_STRATEGY_EAGER), op,
+        err);
+  return rc;
+}
+
+/* Restores what emulation_begin saved; a failure is the error only where
+ * rc is 0. Returns rc, or the restore's failure. */
+static int emulation_end(gpu_refine *g, cusolverMathMode_t mode,
+                         cudaEmulationStrategy_t strategy, int rc,
+                         jmg_error *err) {
+  const char *op = g->call.cuda.op;
+  jmg_error ignored;
+  const int m = JMG_CUSOLVER_TRY(cusolverDnSetMathMode(g->call.dn, mode), op,
+                                 rc == 0 ? err : &ignored);
+  if (rc == 0) rc = m;
+  const int s = JMG_CUSOLVER_TRY(
+      cusolverDnSetEmulationStrategy(g->call.dn, strategy), op,
+      rc == 0 ? err : &ignored);
+  return rc == 0 ? s : rc;
+}
+
 /* Factors A's lower copy once (with the diagonal shifted where shift > 0):
  * 0 with *low_info (the factorization's info) and *overflow (A exceeds the
  * lower precision's range), or an error. */
@@ -756,6 +806,13 @@ static int factor_once(gpu_refine *g, double shift, int *low_info,
                          (size_t)g->n * (size_t)g->n, c->d_info + 3, c->stream,
                          c->op, err);
   if (rc == 0 && shift > 0.0) rc = shift_diagonal(g, shift, err);
+  cusolverMathMode_t mode = CUSOLVER_DEFAULT_MATH;
+  cudaEmulationStrategy_t strategy = CUDA_EMULATION_STRATEGY_DEFAULT;
+  int emulating = 0;
+  if (rc == 0 && g->emulate && g->route == ROUTE_FLOAT32) {
+    rc = emulation_begin(g, &mode, &strategy, err);
+    emulating = 1; /* restored even where a set failed half way */
+  }
   if (rc == 0 && g->route == ROUTE_TF32_CHOLESKY)
     rc = tf32_cholesky(g, &tf32_info, err);
   else if (rc == 0 && g->lu)
@@ -772,6 +829,7 @@ static int factor_once(gpu_refine *g, double shift, int *low_info,
                          g->l.factor_bytes, c->host_work, c->host_bytes,
                          c->d_info),
         c->op, err);
+  if (emulating) rc = emulation_end(g, mode, strategy, rc, err);
   int h_info[4] = {0, 0, 0, 0};
   if (rc == 0) rc = jmg_cuda_call_read_info(c, h_info, 4, err);
   if (rc == 0 && g->route != ROUTE_TF32_CHOLESKY)
