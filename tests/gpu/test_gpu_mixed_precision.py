@@ -241,6 +241,23 @@ def test_mixed_low_float32_forces_cusolver_s_float32_routines(capfd, monkeypatch
         assert s == 0 and f"{factor} float32" in line and "tf32" not in line, line
 
 
+@pytest.mark.parametrize("op", ["potrs", "lu_solve"])
+def test_mixed_low_bf16x9_emulates_float32_on_tensor_cores(capfd, monkeypatch, op):
+    """JAXMG_MIXED_LOW=bf16x9: cuSOLVER's float32 potrf / getrf in its FP32
+    emulation on BF16 tensor cores (CUDA 13), float32's accuracy: at kappa
+    1e6 classical refinement converges (TF32's would not), status 0, the
+    exact path's accuracy."""
+    monkeypatch.setenv("JAXMG_MIXED_LOW", "bf16x9")
+    rng = np.random.default_rng(47)
+    a = _matrix(rng, TF32_N, 1e6, op == "potrs", np.float64)
+    b = rng.standard_normal((TF32_N, 1))
+    x, s, line = _traced(capfd, monkeypatch, op, a, b, "mixed")
+    factor = "potrf" if op == "potrs" else "getrf"
+    assert s == 0 and f"{factor} float32 (bf16x9 emulated)" in line, line
+    assert "fallback" not in line, line
+    assert _berr(a, x, b) <= 10 * max(_berr(a, _solve(op, a, b, "exact")[0], b), U)
+
+
 def test_memory_estimate_of_the_tf32_lu_counts_cusolver_s_irs_workspace():
     """One right-hand side: cusolverDnIRSXgesv's workspace (its TF32 copy of
     A, at least N x N float32) beside b kept and the residual."""
