@@ -18,11 +18,12 @@ what its trace says (the factorization's and the refinement's times, the
 TF32 Cholesky's parts: diagonal potrf, trsm, TF32 update; any fallback and
 why), in the columns after ``status_mixed``. ``--tf32-nb`` sweeps the TF32
 Cholesky's block (JAXMG_TF32_NB, read at each call), one row per value, to
-tune it; ``--max-steps`` sets JAXMG_REFINE_MAX_STEPS (the refinement's step
+tune it; ``--tf32-lookahead 0 1`` compares the TF32 Cholesky without and with its
+look-ahead (JAXMG_TF32_LOOKAHEAD); ``--max-steps`` sets JAXMG_REFINE_MAX_STEPS (the refinement's step
 budget; 0 none), to see what failing fast saves:
 
     python3 bench/mixed.py --ops potrs --n 16384 32768 --kappa 1e2 \
-        --tf32-nb 256 512 1024 2048 --out tf32_nb.csv
+        --tf32-nb 256 512 1024 2048 --tf32-lookahead 0 1 --out tf32_nb.csv
 """
 
 from __future__ import annotations
@@ -160,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="mixed.csv")
     p.add_argument("--tf32-nb", nargs="+", type=int, default=[0],
                    help="JAXMG_TF32_NB values to sweep (64 to 8192; 0: the default by N)")
+    p.add_argument("--tf32-lookahead", nargs="+", type=int, default=[0], choices=[0, 1],
+                   help="JAXMG_TF32_LOOKAHEAD values to sweep (1: the diagonal blocks' potrf "
+                        "on a second stream, overlapping the trailing update)")
     p.add_argument("--max-steps", type=int, default=None,
                    help="JAXMG_REFINE_MAX_STEPS (the refinement's step budget; 0: none)")
     p.add_argument("--no-trace", action="store_true",
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_steps is not None:
         os.environ["JAXMG_REFINE_MAX_STEPS"] = str(args.max_steps)
     mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
-    cols = ["op", "n", "kappa", "tf32_nb", "device", "exact_s", "mixed_s", "jax_s",
+    cols = ["op", "n", "kappa", "tf32_nb", "lookahead", "device", "exact_s", "mixed_s", "jax_s",
             "mixed_vs_jax", "mixed_vs_exact", "berr_exact", "berr_mixed", "berr_jax",
             "status_exact", "status_mixed"] + TRACE_FIELDS
     with open(args.out, "w", newline="") as f:
@@ -183,13 +187,16 @@ def main(argv: list[str] | None = None) -> int:
                     b = jax.random.normal(jax.random.PRNGKey(7), (n, args.nrhs), jnp.float64)
                     te, (xe, se) = timed(exact, a, b, repeats=args.repeats)
                     tj, xj = timed(ref, a, b, repeats=args.repeats)
-                    for nb in args.tf32_nb:
+                    for nb, la in [(nb, la) for nb in args.tf32_nb
+                                   for la in args.tf32_lookahead]:
+                        os.environ["JAXMG_TF32_LOOKAHEAD"] = str(la)
                         if nb:
                             os.environ["JAXMG_TF32_NB"] = str(nb)
                         else:
                             os.environ.pop("JAXMG_TF32_NB", None)
                         tm, (xm, sm) = timed(mixed, a, b, repeats=args.repeats)
                         row = dict(op=op, n=n, kappa=f"{kappa:.0e}", tf32_nb=nb or "default",
+                                   lookahead=la,
                                    device=jax.devices()[0].device_kind,
                                    exact_s=f"{te:.4f}", mixed_s=f"{tm:.4f}", jax_s=f"{tj:.4f}",
                                    mixed_vs_jax=f"{tj / tm:.2f}", mixed_vs_exact=f"{te / tm:.2f}",
@@ -206,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                             print("  " + row["trace"], flush=True)
                         del xm
                     os.environ.pop("JAXMG_TF32_NB", None)
+                    os.environ.pop("JAXMG_TF32_LOOKAHEAD", None)
                     del a, b, xe, xj
     return 0
 

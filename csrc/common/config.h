@@ -61,6 +61,7 @@ typedef struct jmg_config {
   int mixed_bf16x9;                 /* JAXMG_MIXED_LOW is "bf16x9" */
   int gmres_max_inner;              /* -1 when unset or malformed */
   int tf32_nb;                      /* 0 when unset or malformed */
+  int tf32_lookahead;               /* JAXMG_TF32_LOOKAHEAD is "1" */
   int refine_max_steps;             /* -1 when unset or malformed */
 } jmg_config;
 

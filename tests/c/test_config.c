@@ -40,4 +40,7 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", "0").refine_max_steps, 0);
   CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", "12").refine_max_steps, 12);
   CHECK_EQ(read_with("JAXMG_REFINE_MAX_STEPS", "-1").refine_max_steps, -1);
+  CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", NULL).tf32_lookahead, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "1").tf32_lookahead, 1);
+  CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "yes").tf32_lookahead, 0);
 }

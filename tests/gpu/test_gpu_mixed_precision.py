@@ -241,6 +241,32 @@ def test_mixed_low_float32_forces_cusolver_s_float32_routines(capfd, monkeypatch
         assert s == 0 and f"{factor} float32" in line and "tf32" not in line, line
 
 
+@pytest.mark.parametrize("nb", [256, 512])
+@pytest.mark.parametrize("kappa", [1e2, 1e12], ids=["1e2", "1e12"])
+def test_tf32_cholesky_look_ahead_gives_the_same_factor(capfd, monkeypatch, kappa, nb):
+    """JAXMG_TF32_LOOKAHEAD=1 (the diagonal blocks' potrf on a second stream
+    while the trailing update runs): at 1e2 refinement converges in as many
+    corrections as without it (the same factor, up to the order of the
+    float32 sums), at 1e12 the failed factorization falls back at once; the
+    exact path's accuracy, status 0."""
+    monkeypatch.setenv("JAXMG_TF32_NB", str(nb))
+    rng = np.random.default_rng(48)
+    a = _matrix(rng, TF32_N, kappa, True, np.float64)
+    b = rng.standard_normal((TF32_N, 1))
+    x0, s0, line0 = _traced(capfd, monkeypatch, "potrs", a, b, "mixed")
+    monkeypatch.setenv("JAXMG_TF32_LOOKAHEAD", "1")
+    x, s, line = _traced(capfd, monkeypatch, "potrs", a, b, "mixed")
+    assert s == s0 == 0 and f"(nb {nb}, look-ahead)" in line, line
+    assert _berr(a, x, b) <= 10 * max(_berr(a, _solve("potrs", a, b, "exact")[0], b), U)
+    if kappa < 1e10:
+        its = [re.search(r"refine \w+ (\d+) iterations?", ln) for ln in (line0, line)]
+        assert all(its) and abs(int(its[0][1]) - int(its[1][1])) <= 1, (line0, line)
+    else:
+        assert "failed at column" in line and "fallback" in line, line
+        col = [re.search(r"failed at column (\d+)", ln)[1] for ln in (line0, line)]
+        assert col[0] == col[1], (line0, line)
+
+
 @pytest.mark.parametrize("op", ["potrs", "lu_solve"])
 def test_mixed_low_bf16x9_emulates_float32_on_tensor_cores(capfd, monkeypatch, op):
     """JAXMG_MIXED_LOW=bf16x9: cuSOLVER's float32 potrf / getrf in its FP32

@@ -203,6 +203,13 @@ static int64_t tf32_block(int64_t n) {
   return n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
 }
 
+/* JAXMG_TF32_LOOKAHEAD=1: tf32_cholesky_lookahead, to measure. */
+static int tf32_lookahead(void) {
+  jmg_config c;
+  jmg_config_read(&c);
+  return c.tf32_lookahead;
+}
+
 /* The step budget of an N (see DN_STEPS_DIVISOR). */
 static int dn_max_steps(int64_t n) {
   const int64_t b = n / DN_STEPS_DIVISOR;
@@ -737,6 +744,159 @@ events:
   return rc;
 }
 
+/* The TF32 Cholesky with a look-ahead of one block (JAXMG_TF32_LOOKAHEAD=1,
+ * to measure against tf32_cholesky): the diagonal blocks' potrf, latency-
+ * bound and one after the other, runs on a second stream while the main
+ * one does the previous block's trailing update. Block j: the host waits
+ * for potrf(j) on the second stream (its info, read there); the main
+ * stream waits for it too, solves the panel below (trsm), updates the
+ * next block column alone (one gemm, rows j1.. of columns j1..j1+jb1) and
+ * records that; the second stream waits for that record and factors block
+ * j + 1 while the main stream updates the columns past it (they touch
+ * neither block j + 1 nor its column). cuSOLVER's handle runs on the
+ * second stream meanwhile and is set back after; every potrf's info is
+ * read before the loop goes on, so no work is left on the second stream
+ * when it is destroyed. */
+static int tf32_cholesky_lookahead(gpu_refine *g, int *low_info,
+                                   jmg_error *err) {
+  jmg_cuda_call *c = &g->call.cuda;
+  const char *op = c->op;
+  const cudaDataType t = jmg_cuda_data_type(g->low);
+  const size_t lo = jmg_dtype_size(g->low);
+  const int64_t n = g->n, nb = g->nb, chunk = TF32_CHUNK_BLOCKS * g->nb;
+  const cublasOperation_t herm =
+      jmg_dtype_is_complex(g->low) ? CUBLAS_OP_C : CUBLAS_OP_T;
+  cublasHandle_t h = g->call.blas;
+  cusolverDnHandle_t dn = g->call.dn;
+  char *f = part(g, g->l.f_at);
+  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+  cudaStream_t s2 = NULL, dn_stream = NULL;
+  cudaEvent_t ready = NULL, done = NULL;
+  jmg_error ignored;
+  int mode_set = 0, dn_set = 0;
+  *low_info = 0;
+  g->t_diag = g->t_trsm = g->t_update = 0.0;
+  int rc = JMG_CUDA_TRY(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking),
+                        op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
+                      op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+                      op, err);
+  if (rc == 0) rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), op, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), op,
+                        err);
+  mode_set = rc == 0;
+  if (rc == 0) rc = JMG_CUSOLVER_TRY(cusolverDnGetStream(dn, &dn_stream), op,
+                                     err);
+  if (rc == 0) rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(dn, s2), op, err);
+  dn_set = rc == 0;
+  /* Block 0 once the main stream has made f (the narrowed, shifted A). */
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaEventRecord(ready, c->stream), op, err);
+  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamWaitEvent(s2, ready, 0), op, err);
+  int64_t potrf_at = -1; /* the block whose potrf runs on s2 */
+  if (rc == 0) {
+    const int64_t jb = nb < n ? nb : n;
+    rc = JMG_CUSOLVER_TRY(
+        cusolverDnXpotrf(dn, g->call.params, CUBLAS_FILL_MODE_LOWER, jb, t, f,
+                         n, t, part(g, g->l.factor_at), g->l.factor_bytes,
+                         c->host_work, c->host_bytes, c->d_info),
+        op, err);
+    if (rc == 0) potrf_at = 0;
+  }
+  for (int64_t j = 0; rc == 0 && j < n; j += nb) {
+    const int64_t jb = nb < n - j ? nb : n - j, rest = n - j - jb;
+    char *ajj = f + ((size_t)j * (size_t)n + (size_t)j) * lo;
+    /* potrf(j)'s info, on the second stream alone. */
+    int info = 0;
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(&info, c->d_info, sizeof info,
+                                      cudaMemcpyDeviceToHost, s2),
+                      op, err);
+    if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s2), op, err);
+    if (rc == 0) potrf_at = -1;
+    if (rc == 0)
+      rc = jmg_cuda_call_check_info(
+          c, info, "cusolverDnXpotrf (a TF32 Cholesky's diagonal block)", err);
+    if (rc == 0 && info > 0) *low_info = (int)(j + info);
+    if (rc != 0 || info > 0 || rest == 0) break;
+    rc = JMG_CUDA_TRY(cudaEventRecord(done, s2), op, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(c->stream, done, 0), op, err);
+    char *a21 = ajj + (size_t)jb * lo;
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_trsm_64(h, g->low, CUBLAS_SIDE_RIGHT,
+                             CUBLAS_FILL_MODE_LOWER, herm, CUBLAS_DIAG_NON_UNIT,
+                             rest, jb, ajj, n, a21, n),
+          op, err);
+    /* The next block column: A(j1:, j1:j1+jb1) -= L(j1:, j) L(j1:j1+jb1, j)^H,
+     * then its potrf on the second stream. */
+    const int64_t j1 = j + jb, jb1 = nb < n - j1 ? nb : n - j1;
+    const char *l1 = f + ((size_t)j * (size_t)n + (size_t)j1) * lo;
+    char *b1 = f + ((size_t)j1 * (size_t)n + (size_t)j1) * lo;
+    if (rc == 0)
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_gemm_tf32_64(h, g->low, CUBLAS_OP_N, herm, n - j1, jb1, jb,
+                                  -1.0, l1, n, l1, n, 1.0, b1, n),
+          op, err);
+    if (rc == 0) rc = JMG_CUDA_TRY(cudaEventRecord(ready, c->stream), op, err);
+    if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamWaitEvent(s2, ready, 0), op, err);
+    if (rc == 0)
+      rc = JMG_CUSOLVER_TRY(
+          cusolverDnXpotrf(dn, g->call.params, CUBLAS_FILL_MODE_LOWER, jb1, t,
+                           b1, n, t, part(g, g->l.factor_at),
+                           g->l.factor_bytes, c->host_work, c->host_bytes,
+                           c->d_info),
+          op, err);
+    if (rc == 0) potrf_at = j1;
+    /* The columns past it, meanwhile, on the main stream. */
+    for (int64_t c0 = j1 + jb1; rc == 0 && c0 < n; c0 += chunk) {
+      const int64_t cb = chunk < n - c0 ? chunk : n - c0;
+      const char *lc = f + ((size_t)j * (size_t)n + (size_t)c0) * lo;
+      char *cc = f + ((size_t)c0 * (size_t)n + (size_t)c0) * lo;
+      rc = JMG_CUBLAS_TRY(
+          jmg_cublas_gemm_tf32_64(h, g->low, CUBLAS_OP_N, herm, n - c0, cb, jb,
+                                  -1.0, lc, n, lc, n, 1.0, cc, n),
+          op, err);
+    }
+  }
+  /* Nothing left on the second stream (a potrf enqueued before a failure),
+   * and the main stream after it. */
+  if (s2 != NULL && potrf_at >= 0) {
+    const int d = JMG_CUDA_TRY(cudaStreamSynchronize(s2), op,
+                               rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  if (dn_set) {
+    const int d = JMG_CUSOLVER_TRY(cusolverDnSetStream(dn, dn_stream), op,
+                                   rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  if (mode_set) {
+    const int d = JMG_CUBLAS_TRY(cublasSetMathMode(h, mode), op,
+                                 rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  if (done != NULL) {
+    const int d = JMG_CUDA_TRY(cudaEventDestroy(done), op,
+                               rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  if (ready != NULL) {
+    const int d = JMG_CUDA_TRY(cudaEventDestroy(ready), op,
+                               rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  if (s2 != NULL) {
+    const int d = JMG_CUDA_TRY(cudaStreamDestroy(s2), op,
+                               rc == 0 ? err : &ignored);
+    if (rc == 0) rc = d;
+  }
+  return rc;
+}
+
 /* f's diagonal times (1 + shift): A + shift diag(A) in the lower
  * precision (refine.h, JMG_REFINE_SHIFT), by a strided scal (stride n + 1;
  * csscal keeps a complex diagonal's imaginary part 0). */
@@ -814,7 +974,8 @@ static int factor_once(gpu_refine *g, double shift, int *low_info,
     emulating = 1; /* restored even where a set failed half way */
   }
   if (rc == 0 && g->route == ROUTE_TF32_CHOLESKY)
-    rc = tf32_cholesky(g, &tf32_info, err);
+    rc = tf32_lookahead() ? tf32_cholesky_lookahead(g, &tf32_info, err)
+                          : tf32_cholesky(g, &tf32_info, err);
   else if (rc == 0 && g->lu)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXgetrf(g->call.dn, g->call.params, g->n, g->n, t, f, g->n,
@@ -1035,7 +1196,10 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
     if (rc == 0)
       rc = factor(g, &low_info, &overflow, &shift, &gmres_budget, err);
     char mark[320], shifted[64] = "", failed[128] = " failed", parts[96] = "";
-    if (g->t_diag > 0.0)
+    if (g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n && tf32_lookahead())
+      snprintf(parts, sizeof parts, " (nb %lld, look-ahead)",
+               (long long)g->nb);
+    else if (g->t_diag > 0.0)
       snprintf(parts, sizeof parts,
                " (nb %lld: diagonal potrf %.1f ms, trsm %.1f ms, tf32 update "
                "%.1f ms)",
