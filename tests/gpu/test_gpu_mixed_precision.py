@@ -247,7 +247,7 @@ def test_tf32_cholesky_look_ahead_gives_the_same_factor(capfd, monkeypatch, kapp
     """JAXMG_TF32_LOOKAHEAD=1 (the diagonal blocks' potrf on a second stream
     while the trailing update runs): at 1e2 refinement converges in as many
     corrections as without it (the same factor, up to the order of the
-    float32 sums), at 1e12 the failed factorization falls back at once; the
+    float32 sums), at 1e12 both fail and fall back at once; the
     exact path's accuracy, status 0."""
     monkeypatch.setenv("JAXMG_TF32_NB", str(nb))
     rng = np.random.default_rng(48)
@@ -262,9 +262,10 @@ def test_tf32_cholesky_look_ahead_gives_the_same_factor(capfd, monkeypatch, kapp
         its = [re.search(r"refine \w+ (\d+) iterations?", ln) for ln in (line0, line)]
         assert all(its) and abs(int(its[0][1]) - int(its[1][1])) <= 1, (line0, line)
     else:
-        assert "failed at column" in line and "fallback" in line, line
-        col = [re.search(r"failed at column (\d+)", ln)[1] for ln in (line0, line)]
-        assert col[0] == col[1], (line0, line)
+        # Both fail (where may differ: cuBLAS may sum the next block column's
+        # update, a gemm of its own here, in another order).
+        assert "failed at column" in line0 and "failed at column" in line, (line0, line)
+        assert "fallback" in line, line
 
 
 @pytest.mark.parametrize("op", ["potrs", "lu_solve"])
