@@ -142,14 +142,19 @@ typedef enum {
 #define DN_SHIFT_MIN_INNER 30
 
 /* cusolverDnIRSXgesv's refinement iterations (its default is 50, each a
- * product with A and a TF32 LU solve): at least DN_IRS_FLOOR, or the step
- * budget where that is larger; JAXMG_REFINE_MAX_STEPS sets it (0:
- * cuSOLVER's default). On an H200 at N = 16384 (session 18) kappa 1e2
- * converged in 16 iterations (135 ms in all: its TF32 LU about 87 ms,
- * an iteration about 3 ms), kappa 1e6 and 1e12 ran all 50 before its
- * fallback (377 ms against 141 for the exact getrf+getrs); 30 keeps 1e2's
- * margin and saves 20 iterations of the hopeless case (about 317 ms). */
+ * product with A and a TF32 LU solve): max(DN_IRS_FLOOR, N /
+ * DN_IRS_DIVISOR); JAXMG_REFINE_MAX_STEPS sets it (0: cuSOLVER's
+ * default). On an H200 (session 18) kappa 1e2 converged in 16 iterations
+ * at N = 16384 (135 ms in all: its TF32 LU about 87 ms, an iteration about
+ * 3 ms) and 21 at N = 32768 (463 ms: the LU about 340 ms, an iteration
+ * about 6 ms); kappa 1e6 and 1e12 ran all 50 before its fallback (377 ms
+ * against 141 for the exact getrf+getrs at 16384, 1.35 s against 0.72 s
+ * at 32768). 30 keeps 1e2's margin at both sizes and saves 20 iterations
+ * of the hopeless case (about 317 ms at 16384); growing with N (whose
+ * iterations grow slowly with it) it stays about a quarter of the exact
+ * factorization, whose cost grows as N^3 against an iteration's N^2. */
 #define DN_IRS_FLOOR 30
+#define DN_IRS_DIVISOR 1024
 
 typedef struct mixed_layout {
   size_t f_at, factor_at, factor_bytes, piv_at, kept_at, r_at, w_at, norms_at,
@@ -249,8 +254,8 @@ static int irs_max_iters(int64_t n) {
   jmg_config c;
   jmg_config_read(&c);
   if (c.refine_max_steps >= 0) return c.refine_max_steps;
-  const int b = dn_max_steps(n);
-  return b > DN_IRS_FLOOR ? b : DN_IRS_FLOOR;
+  const int64_t b = n / DN_IRS_DIVISOR;
+  return b > DN_IRS_FLOOR ? (b > 100000 ? 100000 : (int)b) : DN_IRS_FLOOR;
 }
 
 static int irs_create(const gpu_refine *g, irs *s, int want_infos,
