@@ -45,7 +45,18 @@
  *     sizes), the trsm in float32 (n^2 nb / 2 flops, on tensor cores only
  *     where cuBLAS's trsm takes the handle's TF32 math mode), and only the
  *     update (n^3 / 3 flops) surely on the tensor cores; each block waits
- *     for its potrf's info (one synchronization a block).
+ *     for its potrf's info (one synchronization a block). Session 18's
+ *     traces (H200, nb 1024: 40 ms at N = 16384, 104 ms at 32768) fit
+ *     2.25 ms a block (16 and 32 of them) plus 4 ms x (N / 16384)^3: the
+ *     TF32 flops take about 4 ms at 16384 (about 370 TFLOP/s), the rest is
+ *     a fixed cost a block, cuSOLVER's float32 potrf of 1024 columns (its
+ *     trsm is 0.2 ms a block at most), latency-bound. Hence the knobs to
+ *     measure: JAXMG_TF32_NB (fewer, larger diagonal blocks or more,
+ *     smaller ones), JAXMG_TF32_LOOKAHEAD (hides a potrf behind the
+ *     previous update: at most the update's 4 ms at 16384, more at 32768),
+ *     and JAXMG_MIXED_LOW=bf16x9 (cuSOLVER's own whole-matrix potrf, whose
+ *     float64 one takes 39 ms at 16384, in FP32 emulated on BF16 tensor
+ *     cores).
  *     Where the factorization fails (A not positive definite to TF32's
  *     precision: a condition number past about 10^3), it runs once more
  *     on A + 8 u_TF32 diag(A) (refine.h, JMG_REFINE_SHIFT), the
