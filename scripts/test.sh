@@ -11,7 +11,7 @@
 # What waits (pip, the C tests' timeouts and sleeps) overlaps other work on
 # CI's two cores: .venv-jaxmin is set up while .venv is and the C tests run;
 # the two C test programs run at once; the jax-oldest subset runs beside the
-# main pytest run (one worker), its output printed after the main summary.
+# main pytest run (at nice 19), its output printed after the main summary.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$root/build"
@@ -96,14 +96,16 @@ JAXMIN_TESTS=(tests/python/test_v1_api.py tests/python/test_logdet.py
               tests/python/test_mesh_derivatives.py)
 JAXMIN_SELECT="not (mesh_derivatives and eager) and not (check_grads_logdet and padded)"
 JAXMIN_SELECT+=" and not (test_polar_check_grads and (c128_square or c128_repeated-qdwh))"
-# The jax-oldest subset, beside the main run (one worker: a third CPU-bound
-# process, which fills what the main run's workers leave idle: the
-# processes' tests' waits and the last worker's tail).
+# The jax-oldest subset, beside the main run at the lowest priority (nice
+# 19): it takes what the main run's workers leave idle (the processes'
+# tests' waits, the last worker's tail) and leaves the main run's tests,
+# some of which run a benchmark within a time budget, their CPU; what is
+# left of it when the main run ends runs on both cores.
 jaxmin_pid=
 if wait "$jaxmin_setup"; then
   (PATH="$root/.venv-jaxmin/bin:$PATH"
-   "$root/.venv-jaxmin/bin/python" -m pytest -q -rs -n 1 --dist loadgroup "${JAXMIN_TESTS[@]}" \
-     -k "$JAXMIN_SELECT") >"$jaxmin_log" 2>&1 &
+   nice -n 19 "$root/.venv-jaxmin/bin/python" -m pytest -q -rs -n "$workers" --dist loadgroup \
+     "${JAXMIN_TESTS[@]}" -k "$JAXMIN_SELECT") >"$jaxmin_log" 2>&1 &
   jaxmin_pid=$!
 fi
 echo "== Python tests (4 CPU devices, jax $(python -c 'import jax; print(jax.__version__)'), $workers workers)"
