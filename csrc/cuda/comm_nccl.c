@@ -83,6 +83,7 @@
 #include "common/config.h"
 #include "common/proc.h"
 #include "common/runtime_lib.h"
+#include "common/trace.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 
@@ -532,11 +533,22 @@ static int comm_async_error(void *ctx) {
 
 /* The watchdog found a fault (its thread, its lock held): end c's waits. */
 static void comm_fire(void *ctx, const jmg_watch_fault *f) {
-  (void)f;
   struct jmg_comm *c = ctx;
+  /* JAXMG_TRACE: what the watchdog did, as it happens (a call that does
+   * not come back after it says where it stopped). */
+  const int trace = jmg_trace_on();
+  if (trace)
+    fprintf(stderr,
+            "jaxmg trace watchdog: %s rank %d of %d: verdict %d after %.3g s; "
+            "%s\n",
+            c->guard_op, c->rank, c->ranks, (int)f->verdict, f->waited,
+            g_nccl.comm_revoke != NULL ? "ncclCommRevoke" : "ncclCommAbort");
   ncclResult_t r = ncclInternalError;
   if (g_nccl.comm_revoke != NULL)
     r = g_nccl.comm_revoke(c->nc, 0 /* NCCL_REVOKE_DEFAULT */);
+  if (trace && g_nccl.comm_revoke != NULL)
+    fprintf(stderr, "jaxmg trace watchdog: rank %d: ncclCommRevoke returned %d\n",
+            c->rank, (int)r);
   /* In progress: quiescing (nccl.h); guard_end's abort comes after. */
   if (r == ncclSuccess || r == ncclInProgress) {
     atomic_store(&c->faulted, FAULT_REVOKED);
@@ -545,6 +557,7 @@ static void comm_fire(void *ctx, const jmg_watch_fault *f) {
   /* Told first, so that this file's operations stop calling NCCL. */
   atomic_store(&c->faulted, FAULT_ABORTED);
   g_nccl.comm_abort(c->nc);
+  if (trace) fprintf(stderr, "jaxmg trace watchdog: rank %d: aborted\n", c->rank);
 }
 
 /* The error of an operation on a communicator that the watchdog ended
@@ -645,6 +658,9 @@ static int nccl_max_int(jmg_comm *c, int *value, void *device_ctx,
                                       cudaMemcpyDeviceToHost, s),
                       op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s), op, err);
+  if (atomic_load(&c->faulted) != FAULT_NONE && jmg_trace_on())
+    fprintf(stderr, "jaxmg trace watchdog: rank %d: the agreement's wait "
+            "ended after the fault (%d)\n", c->rank, rc);
   /* A wait that a revoke or an abort ended: not a result. */
   if (rc == 0 && atomic_load(&c->faulted) != FAULT_NONE)
     rc = faulted_error(c, op, "ncclAllReduce", err);
