@@ -18,6 +18,24 @@ jaxmg_device_env() {
   export NCCL_NVLS_ENABLE=0
 }
 
+# jaxmg_carried_wheels: the wheels a call carried in ../.whl beside the tree
+# (cuSOLVERMp's: the device machine lacks it) installed into /tmp/mp, which
+# goes first on PYTHONPATH. Nothing to do where none was carried.
+jaxmg_carried_wheels() {
+  local whl=("$jaxmg_root"/../.whl/*.whl)
+  [ -e "${whl[0]}" ] || return 0
+  "$jaxmg_python" -m pip install -q --no-deps --no-compile --target /tmp/mp "${whl[@]}" &&
+    export PYTHONPATH="/tmp/mp${PYTHONPATH:+:$PYTHONPATH}"
+}
+
+# jaxmg_left CAP: the seconds a step of a bounded call may take: CAP, or
+# what is left of JAXMG_DEADLINE (seconds since the calling script began,
+# bash's SECONDS; default 560), whichever is less.
+jaxmg_left() {
+  local l=$(( ${JAXMG_DEADLINE:-560} - SECONDS ))
+  if [ "$l" -lt "$1" ]; then echo "$l"; else echo "$1"; fi
+}
+
 # jaxmg_machine_info LOGDIR: nvidia-smi and the topology, for the record.
 jaxmg_machine_info() {
   { nvidia-smi; nvidia-smi topo -m; } >"$1/nvidia-smi.txt" 2>&1
