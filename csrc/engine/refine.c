@@ -152,6 +152,90 @@ static int gmres_host_alloc(gmres_host *gh, int m, jmg_error *err) {
   return 0;
 }
 
+/* Arnoldi's column j (st->arnoldi's pairs in gh->h) into rj, rows 0..j+1;
+ * 0 where a number was not finite. */
+static int hessenberg_column(const gmres_host *gh, double complex *rj, int j) {
+  int finite = 1;
+  for (int i = 0; i <= j + 1; ++i) {
+    rj[i] = gh->h[2 * i] + I * gh->h[2 * i + 1];
+    finite &= isfinite(gh->h[2 * i]) && isfinite(gh->h[2 * i + 1]);
+  }
+  return finite;
+}
+
+/* Givens rotations on column j: the earlier ones, then a new one that
+ * zeroes rj[j + 1], applied to g too. */
+static void rotate_column(gmres_host *gh, double complex *rj, int j) {
+  for (int i = 0; i < j; ++i) {
+    const double complex a = rj[i], b = rj[i + 1];
+    rj[i] = gh->c[i] * a + gh->s[i] * b;
+    rj[i + 1] = -conj(gh->s[i]) * a + gh->c[i] * b;
+  }
+  const double complex a = rj[j], b = rj[j + 1];
+  const double na = cabs(a), t = hypot(na, cabs(b));
+  if (t == 0.0) {
+    gh->c[j] = 1.0;
+    gh->s[j] = 0.0;
+  } else if (na == 0.0) {
+    gh->c[j] = 0.0;
+    gh->s[j] = conj(b) / t;
+    rj[j] = t;
+  } else {
+    gh->c[j] = na / t;
+    gh->s[j] = (a / na) * conj(b) / t;
+    rj[j] = (a / na) * t;
+  }
+  rj[j + 1] = 0.0;
+  gh->g[j + 1] = -conj(gh->s[j]) * gh->g[j];
+  gh->g[j] = gh->c[j] * gh->g[j];
+}
+
+/* After k Arnoldi steps: 1 with *give_up set where the predicted steps
+ * pass the budget (4) or kappa(R)'s estimate JMG_GMRES_MAX_COND (1). */
+static int gmres_gives_up(const gmres_host *gh, int k, double beta,
+                          jmg_refine_result *out, int *give_up) {
+  const int ld = gh->m + 1;
+  /* Fail fast: the reduction so far, q = |g_k| / beta after k steps,
+   * extrapolated (geometric) to the reduction x still needs. */
+  if (gh->predict && k >= JMG_GMRES_PREDICT_AFTER) {
+    const double q = cabs(gh->g[k]) / beta;
+    double needed = q < 1.0 && q > 0.0 ? ceil(k * log(gh->need) / log(q))
+                                       : (q == 0.0 ? k : INFINITY);
+    if (needed > (double)gh->n) needed = (double)gh->n;
+    if ((double)(out->gmres_inner - k) + needed > (double)gh->max_inner) {
+      out->gmres_predicted = needed > 1e9 ? 1000000000 : (int)needed;
+      *give_up = out->gmres_gave_up = 4;
+      return 1;
+    }
+  }
+  if (k >= 2) {
+    const double cond = triangular_cond(gh->R, ld, k, gh->v, gh->t);
+    if (cond > out->gmres_cond) out->gmres_cond = cond;
+    if (!(cond <= JMG_GMRES_MAX_COND)) {
+      *give_up = out->gmres_gave_up = 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* R y = g (the leading k x k), then x_col += V y by st->gmres_update. */
+static int gmres_solve_update(const jmg_refine_steps *st, gmres_host *gh,
+                              int64_t col, int k, jmg_error *err) {
+  const int ld = gh->m + 1;
+  for (int i = k - 1; i >= 0; --i) {
+    double complex s = gh->g[i];
+    for (int j = i + 1; j < k; ++j) s -= gh->R[(size_t)j * ld + i] * gh->y[j];
+    gh->y[i] = s / gh->R[(size_t)i * ld + i];
+  }
+  double *y = gh->h; /* the pairs, reused (k <= m + 1 < m + 2) */
+  for (int i = 0; i < k; ++i) {
+    y[2 * i] = creal(gh->y[i]);
+    y[2 * i + 1] = cimag(gh->y[i]);
+  }
+  return st->gmres_update(st->ctx, col, k, y, err);
+}
+
 /* One GMRES solve of F^-1 A d = F^-1 r_col, d added to x_col; *give_up
  * where the estimate of kappa(F^-1 A) passed JMG_GMRES_MAX_COND or a
  * number was not finite. */
@@ -173,81 +257,22 @@ static int gmres_column(const jmg_refine_steps *st, gmres_host *gh, int64_t col,
     rc = st->arnoldi(st->ctx, j, gh->h, err);
     if (rc != 0) return rc;
     double complex *rj = gh->R + (size_t)j * ld;
-    int finite = 1;
-    for (int i = 0; i <= j + 1; ++i) {
-      rj[i] = gh->h[2 * i] + I * gh->h[2 * i + 1];
-      finite &= isfinite(gh->h[2 * i]) && isfinite(gh->h[2 * i + 1]);
-    }
-    if (!finite) {
+    if (!hessenberg_column(gh, rj, j)) {
       *give_up = out->gmres_gave_up = 3;
       return 0;
     }
     const double next = creal(rj[j + 1]);
-    /* The earlier rotations, then a new one that zeroes rj[j + 1]. */
-    for (int i = 0; i < j; ++i) {
-      const double complex a = rj[i], b = rj[i + 1];
-      rj[i] = gh->c[i] * a + gh->s[i] * b;
-      rj[i + 1] = -conj(gh->s[i]) * a + gh->c[i] * b;
-    }
-    const double complex a = rj[j], b = rj[j + 1];
-    const double na = cabs(a), t = hypot(na, cabs(b));
-    if (t == 0.0) {
-      gh->c[j] = 1.0;
-      gh->s[j] = 0.0;
-    } else if (na == 0.0) {
-      gh->c[j] = 0.0;
-      gh->s[j] = conj(b) / t;
-      rj[j] = t;
-    } else {
-      gh->c[j] = na / t;
-      gh->s[j] = (a / na) * conj(b) / t;
-      rj[j] = (a / na) * t;
-    }
-    rj[j + 1] = 0.0;
-    gh->g[j + 1] = -conj(gh->s[j]) * gh->g[j];
-    gh->g[j] = gh->c[j] * gh->g[j];
+    rotate_column(gh, rj, j);
     k = j + 1;
     out->gmres_inner += 1;
-    /* Fail fast: the reduction so far, q = |g_k| / beta after k steps,
-     * extrapolated (geometric) to the reduction x still needs. */
-    if (gh->predict && k >= JMG_GMRES_PREDICT_AFTER) {
-      const double q = cabs(gh->g[j + 1]) / beta;
-      double needed = q < 1.0 && q > 0.0
-                          ? ceil(k * log(gh->need) / log(q))
-                          : (q == 0.0 ? k : INFINITY);
-      if (needed > (double)gh->n) needed = (double)gh->n;
-      if ((double)(out->gmres_inner - k) + needed > (double)gh->max_inner) {
-        out->gmres_predicted = needed > 1e9 ? 1000000000 : (int)needed;
-        *give_up = out->gmres_gave_up = 4;
-        return 0;
-      }
-    }
-    if (k >= 2) {
-      const double cond = triangular_cond(gh->R, ld, k, gh->v, gh->t);
-      if (cond > out->gmres_cond) out->gmres_cond = cond;
-      if (!(cond <= JMG_GMRES_MAX_COND)) {
-        *give_up = out->gmres_gave_up = 1;
-        return 0;
-      }
-    }
+    if (gmres_gives_up(gh, k, beta, out, give_up)) return 0;
     if (cabs(gh->g[j + 1]) <= JMG_GMRES_TOL * beta || next == 0.0) break;
     if (out->gmres_inner >= gh->max_inner) {
       *give_up = out->gmres_gave_up = 2;
       return 0;
     }
   }
-  /* R y = g, the leading k x k. */
-  for (int i = k - 1; i >= 0; --i) {
-    double complex s = gh->g[i];
-    for (int j = i + 1; j < k; ++j) s -= gh->R[(size_t)j * ld + i] * gh->y[j];
-    gh->y[i] = s / gh->R[(size_t)i * ld + i];
-  }
-  double *y = gh->h; /* the pairs, reused (k <= m + 1 < m + 2) */
-  for (int i = 0; i < k; ++i) {
-    y[2 * i] = creal(gh->y[i]);
-    y[2 * i + 1] = cimag(gh->y[i]);
-  }
-  return st->gmres_update(st->ctx, col, k, y, err);
+  return gmres_solve_update(st, gh, col, k, err);
 }
 
 /* The bound on Arnoldi steps (refine.h: steps->max_inner, the
