@@ -40,6 +40,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/qr.c
   csrc/engine/cusolverdn/workspace.c
   csrc/engine/cusolverdn/mixed.c
+  csrc/engine/cusolverdn/tf32_potrf.c
   csrc/cuda/convert.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c

@@ -108,6 +108,7 @@
 #include "cuda/convert.h"
 #include "cuda/dtype.h"
 #include "engine/cusolverdn/dn.h"
+#include "engine/cusolverdn/tf32_potrf.h"
 #include "engine/refine.h"
 
 typedef enum {
@@ -116,15 +117,11 @@ typedef enum {
   ROUTE_FLOAT32        /* cusolverDnXgetrf / Xpotrf in float32 */
 } mixed_route;
 
-/* The TF32 Cholesky's block (columns) and trailing chunk (blocks). Each
- * chunk's gemm also computes the upper part of its square, cb^2 jb / 2
- * flops not needed, about 1.5 cb / N of the useful n^3 / 3 in all: 37% at
- * N = 16384 with chunks of 4 blocks of 1024, 19% with 2, whose gemms
- * ((N - c0) x 2048 x 1024) are still large enough for the tensor cores. */
+/* The TF32 Cholesky's block (columns); its trailing chunk (blocks) is
+ * tf32_potrf.c's TF32_CHUNK_BLOCKS. */
 #define TF32_NB_SMALL 512
 #define TF32_NB_LARGE 1024
 #define TF32_NB_LARGE_FROM 16384
-#define TF32_CHUNK_BLOCKS 2
 
 /* GMRES-IR's Arnoldi steps in all (refine.h's max_inner): each is a
  * product with A in float64 and a triangular solve pair in float32, one
@@ -223,7 +220,7 @@ static int64_t tf32_block(int64_t n) {
   return n >= TF32_NB_LARGE_FROM ? TF32_NB_LARGE : TF32_NB_SMALL;
 }
 
-/* JAXMG_TF32_LOOKAHEAD=1: tf32_cholesky_lookahead, to measure. */
+/* JAXMG_TF32_LOOKAHEAD=1: jmg_dn_tf32_potrf_lookahead, to measure. */
 static int tf32_lookahead(void) {
   jmg_config c;
   jmg_config_read(&c);
@@ -641,279 +638,24 @@ static int step_gmres_update(void *ctx, int64_t col, int k, const double *y,
 
 /* --- the lower factorizations -------------------------------------------- */
 
-/* The TF32 Cholesky's timing events (JAXMG_TRACE): around each diagonal
- * block's potrf (p0, p1) and after the panel's trsm (s0 before it, s1)
- * and the trailing update (s2). */
-enum { EV_P0, EV_P1, EV_S0, EV_S1, EV_S2, EV_COUNT };
-
-/* Adds the milliseconds from event a to b to *ms (both complete). */
-static int add_elapsed(const gpu_refine *g, cudaEvent_t a, cudaEvent_t b,
-                       double *ms, jmg_error *err) {
-  float t = 0.0f;
-  const int rc = JMG_CUDA_TRY(cudaEventElapsedTime(&t, a, b), g->call.cuda.op,
-                              err);
-  if (rc == 0) *ms += t;
-  return rc;
-}
-
-static int record(const gpu_refine *g, cudaEvent_t *ev, int which,
-                  jmg_error *err) {
-  if (ev[which] == NULL) return 0;
-  return JMG_CUDA_TRY(cudaEventRecord(ev[which], g->call.cuda.stream),
-                      g->call.cuda.op, err);
-}
-
-/* The previous block's trsm and update times, once complete. */
-static int add_panel_times(gpu_refine *g, cudaEvent_t *ev, jmg_error *err) {
-  int rc = JMG_CUDA_TRY(cudaEventSynchronize(ev[EV_S2]), g->call.cuda.op,
-                        err);
-  if (rc == 0) rc = add_elapsed(g, ev[EV_S0], ev[EV_S1], &g->t_trsm, err);
-  if (rc == 0) rc = add_elapsed(g, ev[EV_S1], ev[EV_S2], &g->t_update, err);
-  return rc;
-}
-
-/* f = L L^H by blocks of g->nb columns (see the head of this file);
- * *low_info the first failing leading minor (0: none). The handle's math
- * mode is restored whatever happens. With JAXMG_TRACE, CUDA events time
- * its three parts into g->t_diag, t_trsm and t_update (the trace prints
- * them after the factorization: where its time goes, to tune it). */
+/* f = L L^H by blocks of g->nb columns (tf32_potrf.h; see the head of
+ * this file); *low_info the first failing leading minor (0: none). With
+ * JAXMG_TRACE and no look-ahead, its three parts' times into g->t_diag,
+ * t_trsm and t_update (the trace prints them after the factorization). */
 static int tf32_cholesky(gpu_refine *g, int *low_info, jmg_error *err) {
-  jmg_cuda_call *c = &g->call.cuda;
-  const cudaDataType t = jmg_cuda_data_type(g->low);
-  const size_t lo = jmg_dtype_size(g->low);
-  const int64_t n = g->n, nb = g->nb, chunk = TF32_CHUNK_BLOCKS * g->nb;
-  const cublasOperation_t herm =
-      jmg_dtype_is_complex(g->low) ? CUBLAS_OP_C : CUBLAS_OP_T;
-  cublasHandle_t h = g->call.blas;
-  char *f = part(g, g->l.f_at);
-  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
-  *low_info = 0;
-  g->t_diag = g->t_trsm = g->t_update = 0.0;
-  jmg_config cfg;
-  jmg_config_read(&cfg);
-  cudaEvent_t ev[EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};
-  jmg_error ignored;
-  int rc = 0, panels = 0; /* panels: blocks whose trsm/update were timed */
-  for (int i = 0; rc == 0 && cfg.trace && i < EV_COUNT; ++i)
-    rc = JMG_CUDA_TRY(cudaEventCreate(&ev[i]), c->op, err);
-  if (rc == 0)
-    rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), c->op, err);
-  if (rc != 0) goto events;
-  rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), c->op,
-                      err);
-  for (int64_t j = 0; rc == 0 && j < n; j += nb) {
-    const int64_t jb = nb < n - j ? nb : n - j, rest = n - j - jb;
-    char *ajj = f + ((size_t)j * (size_t)n + (size_t)j) * lo;
-    rc = record(g, ev, EV_P0, err);
-    if (rc == 0)
-      rc = JMG_CUSOLVER_TRY(
-        cusolverDnXpotrf(g->call.dn, g->call.params, CUBLAS_FILL_MODE_LOWER,
-                         jb, t, ajj, n, t, part(g, g->l.factor_at),
-                         g->l.factor_bytes, c->host_work, c->host_bytes,
-                         c->d_info),
-        c->op, err);
-    if (rc == 0) rc = record(g, ev, EV_P1, err);
-    /* The block's info now: a later block would overwrite it. */
-    int info = 0;
-    if (rc == 0) rc = jmg_cuda_call_read_info(c, &info, 1, err);
-    /* Synchronized: this potrf's events and the last panel's are done. */
-    if (rc == 0 && ev[0] != NULL)
-      rc = add_elapsed(g, ev[EV_P0], ev[EV_P1], &g->t_diag, err);
-    if (rc == 0 && ev[0] != NULL && panels > 0) {
-      rc = add_panel_times(g, ev, err);
-      panels = 0;
-    }
-    if (rc == 0)
-      rc = jmg_cuda_call_check_info(
-          c, info, "cusolverDnXpotrf (a TF32 Cholesky's diagonal block)", err);
-    if (rc == 0 && info > 0) *low_info = (int)(j + info);
-    if (rc != 0 || info > 0 || rest == 0) break;
-    char *a21 = ajj + (size_t)jb * lo;
-    rc = record(g, ev, EV_S0, err);
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(
-        jmg_cublas_trsm_64(h, g->low, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
-                           herm, CUBLAS_DIAG_NON_UNIT, rest, jb, ajj, n, a21,
-                           n),
-        c->op, err);
-    if (rc == 0) rc = record(g, ev, EV_S1, err);
-    /* A(c0:, c0:c0+cb) -= L(c0:, j:j+jb) L(c0:c0+cb, j:j+jb)^H. */
-    for (int64_t c0 = j + jb; rc == 0 && c0 < n; c0 += chunk) {
-      const int64_t cb = chunk < n - c0 ? chunk : n - c0;
-      const char *lc = f + ((size_t)j * (size_t)n + (size_t)c0) * lo;
-      char *cc = f + ((size_t)c0 * (size_t)n + (size_t)c0) * lo;
-      rc = JMG_CUBLAS_TRY(
-          jmg_cublas_gemm_tf32_64(h, g->low, CUBLAS_OP_N, herm, n - c0, cb, jb,
-                                  -1.0, lc, n, lc, n, 1.0, cc, n),
-          c->op, err);
-    }
-    if (rc == 0) rc = record(g, ev, EV_S2, err);
-    if (rc == 0 && ev[0] != NULL) panels = 1;
-  }
-  if (rc == 0 && ev[0] != NULL && panels > 0) rc = add_panel_times(g, ev, err);
-  const int back = JMG_CUBLAS_TRY(cublasSetMathMode(h, mode), c->op,
-                                  rc == 0 ? err : &ignored);
-  if (rc == 0) rc = back;
-events:
-  for (int i = 0; i < EV_COUNT; ++i)
-    if (ev[i] != NULL) {
-      const int d = JMG_CUDA_TRY(cudaEventDestroy(ev[i]), c->op,
-                                 rc == 0 ? err : &ignored);
-      if (rc == 0) rc = d;
-    }
-  return rc;
-}
-
-/* The TF32 Cholesky with a look-ahead of one block (JAXMG_TF32_LOOKAHEAD=1,
- * to measure against tf32_cholesky): the diagonal blocks' potrf, latency-
- * bound and one after the other, runs on a second stream while the main
- * one does the previous block's trailing update. Block j: the host waits
- * for potrf(j) on the second stream (its info, read there); the main
- * stream waits for it too, solves the panel below (trsm), updates the
- * next block column alone (one gemm, rows j1.. of columns j1..j1+jb1) and
- * records that; the second stream waits for that record and factors block
- * j + 1 while the main stream updates the columns past it (they touch
- * neither block j + 1 nor its column). cuSOLVER's handle runs on the
- * second stream meanwhile and is set back after; every potrf's info is
- * read before the loop goes on, so no work is left on the second stream
- * when it is destroyed. */
-static int tf32_cholesky_lookahead(gpu_refine *g, int *low_info,
-                                   jmg_error *err) {
-  jmg_cuda_call *c = &g->call.cuda;
-  const char *op = c->op;
-  const cudaDataType t = jmg_cuda_data_type(g->low);
-  const size_t lo = jmg_dtype_size(g->low);
-  const int64_t n = g->n, nb = g->nb, chunk = TF32_CHUNK_BLOCKS * g->nb;
-  const cublasOperation_t herm =
-      jmg_dtype_is_complex(g->low) ? CUBLAS_OP_C : CUBLAS_OP_T;
-  cublasHandle_t h = g->call.blas;
-  cusolverDnHandle_t dn = g->call.dn;
-  char *f = part(g, g->l.f_at);
-  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
-  cudaStream_t s2 = NULL, dn_stream = NULL;
-  cudaEvent_t ready = NULL, done = NULL;
-  jmg_error ignored;
-  int mode_set = 0, dn_set = 0;
-  *low_info = 0;
-  g->t_diag = g->t_trsm = g->t_update = 0.0;
-  int rc = JMG_CUDA_TRY(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking),
-                        op, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
-                      op, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
-                      op, err);
-  if (rc == 0) rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), op, err);
-  if (rc == 0)
-    rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), op,
-                        err);
-  mode_set = rc == 0;
-  if (rc == 0) rc = JMG_CUSOLVER_TRY(cusolverDnGetStream(dn, &dn_stream), op,
-                                     err);
-  if (rc == 0) rc = JMG_CUSOLVER_TRY(cusolverDnSetStream(dn, s2), op, err);
-  dn_set = rc == 0;
-  /* Block 0 once the main stream has made f (the narrowed, shifted A). */
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaEventRecord(ready, c->stream), op, err);
-  if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamWaitEvent(s2, ready, 0), op, err);
-  int64_t potrf_at = -1; /* the block whose potrf runs on s2 */
-  if (rc == 0) {
-    const int64_t jb = nb < n ? nb : n;
-    rc = JMG_CUSOLVER_TRY(
-        cusolverDnXpotrf(dn, g->call.params, CUBLAS_FILL_MODE_LOWER, jb, t, f,
-                         n, t, part(g, g->l.factor_at), g->l.factor_bytes,
-                         c->host_work, c->host_bytes, c->d_info),
-        op, err);
-    if (rc == 0) potrf_at = 0;
-  }
-  for (int64_t j = 0; rc == 0 && j < n; j += nb) {
-    const int64_t jb = nb < n - j ? nb : n - j, rest = n - j - jb;
-    char *ajj = f + ((size_t)j * (size_t)n + (size_t)j) * lo;
-    /* potrf(j)'s info, on the second stream alone. */
-    int info = 0;
-    rc = JMG_CUDA_TRY(cudaMemcpyAsync(&info, c->d_info, sizeof info,
-                                      cudaMemcpyDeviceToHost, s2),
-                      op, err);
-    if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s2), op, err);
-    if (rc == 0) potrf_at = -1;
-    if (rc == 0)
-      rc = jmg_cuda_call_check_info(
-          c, info, "cusolverDnXpotrf (a TF32 Cholesky's diagonal block)", err);
-    if (rc == 0 && info > 0) *low_info = (int)(j + info);
-    if (rc != 0 || info > 0 || rest == 0) break;
-    rc = JMG_CUDA_TRY(cudaEventRecord(done, s2), op, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(c->stream, done, 0), op, err);
-    char *a21 = ajj + (size_t)jb * lo;
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(
-          jmg_cublas_trsm_64(h, g->low, CUBLAS_SIDE_RIGHT,
-                             CUBLAS_FILL_MODE_LOWER, herm, CUBLAS_DIAG_NON_UNIT,
-                             rest, jb, ajj, n, a21, n),
-          op, err);
-    /* The next block column: A(j1:, j1:j1+jb1) -= L(j1:, j) L(j1:j1+jb1, j)^H,
-     * then its potrf on the second stream. */
-    const int64_t j1 = j + jb, jb1 = nb < n - j1 ? nb : n - j1;
-    const char *l1 = f + ((size_t)j * (size_t)n + (size_t)j1) * lo;
-    char *b1 = f + ((size_t)j1 * (size_t)n + (size_t)j1) * lo;
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(
-          jmg_cublas_gemm_tf32_64(h, g->low, CUBLAS_OP_N, herm, n - j1, jb1, jb,
-                                  -1.0, l1, n, l1, n, 1.0, b1, n),
-          op, err);
-    if (rc == 0) rc = JMG_CUDA_TRY(cudaEventRecord(ready, c->stream), op, err);
-    if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamWaitEvent(s2, ready, 0), op, err);
-    if (rc == 0)
-      rc = JMG_CUSOLVER_TRY(
-          cusolverDnXpotrf(dn, g->call.params, CUBLAS_FILL_MODE_LOWER, jb1, t,
-                           b1, n, t, part(g, g->l.factor_at),
-                           g->l.factor_bytes, c->host_work, c->host_bytes,
-                           c->d_info),
-          op, err);
-    if (rc == 0) potrf_at = j1;
-    /* The columns past it, meanwhile, on the main stream. */
-    for (int64_t c0 = j1 + jb1; rc == 0 && c0 < n; c0 += chunk) {
-      const int64_t cb = chunk < n - c0 ? chunk : n - c0;
-      const char *lc = f + ((size_t)j * (size_t)n + (size_t)c0) * lo;
-      char *cc = f + ((size_t)c0 * (size_t)n + (size_t)c0) * lo;
-      rc = JMG_CUBLAS_TRY(
-          jmg_cublas_gemm_tf32_64(h, g->low, CUBLAS_OP_N, herm, n - c0, cb, jb,
-                                  -1.0, lc, n, lc, n, 1.0, cc, n),
-          op, err);
-    }
-  }
-  /* Nothing left on the second stream (a potrf enqueued before a failure),
-   * and the main stream after it. */
-  if (s2 != NULL && potrf_at >= 0) {
-    const int d = JMG_CUDA_TRY(cudaStreamSynchronize(s2), op,
-                               rc == 0 ? err : &ignored);
-    if (rc == 0) rc = d;
-  }
-  if (dn_set) {
-    const int d = JMG_CUSOLVER_TRY(cusolverDnSetStream(dn, dn_stream), op,
-                                   rc == 0 ? err : &ignored);
-    if (rc == 0) rc = d;
-  }
-  if (mode_set) {
-    const int d = JMG_CUBLAS_TRY(cublasSetMathMode(h, mode), op,
-                                 rc == 0 ? err : &ignored);
-    if (rc == 0) rc = d;
-  }
-  if (done != NULL) {
-    const int d = JMG_CUDA_TRY(cudaEventDestroy(done), op,
-                               rc == 0 ? err : &ignored);
-    if (rc == 0) rc = d;
-  }
-  if (ready != NULL) {
-    const int d = JMG_CUDA_TRY(cudaEventDestroy(ready), op,
-                               rc == 0 ? err : &ignored);
-    if (rc == 0) rc = d;
-  }
-  if (s2 != NULL) {
-    const int d = JMG_CUDA_TRY(cudaStreamDestroy(s2), op,
-                               rc == 0 ? err : &ignored);
-    if (rc == 0) rc = d;
-  }
+  jmg_dn_tf32 p = {.call = &g->call,
+                         .low = g->low,
+                         .n = g->n,
+                         .nb = g->nb,
+                         .f = part(g, g->l.f_at),
+                         .work = part(g, g->l.factor_at),
+                         .work_bytes = g->l.factor_bytes};
+  const int rc = tf32_lookahead()
+                     ? jmg_dn_tf32_potrf_lookahead(&p, low_info, err)
+                     : jmg_dn_tf32_potrf(&p, low_info, err);
+  g->t_diag = p.t_diag;
+  g->t_trsm = p.t_trsm;
+  g->t_update = p.t_update;
   return rc;
 }
 
@@ -994,8 +736,7 @@ static int factor_once(gpu_refine *g, double shift, int *low_info,
     emulating = 1; /* restored even where a set failed half way */
   }
   if (rc == 0 && g->route == ROUTE_TF32_CHOLESKY)
-    rc = tf32_lookahead() ? tf32_cholesky_lookahead(g, &tf32_info, err)
-                          : tf32_cholesky(g, &tf32_info, err);
+    rc = tf32_cholesky(g, &tf32_info, err);
   else if (rc == 0 && g->lu)
     rc = JMG_CUSOLVER_TRY(
         cusolverDnXgetrf(g->call.dn, g->call.params, g->n, g->n, t, f, g->n,
@@ -1088,28 +829,28 @@ static int refine(gpu_refine *g, int *converged, jmg_error *err) {
   return rc;
 }
 
-/* cusolverDnIRSXgesv into x: *solved where x is the answer (refined to
- * sqrt(n) u by the backward error measured here, or cuSOLVER's own
- * fallback's, *info its factorization's info); else A is intact and the
- * caller falls back. */
-static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
+/* Where the call transposes: A's buffer transposed in place. */
+static int irs_transpose(gpu_refine *g, jmg_error *err) {
+  jmg_cuda_call *c = &g->call.cuda;
+  if (!g->transpose) return 0;
+  /* IRS solves M x = b only: M^T in place, and from here on the call
+   * (the residual, the fallback) solves with the buffer as it is. */
+  const int rc = jmg_cuda_transpose_square(g->dtype, g->call.a_data, g->n,
+                                           c->stream, c->op, err);
+  if (rc == 0) {
+    g->transpose = 0;
+    jmg_trace_mark("transpose in place");
+  }
+  return rc;
+}
+
+/* cusolverDnIRSXgesv itself: x, its niters, its outer iterations and its
+ * factorization's info (checked). */
+static int irs_solve(gpu_refine *g, cusolver_int_t *niters,
+                     cusolver_int_t *outer, int *h_info, jmg_error *err) {
   jmg_cuda_call *c = &g->call.cuda;
   irs s = {NULL, NULL};
-  cusolver_int_t niters = 0, outer = 0;
-  int h_info = 0;
-  *solved = 0;
-  int rc = 0;
-  if (g->transpose) {
-    /* IRS solves M x = b only: M^T in place, and from here on the call
-     * (the residual, the fallback) solves with the buffer as it is. */
-    rc = jmg_cuda_transpose_square(g->dtype, g->call.a_data, g->n, c->stream,
-                                   c->op, err);
-    if (rc == 0) {
-      g->transpose = 0;
-      jmg_trace_mark("transpose in place");
-    }
-  }
-  if (rc == 0) rc = irs_create(g, &s, 1, err);
+  int rc = irs_create(g, &s, 1, err);
   if (rc == 0)
     rc = JMG_CUDA_TRY(
         cudaMemsetAsync(c->d_info, 0, 4 * sizeof(int), c->stream), c->op, err);
@@ -1119,44 +860,47 @@ static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
                            (cusolver_int_t)g->k, g->call.a_data,
                            (cusolver_int_t)g->n, part(g, g->l.kept_at),
                            (cusolver_int_t)g->n, g->b, (cusolver_int_t)g->n,
-                           part(g, g->l.irs_at), g->l.irs_bytes, &niters,
+                           part(g, g->l.irs_at), g->l.irs_bytes, niters,
                            c->d_info),
         c->op, err);
-  if (rc == 0) rc = jmg_cuda_call_read_info(c, &h_info, 1, err);
+  if (rc == 0) rc = jmg_cuda_call_read_info(c, h_info, 1, err);
   if (rc == 0)
-    rc = jmg_cuda_call_check_info(c, h_info, "cusolverDnIRSXgesv", err);
+    rc = jmg_cuda_call_check_info(c, *h_info, "cusolverDnIRSXgesv", err);
   if (rc == 0)
-    rc = JMG_CUSOLVER_TRY(cusolverDnIRSInfosGetOuterNiters(s.infos, &outer),
+    rc = JMG_CUSOLVER_TRY(cusolverDnIRSInfosGetOuterNiters(s.infos, outer),
                           c->op, err);
-  rc = irs_destroy(g, &s, rc, err);
-  if (rc != 0) return rc;
-  char mark[160];
-  snprintf(mark, sizeof mark, "getrf %s", low_name(g));
+  return irs_destroy(g, &s, rc, err);
+}
+
+/* The trace's mark where cuSOLVER fell back by itself (niters < 0 or its
+ * info not 0). */
+static void irs_fallback_mark(const gpu_refine *g, cusolver_int_t niters) {
+  /* cuSOLVER fell back by itself: A holds its float64 LU, x its answer.
+   * Its niters says why (cusolverDn<t1><t2>gesv's documentation). */
+  const int bound = irs_max_iters(g->n);
+  char why[96], mark[160];
+  if (niters == -1)
+    snprintf(why, sizeof why, "lower precision not worth it for this N");
+  else if (niters == -2 || niters == -5)
+    snprintf(why, sizeof why, "an overflow in the lower precision");
+  else if (niters == -3)
+    snprintf(why, sizeof why, "the TF32 factorization failed");
+  else if (bound > 0 && niters == -bound)
+    snprintf(why, sizeof why, "not converged within its %d iterations",
+             bound);
+  else
+    snprintf(why, sizeof why, "niters %d", (int)niters);
+  snprintf(mark, sizeof mark,
+           "fallback %s getrf+getrs (cusolverDnIRSXgesv's own: %s)",
+           jmg_dtype_name(g->dtype), why);
   jmg_trace_mark(mark);
-  if (niters < 0 || h_info != 0) {
-    /* cuSOLVER fell back by itself: A holds its float64 LU, x its answer.
-     * Its niters says why (cusolverDn<t1><t2>gesv's documentation). */
-    const int bound = irs_max_iters(g->n);
-    char why[96];
-    if (niters == -1)
-      snprintf(why, sizeof why, "lower precision not worth it for this N");
-    else if (niters == -2 || niters == -5)
-      snprintf(why, sizeof why, "an overflow in the lower precision");
-    else if (niters == -3)
-      snprintf(why, sizeof why, "the TF32 factorization failed");
-    else if (bound > 0 && niters == -bound)
-      snprintf(why, sizeof why, "not converged within its %d iterations",
-               bound);
-    else
-      snprintf(why, sizeof why, "niters %d", (int)niters);
-    snprintf(mark, sizeof mark,
-             "fallback %s getrf+getrs (cusolverDnIRSXgesv's own: %s)",
-             jmg_dtype_name(g->dtype), why);
-    jmg_trace_mark(mark);
-    *solved = 1;
-    *info = h_info;
-    return 0;
-  }
+}
+
+/* jaxmg's backward error of cuSOLVER's converged x; *solved where it
+ * meets sqrt(n) u. */
+static int irs_check(gpu_refine *g, cusolver_int_t niters,
+                     cusolver_int_t outer, int *solved, jmg_error *err) {
+  jmg_cuda_call *c = &g->call.cuda;
   /* Converged by cuSOLVER's test (A intact): jaxmg's, against A. The
    * route has one right-hand side (choose_route). */
   double anorm = 0.0, *bnorm = NULL, rnorm[1] = {0.0}, xnorm[1] = {0.0};
@@ -1164,7 +908,7 @@ static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
     return jmg_error_set(err, JMG_EINTERNAL, c->op, "cusolverDnIRSXgesv",
                          "%lld right-hand sides on its one-column route",
                          (long long)g->k);
-  rc = norms_of_a_and_b(g, &anorm, &bnorm, err);
+  int rc = norms_of_a_and_b(g, &anorm, &bnorm, err);
   /* step_residual overwrites hnorm's first 2 k: b's norms sit past them. */
   if (rc == 0) rc = step_residual(g, rnorm, xnorm, err);
   if (rc != 0) return rc;
@@ -1176,10 +920,34 @@ static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
   r.iterations = (int)outer;
   r.gmres_outer = (int)outer;
   r.gmres_inner = (int)niters;
+  char mark[160];
   jmg_refine_describe(&r, g->dtype, mark, sizeof mark);
   jmg_trace_mark(mark);
   *solved = r.converged;
   return 0;
+}
+
+/* cusolverDnIRSXgesv into x: *solved where x is the answer (refined to
+ * sqrt(n) u by the backward error measured here, or cuSOLVER's own
+ * fallback's, *info its factorization's info); else A is intact and the
+ * caller falls back. */
+static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
+  cusolver_int_t niters = 0, outer = 0;
+  int h_info = 0;
+  *solved = 0;
+  int rc = irs_transpose(g, err);
+  if (rc == 0) rc = irs_solve(g, &niters, &outer, &h_info, err);
+  if (rc != 0) return rc;
+  char mark[160];
+  snprintf(mark, sizeof mark, "getrf %s", low_name(g));
+  jmg_trace_mark(mark);
+  if (niters < 0 || h_info != 0) {
+    irs_fallback_mark(g, niters);
+    *solved = 1;
+    *info = h_info;
+    return 0;
+  }
+  return irs_check(g, niters, outer, solved, err);
 }
 
 /* The mixed call's frame and steps; *fall_back where refinement did not
