@@ -18,16 +18,6 @@ jaxmg_device_env() {
   export NCCL_NVLS_ENABLE=0
 }
 
-# jaxmg_carried_wheels: the wheels a call carried in ../.whl beside the tree
-# (cuSOLVERMp's: the device machine lacks it) installed into /tmp/mp, which
-# goes first on PYTHONPATH. Nothing to do where none was carried.
-jaxmg_carried_wheels() {
-  local whl=("$jaxmg_root"/../.whl/*.whl)
-  [ -e "${whl[0]}" ] || return 0
-  "$jaxmg_python" -m pip install -q --no-deps --no-compile --target /tmp/mp "${whl[@]}" &&
-    export PYTHONPATH="/tmp/mp${PYTHONPATH:+:$PYTHONPATH}"
-}
-
 # jaxmg_left CAP: the seconds a step of a bounded call may take: CAP, or
 # what is left of JAXMG_DEADLINE (seconds since the calling script began,
 # bash's SECONDS; default 560), whichever is less.
@@ -64,18 +54,23 @@ jaxmg_use_site() {
   export PYTHONPATH="$jaxmg_site${PYTHONPATH:+:$PYTHONPATH}"
 }
 
-# jaxmg_carried_wheels LOGDIR: the wheels carried with the call in .whl/
+# jaxmg_carried_wheels [LOGDIR]: the wheels carried with the call
 # (cuSOLVERMp's, nvidia_cusolvermp_cu13-*.whl: the GPU machine has none and
-# no network), installed into $jaxmg_site-extra and put on PYTHONPATH after
-# jaxmg, where jaxmg looks for libcusolverMp. Nothing when .whl/ is absent
-# (the cuSOLVERMp engine then says it is not available).
+# no network), in .whl/ inside the tree or beside it (../.whl/, where the call
+# carries a snapshot of the tree as .snap/), installed into $jaxmg_site-extra
+# and put on PYTHONPATH after jaxmg, where jaxmg looks for libcusolverMp.
+# Nothing when neither exists (the cuSOLVERMp engine then says it is not
+# available). LOGDIR (default /tmp) receives wheels.log.
 jaxmg_carried_wheels() {
-  local logdir="$1" extra="$jaxmg_site-extra"
-  compgen -G "$jaxmg_root/.whl/*.whl" >/dev/null || { echo "== no carried wheels (.whl/)"; return 0; }
-  echo "== carried wheels: $(cd "$jaxmg_root/.whl" && echo *.whl)"
+  local logdir="${1:-/tmp}" extra="$jaxmg_site-extra" dir
+  for dir in "$jaxmg_root/.whl" "$jaxmg_root/../.whl" ""; do
+    [ -n "$dir" ] && compgen -G "$dir/*.whl" >/dev/null && break
+  done
+  [ -n "$dir" ] || { echo "== no carried wheels (.whl/)"; return 0; }
+  echo "== carried wheels: $(cd "$dir" && echo *.whl)"
   rm -rf "$extra"
   if "$jaxmg_python" -m pip install -q --no-index --no-deps --no-compile --target "$extra" \
-       "$jaxmg_root"/.whl/*.whl >"$logdir/wheels.log" 2>&1; then
+       "$dir"/*.whl >"$logdir/wheels.log" 2>&1; then
     export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$extra"
   else
     tail -n 20 "$logdir/wheels.log"

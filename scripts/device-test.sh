@@ -14,7 +14,8 @@
 # pytest run, default 1500), JAXMG_GPU_SETS (space-separated CUDA_VISIBLE_DEVICES
 # values, one pytest run each, e.g. "0,1,2,3 0,1 0"; default: all GPUs once),
 # JAXMG_SKIP_BUILD=1 (reuse the build of an earlier call on a machine still
-# warm); see also scripts/device-lib.sh.
+# warm); see also scripts/device-lib.sh. cuSOLVERMp's wheel, carried in .whl/
+# (or ../.whl/), is installed first: the cuSOLVERMp tests skip without it.
 # Logs: LOGDIR/pytest-<set>.log, with the set's commas as dashes, and
 # LOGDIR/progress-<set>.txt (each test's start, outcome and seconds as it
 # goes: what a run cut by its bound still tells).
@@ -32,6 +33,7 @@ if [ "${JAXMG_SKIP_BUILD:-0}" = 1 ] && [ -d "$jaxmg_site/jaxmg" ]; then
 else
   jaxmg_build "$logdir" || { echo "device-test: build failed"; exit 1; }
 fi
+jaxmg_carried_wheels "$logdir"
 cd "$jaxmg_root" || exit 1
 status=0
 targets=(tests/gpu)
