@@ -16,6 +16,27 @@ double jmg_watch_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int64_t jmg_watch_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + (int64_t)(ts.tv_nsec / 1000000);
+}
+
+int jmg_watch_arrival(const jmg_watch *w, int64_t own_ms, int64_t first_ms,
+                      int64_t last_ms, const char *op, const char *call,
+                      jmg_error *err) {
+  const double spread_s = (double)(last_ms - first_ms) * 1e-3;
+  if (w->timeout_s <= 0 || spread_s <= w->timeout_s) return 0;
+  const int late = own_ms == last_ms;
+  return jmg_error_set(
+      err, JMG_ETIMEDOUT, op, call,
+      "rank %d of %d: the ranks entered this call %.3g s apart, past "
+      "JAXMG_RENDEZVOUS_TIMEOUT (%.3g s): %s, so the earliest gave up by its "
+      "own deadline; the communicator was aborted and is not used again",
+      w->rank, w->ranks, spread_s, w->timeout_s,
+      late ? "this rank came late" : "a rank came late");
+}
+
 jmg_watch_verdict jmg_watch_check(const jmg_watch *w, const jmg_watch_probe *p,
                                   jmg_watch_fault *f) {
   memset(f, 0, sizeof *f);

@@ -80,6 +80,23 @@ int jmg_watch_error(const jmg_watch *w, const jmg_watch_fault *f,
 /* Seconds on the monotonic clock. */
 double jmg_watch_now(void);
 
+/* Milliseconds on the wall clock (CLOCK_REALTIME): comparable across the
+ * processes, and (to NTP's accuracy) across the nodes, of one job. */
+int64_t jmg_watch_wall_ms(void);
+
+/* The arrival agreement's verdict. The ranks' first agreement of a call
+ * also agrees on when each entered the call (wall clock, ms: first_ms the
+ * earliest, last_ms the latest; own_ms this rank's). Where they entered
+ * more than w->timeout_s apart, the earliest has given up by its own
+ * deadline (JMG_WATCH_LATE), so an agreement that completed anyway
+ * completed against what the abandoned call had left in flight (NCCL: a
+ * peer's posted data), and nothing after it would: 0, or -JMG_ETIMEDOUT
+ * with the error naming op, the rank, the spread and the timeout (the
+ * same verdict on every rank that sees the same three numbers). */
+int jmg_watch_arrival(const jmg_watch *w, int64_t own_ms, int64_t first_ms,
+                      int64_t last_ms, const char *op, const char *call,
+                      jmg_error *err);
+
 /* ---- the watchdog thread ------------------------------------------------*/
 
 /* A guarded call: filled by the caller (watch, async_error, fire, ctx),

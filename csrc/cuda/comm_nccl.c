@@ -196,8 +196,10 @@ static int nccl_check(ncclResult_t r, const char *op, const char *call,
  * handed out again. */
 enum { COMM_OPENING, COMM_READY, COMM_DEAD };
 
-/* faulted: set by the watchdog's fire. */
-enum { FAULT_NONE, FAULT_REVOKED, FAULT_ABORTED };
+/* faulted: set by the watchdog's fire, or by the arrival agreement (LATE:
+ * the ranks entered the call more than the timeout apart; the agreement
+ * completed against an abandoned call, and nothing after it would). */
+enum { FAULT_NONE, FAULT_REVOKED, FAULT_ABORTED, FAULT_LATE };
 
 struct jmg_comm {
   uint8_t id[sizeof(ncclUniqueId)];
@@ -205,7 +207,7 @@ struct jmg_comm {
   int state;
   char why[JMG_ERROR_MSG_LEN]; /* DEAD: why */
   ncclComm_t nc;
-  int *dev_int; /* max_int's buffer, on device */
+  int64_t *dev_buf; /* max_int's AGREE_WORDS int64, on device */
   /* The set-up (the helper thread's; under g_comms_mu). */
   int init_done, init_rc, abandoned;
   jmg_error init_err;
@@ -214,6 +216,7 @@ struct jmg_comm {
   int guarded;
   char guard_op[JMG_ERROR_OP_LEN];
   int64_t *pids; /* ranks entries, from watch (NULL: none told) */
+  int64_t entered_ms; /* wall clock, when the guarded call began */
   atomic_int faulted;
   struct jmg_comm *next;
 };
@@ -333,7 +336,13 @@ static int dead_error(const struct jmg_comm *c, const char *op,
 }
 
 /* ncclCommInitRank and the device int, on device, the lock not held. */
-static int open_new(struct jmg_comm *c, ncclComm_t *nc, int **dev_int,
+/* max_int's words: the value, and, in a call's arrival agreement, when the
+ * rank entered the call and its negation (ncclMax of both: the latest and
+ * the earliest); NO_TIME where the rank has no such time to tell. */
+enum { AGREE_WORDS = 3 };
+#define NO_TIME INT64_MIN
+
+static int open_new(struct jmg_comm *c, ncclComm_t *nc, int64_t **dev_buf,
                     const char *op, jmg_error *err) {
   int saved = -1;
   int rc = JMG_CUDA_TRY(cudaGetDevice(&saved), op, err);
@@ -344,7 +353,8 @@ static int open_new(struct jmg_comm *c, ncclComm_t *nc, int **dev_int,
     rc = NCCL_TRY(g_nccl.comm_init_rank(nc, c->ranks, uid, c->rank),
                   "ncclCommInitRank", op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMalloc((void **)dev_int, sizeof(int)), op, err);
+    rc = JMG_CUDA_TRY(
+        cudaMalloc((void **)dev_buf, AGREE_WORDS * sizeof(int64_t)), op, err);
   if (rc != 0 && *nc != NULL) {
     g_nccl.comm_abort(*nc);
     *nc = NULL;
@@ -358,15 +368,15 @@ static int open_new(struct jmg_comm *c, ncclComm_t *nc, int **dev_int,
 static void *open_thread(void *arg) {
   struct jmg_comm *c = arg;
   ncclComm_t nc = NULL;
-  int *dev_int = NULL;
+  int64_t *dev_buf = NULL;
   jmg_error err;
   jmg_error_clear(&err);
-  const int rc = open_new(c, &nc, &dev_int, c->guard_op, &err);
+  const int rc = open_new(c, &nc, &dev_buf, c->guard_op, &err);
   pthread_mutex_lock(&g_comms_mu);
   const int abandoned = c->abandoned;
   if (!abandoned) {
     c->nc = nc;
-    c->dev_int = dev_int;
+    c->dev_buf = dev_buf;
     c->init_rc = rc;
     c->init_err = err;
     c->init_done = 1;
@@ -591,6 +601,7 @@ static int nccl_guard_begin(jmg_comm *c, const char *op, jmg_error *err) {
                                .ranks = c->ranks,
                                .pids = told != NULL ? c->pids : NULL,
                                .timeout_s = timeout_s()};
+  c->entered_ms = jmg_watch_wall_ms();
   c->guard.async_error =
       g_nccl.get_async_error != NULL ? comm_async_error : NULL;
   c->guard.fire = comm_fire;
@@ -604,16 +615,25 @@ static int nccl_guard_end(jmg_comm *c, int rc, jmg_error *err) {
   if (!c->guarded) return rc;
   c->guarded = 0;
   jmg_watch_fault f;
-  if (!jmg_watchdog_remove(&c->guard, &f)) return rc;
-  /* The call is out of the library: free what NCCL holds (a revoked
-   * communicator; an aborted one is gone), and never hand c out again. */
+  const int fired = jmg_watchdog_remove(&c->guard, &f);
   const int faulted = atomic_load(&c->faulted);
+  if (!fired && faulted == FAULT_NONE) return rc;
+  /* The call is out of the library: free what NCCL holds (a revoked
+   * communicator, or one whose arrival agreement found a rank late; an
+   * aborted one is gone), and never hand c out again. */
   pthread_mutex_lock(&g_comms_mu);
   ncclComm_t nc = c->nc;
   c->nc = NULL;
   c->state = COMM_DEAD;
   pthread_mutex_unlock(&g_comms_mu);
-  if (faulted == FAULT_REVOKED && nc != NULL) g_nccl.comm_abort(nc);
+  if ((faulted == FAULT_REVOKED || faulted == FAULT_LATE) && nc != NULL)
+    g_nccl.comm_abort(nc);
+  if (!fired) { /* the arrival agreement's error, in err already */
+    pthread_mutex_lock(&g_comms_mu);
+    snprintf(c->why, sizeof c->why, "%s", err->msg);
+    pthread_mutex_unlock(&g_comms_mu);
+    return rc;
+  }
   const char *words = f.verdict == JMG_WATCH_ASYNC
                           ? g_nccl.get_error_string((ncclResult_t)f.code)
                           : NULL;
@@ -641,20 +661,41 @@ static cudaStream_t stream_of(void *device_ctx) {
   return (cudaStream_t)((const jmg_cuda_device *)device_ctx)->stream;
 }
 
+/* The arrival agreement's check (comm/watchdog.h, jmg_watch_arrival) on
+ * the agreed words; a failure marks c LATE (guard_end aborts it). */
+static int check_arrival(struct jmg_comm *c, const int64_t *words,
+                         const char *op, jmg_error *err) {
+  if (words[1] == NO_TIME || words[2] == NO_TIME) return 0;
+  const int64_t first = -words[2], last = words[1];
+  if (jmg_trace_on())
+    fprintf(stderr, "jaxmg trace agreement: %s rank %d of %d: entered the "
+            "call %.3f s after the earliest rank, %.3f s before the latest\n",
+            c->guard_op, c->rank, c->ranks, (double)(c->entered_ms - first) * 1e-3,
+            (double)(last - c->entered_ms) * 1e-3);
+  const int rc = jmg_watch_arrival(&c->guard.watch, c->entered_ms, first,
+                                   last, op, "ncclAllReduce", err);
+  if (rc != 0) atomic_store(&c->faulted, FAULT_LATE);
+  return rc;
+}
+
+/* The agreement: the ranks' largest *value. The first of a guarded call is
+ * also its arrival agreement (check_arrival). */
 static int nccl_max_int(jmg_comm *c, int *value, void *device_ctx,
                         const char *op, jmg_error *err) {
   CHECK_FAULT(c, op, "ncclAllReduce", err);
   cudaStream_t s = stream_of(device_ctx);
-  int host = *value;
-  int rc = JMG_CUDA_TRY(cudaMemcpyAsync(c->dev_int, &host, sizeof host,
+  const int arrival = c->guarded && !atomic_load(&c->guard.arrived);
+  int64_t host[AGREE_WORDS] = {*value, arrival ? c->entered_ms : NO_TIME,
+                               arrival ? -c->entered_ms : NO_TIME};
+  int rc = JMG_CUDA_TRY(cudaMemcpyAsync(c->dev_buf, host, sizeof host,
                                         cudaMemcpyHostToDevice, s),
                         op, err);
   if (rc == 0)
-    rc = NCCL_TRY(g_nccl.all_reduce(c->dev_int, c->dev_int, 1, ncclInt32,
-                                    ncclMax, c->nc, s),
+    rc = NCCL_TRY(g_nccl.all_reduce(c->dev_buf, c->dev_buf, AGREE_WORDS,
+                                    ncclInt64, ncclMax, c->nc, s),
                   "ncclAllReduce", op, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaMemcpyAsync(&host, c->dev_int, sizeof host,
+    rc = JMG_CUDA_TRY(cudaMemcpyAsync(host, c->dev_buf, sizeof host,
                                       cudaMemcpyDeviceToHost, s),
                       op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(s), op, err);
@@ -664,7 +705,8 @@ static int nccl_max_int(jmg_comm *c, int *value, void *device_ctx,
   /* A wait that a revoke or an abort ended: not a result. */
   if (rc == 0 && atomic_load(&c->faulted) != FAULT_NONE)
     rc = faulted_error(c, op, "ncclAllReduce", err);
-  if (rc == 0) *value = host;
+  if (rc == 0 && arrival) rc = check_arrival(c, host, op, err);
+  if (rc == 0) *value = (int)host[0];
   /* Every rank took part: the guarded call's wait for the others is over. */
   if (rc == 0 && c->guarded) jmg_watchdog_arrived(&c->guard);
   return rc;

@@ -111,6 +111,35 @@ TEST(watchdog_check_the_deadline_holds_until_everyone_arrived) {
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_OK);
 }
 
+TEST(watchdog_arrival_fails_where_the_ranks_entered_past_the_timeout_apart) {
+  /* A late rank whose agreement completed against what an abandoned call
+   * left in flight learns it from the spread of the ranks' entry times. */
+  const jmg_watch w = {.rank = 1, .ranks = 2, .timeout_s = 8.0};
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_watch_arrival(&w, 1000, 1000, 1000, "potri", "NCCL", &err), 0);
+  CHECK_EQ(jmg_watch_arrival(&w, 9000, 1000, 9000, "potri", "NCCL", &err), 0);
+  CHECK_EQ(jmg_watch_arrival(&w, 11000, 1000, 11000, "potri", "NCCL", &err),
+           -JMG_ETIMEDOUT);
+  CHECK_CONTAINS(err.op, "potri");
+  CHECK_CONTAINS(err.msg, "rank 1 of 2");
+  CHECK_CONTAINS(err.msg, "10 s apart");
+  CHECK_CONTAINS(err.msg, "JAXMG_RENDEZVOUS_TIMEOUT (8 s)");
+  CHECK_CONTAINS(err.msg, "this rank came late");
+  /* The same verdict where this rank was the early one... */
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_watch_arrival(&w, 1000, 1000, 11000, "potri", "NCCL", &err),
+           -JMG_ETIMEDOUT);
+  CHECK_CONTAINS(err.msg, "a rank came late");
+  /* ...and none without a timeout. */
+  const jmg_watch forever = {.rank = 0, .ranks = 2, .timeout_s = 0};
+  CHECK_EQ(jmg_watch_arrival(&forever, 1000, 1000, 1000000, "potri", "NCCL",
+                             &err), 0);
+  /* The wall clock moves. */
+  const int64_t t0 = jmg_watch_wall_ms();
+  CHECK(t0 > 1700000000000LL);
+}
+
 TEST(watchdog_errors_name_the_op_the_rank_its_pid_and_the_timeout) {
   const int64_t pids[3] = {100, 4242, 102};
   const jmg_watch w = {.rank = 0, .ranks = 3, .pids = pids, .timeout_s = 8.0};
