@@ -44,6 +44,9 @@ def pytest_runtest_logreport(report):
         _progress("  | " + "\n  | ".join(tail))
 
 
+_PROCESS_FILES = {"test_gpu_mpmd.py", "test_gpu_mpmd_faults.py", "test_gpu_shared_gpus.py"}
+
+
 def pytest_collection_modifyitems(config, items):
     # This hook sees the whole session's items: touch only this directory's.
     mine = [item for item in items if _HERE in pathlib.Path(str(item.path)).resolve().parents]
@@ -51,6 +54,14 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="no GPU: jax.devices() has no platform 'gpu'")
         for item in mine:
             item.add_marker(skip)
+    # Under pytest-xdist (--dist loadgroup), the tests that start a job of
+    # processes over the GPUs (NCCL, cuSOLVERMp, shared-memory segments,
+    # busy neighbours) run one at a time, on one worker; the others spread.
+    for item in mine:
+        names = getattr(getattr(item, "function", None), "__code__", None)
+        names = names.co_names if names is not None else ()
+        if item.path.name in _PROCESS_FILES or {"run_job", "_job", "run_example"} & set(names):
+            item.add_marker(pytest.mark.xdist_group("processes"))
 
 
 @pytest.fixture(scope="session")
