@@ -52,6 +52,15 @@ jmg_watch_verdict jmg_watch_check(const jmg_watch *w, const jmg_watch_probe *p,
       return f->verdict;
     }
   }
+  for (int q = 0; p->quit != NULL && w->pids != NULL && q < w->ranks; ++q) {
+    if (q == w->rank || w->pids[q] <= 0) continue;
+    if (p->quit(p->ctx, q, w->pids[q])) {
+      f->verdict = JMG_WATCH_PEER_QUIT;
+      f->rank = q;
+      f->pid = w->pids[q];
+      return f->verdict;
+    }
+  }
   if (p->async_error != NULL) {
     const int code = p->async_error(p->ctx);
     if (code != 0) {
@@ -76,6 +85,16 @@ int jmg_watch_error(const jmg_watch *w, const jmg_watch_fault *f,
                            "rank %d of %d: rank %d (pid %lld) exited or was "
                            "killed during %s; the communicator was aborted "
                            "and is not used again",
+                           w->rank, w->ranks, f->rank, (long long)f->pid,
+                           during);
+    case JMG_WATCH_PEER_QUIT:
+      return jmg_error_set(err, JMG_EPEER, op, call,
+                           "rank %d of %d: rank %d (pid %lld) gave up on this "
+                           "communicator during %s (its own call failed: a "
+                           "rank that did not arrive within "
+                           "JAXMG_RENDEZVOUS_TIMEOUT, or another fault on its "
+                           "side); the communicator was aborted and is not "
+                           "used again",
                            w->rank, w->ranks, f->rank, (long long)f->pid,
                            during);
     case JMG_WATCH_ASYNC:
@@ -130,6 +149,7 @@ static void sweep_locked(void) {
     const jmg_watch_probe p = {.alive = probe_alive,
                                .now = probe_now,
                                .async_error = e->async_error,
+                               .quit = e->quit,
                                .ctx = e->ctx};
     jmg_watch_fault f;
     if (jmg_watch_check(&w, &p, &f) == JMG_WATCH_OK) continue;

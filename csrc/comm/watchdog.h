@@ -8,7 +8,9 @@
  * What is wrong, checked in this order every JMG_WATCHDOG_POLL_S:
  *   1. a watched peer's process is dead (common/proc.h, jmg_proc_alive: the
  *      pids that the local executor tells the communicator, comm.h's watch;
- *      0 = not watchable from here, e.g. on another node);
+ *      0 = not watchable from here, e.g. on another node), or it gave up on
+ *      this communicator (comm/quit_mark.h: its own call failed, by its
+ *      deadline or otherwise, and the communicator cannot tell us);
  *   2. the library reports an asynchronous error (NCCL's
  *      ncclCommGetAsyncError: a network peer gone, which no pid shows);
  *   3. the deadline: until the call's first agreement completes (every rank
@@ -37,6 +39,7 @@ typedef enum {
   JMG_WATCH_PEER_GONE, /* a watched peer's process is dead */
   JMG_WATCH_ASYNC,     /* the library reported an asynchronous error */
   JMG_WATCH_LATE,      /* not every rank arrived by the deadline */
+  JMG_WATCH_PEER_QUIT, /* a watched peer gave up on the communicator */
 } jmg_watch_verdict;
 
 /* One rank's guarded call (or communicator set-up). */
@@ -55,6 +58,8 @@ typedef struct jmg_watch_probe {
   double (*now)(void *ctx);             /* monotonic seconds */
   int (*async_error)(void *ctx);        /* 0, or the library's error code;
                                            NULL: none to ask */
+  int (*quit)(void *ctx, int rank, int64_t pid); /* 1: rank (in pid) gave
+                                           up on it; NULL: none to ask */
   void *ctx;
 } jmg_watch_probe;
 
@@ -107,6 +112,9 @@ typedef struct jmg_watchdog_entry {
   /* Called from the watchdog thread while the entry is listed (may be
    * NULL): 0, or the library's asynchronous error. */
   int (*async_error)(void *ctx);
+  /* Likewise (may be NULL): 1 where watched peer `rank`, in process pid,
+   * gave up on the communicator (comm/quit_mark.h). */
+  int (*quit)(void *ctx, int rank, int64_t pid);
   /* Called once, from the watchdog thread while the entry is listed and the
    * watchdog's lock is held, when something is wrong: it must end the
    * call's waits (abort the communicator) and not block on the call. */

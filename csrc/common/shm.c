@@ -92,3 +92,12 @@ int jmg_shm_sweep(const char *prefix, jmg_shm_visit_fn visit, void *ctx) {
   closedir(d);
   return removed;
 }
+
+uint64_t jmg_shm_hash(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}

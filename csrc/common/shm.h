@@ -15,6 +15,7 @@
 #define JMG_COMMON_SHM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -51,6 +52,11 @@ void jmg_shm_unmap(jmg_shm *m);
  * JMG_SHM_ABSENT when it was gone already (not an error), or a negative
  * status with err filled. */
 int jmg_shm_unlink(const char *name, const char *op, jmg_error *err);
+
+/* A 64-bit FNV-1a hash of n bytes, continuing h (JMG_SHM_HASH_INIT to
+ * start): what segment names are made of where a key is too long for one. */
+#define JMG_SHM_HASH_INIT 14695981039346656037ULL
+uint64_t jmg_shm_hash(uint64_t h, const void *data, size_t n);
 
 /* Decides about one segment found by jmg_shm_sweep: `name` is "/" and the
  * entry's name. Returns 1 if it removed the segment, else 0. */

@@ -79,6 +79,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "comm/quit_mark.h"
 #include "comm/watchdog.h"
 #include "common/config.h"
 #include "common/proc.h"
@@ -541,6 +542,12 @@ static int comm_async_error(void *ctx) {
   return r == ncclSuccess || r == ncclInProgress ? 0 : (int)r;
 }
 
+/* 1 where peer rank (in pid) gave up on c (the watchdog thread's). */
+static int comm_quit(void *ctx, int rank, int64_t pid) {
+  const struct jmg_comm *c = ctx;
+  return jmg_quit_marked(c->id, sizeof c->id, rank, pid);
+}
+
 /* The watchdog found a fault (its thread, its lock held): end c's waits. */
 static void comm_fire(void *ctx, const jmg_watch_fault *f) {
   struct jmg_comm *c = ctx;
@@ -604,6 +611,7 @@ static int nccl_guard_begin(jmg_comm *c, const char *op, jmg_error *err) {
   c->entered_ms = jmg_watch_wall_ms();
   c->guard.async_error =
       g_nccl.get_async_error != NULL ? comm_async_error : NULL;
+  c->guard.quit = comm_quit;
   c->guard.fire = comm_fire;
   c->guard.ctx = c;
   int rc = jmg_watchdog_add(&c->guard, op, err);
@@ -628,6 +636,13 @@ static int nccl_guard_end(jmg_comm *c, int rc, jmg_error *err) {
   pthread_mutex_unlock(&g_comms_mu);
   if ((faulted == FAULT_REVOKED || faulted == FAULT_LATE) && nc != NULL)
     g_nccl.comm_abort(nc);
+  /* The peers of this node learn it from the mark (their watchdogs); where
+   * it cannot be made, from their own deadline. */
+  jmg_error mark_err;
+  if (jmg_quit_mark(c->id, sizeof c->id, c->rank, c->guard_op, &mark_err) != 0 &&
+      jmg_trace_on())
+    fprintf(stderr, "jaxmg trace watchdog: rank %d: no quit mark: %s\n",
+            c->rank, mark_err.msg);
   if (!fired) { /* the arrival agreement's error, in err already */
     pthread_mutex_lock(&g_comms_mu);
     snprintf(c->why, sizeof c->why, "%s", err->msg);

@@ -108,22 +108,13 @@ typedef struct mapping {
 
 /* ---- the segment's name and layout --------------------------------------- */
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 static void make_name(const ident *id, char *name, size_t len) {
-  uint64_t h = 14695981039346656037ULL;
-  h = fnv1a(h, id->op, strlen(id->op) + 1);
-  h = fnv1a(h, &id->mesh_id, sizeof id->mesh_id);
-  h = fnv1a(h, &id->run_id, sizeof id->run_id);
-  h = fnv1a(h, &id->seq, sizeof id->seq);
-  h = fnv1a(h, &id->nparts, sizeof id->nparts);
+  uint64_t h = JMG_SHM_HASH_INIT;
+  h = jmg_shm_hash(h, id->op, strlen(id->op) + 1);
+  h = jmg_shm_hash(h, &id->mesh_id, sizeof id->mesh_id);
+  h = jmg_shm_hash(h, &id->run_id, sizeof id->run_id);
+  h = jmg_shm_hash(h, &id->seq, sizeof id->seq);
+  h = jmg_shm_hash(h, &id->nparts, sizeof id->nparts);
   snprintf(name, len, "/" NAME_PREFIX "%016llx", (unsigned long long)h);
 }
 

@@ -4,13 +4,16 @@
  * short timeouts. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "comm/quit_mark.h"
 #include "comm/watchdog.h"
+#include "common/shm.h"
 #include "test.h"
 #include "test_clock.h"
 
@@ -20,6 +23,7 @@ typedef struct fake {
   double now;
   int64_t dead[4]; /* pids that are dead */
   int async;       /* the library's error, or 0 */
+  int64_t quit;    /* the pid of a rank that gave up, or 0 */
   int asked_async;
 } fake;
 
@@ -38,12 +42,17 @@ static int fake_async(void *ctx) {
   return f->async;
 }
 
+static int fake_quit(void *ctx, int rank, int64_t pid) {
+  (void)rank;
+  return pid == ((const fake *)ctx)->quit;
+}
+
 TEST(watchdog_check_nothing_wrong_while_everyone_is_alive_and_in_time) {
   const int64_t pids[3] = {100, 101, 102};
   fake fk = {.now = 10.0};
   const jmg_watch w = {.rank = 0, .ranks = 3, .pids = pids, .started = 5.0,
                        .timeout_s = 30.0};
-  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, &fk};
+  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, fake_quit, &fk};
   jmg_watch_fault f;
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_OK);
   CHECK_EQ(fk.asked_async, 1);
@@ -54,7 +63,7 @@ TEST(watchdog_check_names_the_lowest_dead_peer_and_never_itself) {
   /* Its own pid "dead" (a fake that says so) is never looked at. */
   fake fk = {.now = 1.0, .dead = {100, 103, 102}};
   const jmg_watch w = {.rank = 0, .ranks = 4, .pids = pids, .timeout_s = 30.0};
-  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, &fk};
+  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, fake_quit, &fk};
   jmg_watch_fault f;
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_PEER_GONE);
   CHECK_EQ(f.rank, 2);
@@ -68,7 +77,7 @@ TEST(watchdog_check_skips_peers_it_cannot_watch) {
   const int64_t pids[3] = {100, 0, 102};
   fake fk = {.now = 1.0, .dead = {0}};
   jmg_watch w = {.rank = 0, .ranks = 3, .pids = pids, .timeout_s = 30.0};
-  const jmg_watch_probe p = {fake_alive, fake_now, NULL, &fk};
+  const jmg_watch_probe p = {fake_alive, fake_now, NULL, NULL, &fk};
   jmg_watch_fault f;
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_OK);
   w.pids = NULL;
@@ -79,7 +88,7 @@ TEST(watchdog_check_an_asynchronous_error_is_a_fault) {
   const int64_t pids[2] = {100, 101};
   fake fk = {.now = 1.0, .async = 6};
   const jmg_watch w = {.rank = 1, .ranks = 2, .pids = pids, .timeout_s = 30.0};
-  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, &fk};
+  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, fake_quit, &fk};
   jmg_watch_fault f;
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_ASYNC);
   CHECK_EQ(f.code, 6);
@@ -91,7 +100,7 @@ TEST(watchdog_check_the_deadline_holds_until_everyone_arrived) {
   fake fk = {.now = 39.9};
   jmg_watch w = {.rank = 0, .ranks = 2, .pids = pids, .started = 10.0,
                  .timeout_s = 30.0};
-  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, &fk};
+  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, fake_quit, &fk};
   jmg_watch_fault f;
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_OK);
   fk.now = 40.0;
@@ -109,6 +118,66 @@ TEST(watchdog_check_the_deadline_holds_until_everyone_arrived) {
   w.timeout_s = 0;
   fk.dead[0] = 0;
   CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_OK);
+}
+
+TEST(watchdog_check_a_peer_that_gave_up_is_a_fault_after_its_death) {
+  const int64_t pids[3] = {100, 101, 102};
+  fake fk = {.now = 1.0, .quit = 102};
+  jmg_watch w = {.rank = 0, .ranks = 3, .pids = pids, .timeout_s = 30.0,
+                 .arrived = 1};
+  const jmg_watch_probe p = {fake_alive, fake_now, fake_async, fake_quit, &fk};
+  jmg_watch_fault f;
+  CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_PEER_QUIT);
+  CHECK_EQ(f.rank, 2);
+  CHECK_EQ(f.pid, 102);
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_watch_error(&w, &f, "the call", NULL, "potri", "NCCL", &err),
+           -JMG_EPEER);
+  CHECK_CONTAINS(err.msg, "rank 2 (pid 102) gave up on this communicator");
+  CHECK_CONTAINS(err.msg, "rank 0 of 3");
+  /* A dead peer is told first; its own mark is never looked at. */
+  fk.dead[0] = 101;
+  CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_PEER_GONE);
+  fk.dead[0] = 0;
+  fk.quit = 100;
+  CHECK_EQ(jmg_watch_check(&w, &p, &f), JMG_WATCH_OK);
+}
+
+TEST(quit_mark_is_seen_by_id_rank_and_pid_and_swept_with_its_process) {
+  const unsigned char id[16] = {7, 1, 2, 3};
+  const unsigned char other[16] = {7, 1, 2, 4};
+  const int64_t me = (int64_t)getpid();
+  jmg_error err;
+  jmg_error_clear(&err);
+  CHECK_EQ(jmg_quit_marked(id, sizeof id, 1, me), 0);
+  CHECK_EQ(jmg_quit_mark(id, sizeof id, 1, "potri", &err), 0);
+  CHECK_EQ(jmg_quit_mark(id, sizeof id, 1, "potri", &err), 0); /* again */
+  CHECK_EQ(jmg_quit_marked(id, sizeof id, 1, me), 1);
+  CHECK_EQ(jmg_quit_marked(id, sizeof id, 0, me), 0);
+  CHECK_EQ(jmg_quit_marked(other, sizeof other, 1, me), 0);
+  /* A live process's mark stays; a dead one's goes. */
+  CHECK_EQ(jmg_quit_sweep(), 0);
+  CHECK_EQ(jmg_quit_marked(id, sizeof id, 1, me), 1);
+  const pid_t child = fork();
+  if (child == 0) {
+    jmg_error e;
+    _exit(jmg_quit_mark(other, sizeof other, 3, "potri", &e) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  CHECK_EQ(waitpid(child, &status, 0), child);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_EQ(jmg_quit_marked(other, sizeof other, 3, (int64_t)child), 1);
+  CHECK(jmg_quit_sweep() >= 1);
+  CHECK_EQ(jmg_quit_marked(other, sizeof other, 3, (int64_t)child), 0);
+  CHECK_EQ(jmg_quit_marked(id, sizeof id, 1, me), 1);
+  /* This test's own mark, removed as its process's would be once dead. */
+  char name[96];
+  snprintf(name, sizeof name, "/jaxmg-q-%016llx-1-%lld",
+           (unsigned long long)jmg_shm_hash(JMG_SHM_HASH_INIT, id, sizeof id),
+           (long long)me);
+  CHECK_EQ(jmg_shm_unlink(name, "test", &err), 0);
+  CHECK_EQ(jmg_quit_marked(id, sizeof id, 1, me), 0);
 }
 
 TEST(watchdog_arrival_fails_where_the_ranks_entered_past_the_timeout_apart) {

@@ -122,9 +122,11 @@ def test_gpu_local_a_process_killed_before_its_first_call(nproc):
 def test_gpu_local_a_process_that_never_arrives(nproc):
     """Process 1 comes JAXMG_RENDEZVOUS_TIMEOUT + 2 s late: the others fail
     after the timeout saying a rank did not arrive; process 1, whose peers
-    aborted their communicator, fails by its own timeout (NCCL cannot tell
-    it that the others gave up, as the CPU communicator does at once). The
-    next job works."""
+    aborted their communicator, fails soon after it comes: NCCL cannot tell
+    it that the others gave up (the CPU communicator does at once), so its
+    watchdog reads their quit marks (comm/quit_mark.h), and its first
+    agreement compares when the ranks entered the call. The next job
+    works."""
     _needs(nproc)
     timeout = 8.0
     results = _job("local-absent", nproc, timeout_s=timeout)
