@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 19 call 1 (run as written, 2 x H200, main 138031b): call4.sh's steps on the helpers of
+# Session 19 call 1 (run as written, 2 x H200, main d60fd8a): call4.sh's steps on the helpers of
 # scripts/device-lib.sh. Prepare: .snap = git archive HEAD, this file copied into .snap;
 # carry [".snap", ".whl"]; run on 2 GPUs: bash .snap/next-call.sh (about 200 s).
 # 1. never_arrives[2] with JAXMG_TRACE=1: the NCCL watchdog's lines (4279bf7) say whether
