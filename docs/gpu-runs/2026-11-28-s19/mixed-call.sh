@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Session 19, issue 39 (precision="mixed"): the refinement steps at bandwidth (branch
+# mixed-fast: blocked triangular solves by gemv, symv residual), never run on a GPU before.
+# Prepare: .snap = git archive of branch mixed-fast's HEAD (this file is in it); carry
+# [".snap"]; kind nvidia-h200-x2 (the issue's targets are an H200's; nvidia-h100-x2 will do,
+# every ratio in the csv files is taken on one machine); run:
+#   bash .snap/docs/gpu-runs/2026-11-28-s19/mixed-call.sh
+# About 250 s, every step bounded by what is left of JAXMG_DEADLINE (272 s): one tarball
+# r.tar.gz under $OUT, and a summary on stdout.
+#   A (GPU 0): tests/gpu/test_gpu_mixed_precision.py (its one-GPU cases, the new
+#      test_refinement_steps_variants_converge_alike among them), then bench/mixed.py at
+#      N = 16384, kappa 1e2 1e6 1e12, both ops, the default steps beside session 18's
+#      (JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm), gemv's residual and blocks of 1024;
+#   B (GPU 1, beside A): bench/mixed.py at N = 32768, kappa 1e2 1e6 1e12, both ops, the
+#      default steps beside session 18's;
+#   C (GPUs 0 and 1, after A and B): bench/mixed.py --gpus 2 (jaxmg's mixed path, which
+#      gathers A onto GPU 0, against jaxmg's exact path on both GPUs: the issue's 2-GPU
+#      ratio, never measured), N = 32768, kappa 1e2 and 1e12, both ops; then the test file's
+#      2-GPU cases with what is left (at least 30 s).
+# Every mixed row has the trace's split of the refinement (columns solves, solve_ms,
+# products, product_ms: the corrections' solves with the factor and the residuals' products
+# with A, summed over the call) and invert_ms (the diagonal blocks' inversion).
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+for root in "$here" "$here/../../.."; do [ -f "$root/scripts/device-lib.sh" ] && break; done
+cd "$root" || exit 1
+source scripts/device-lib.sh; jaxmg_device_env
+export JAXMG_DEADLINE=${JAXMG_DEADLINE:-272}
+R=$OUT/r; mkdir -p "$R"
+finish() { tar czf "$OUT/r.tar.gz" -C "$OUT" r; }
+jaxmg_build "$R" > "$R/build.txt" 2>&1 || { cat "$R/build.txt"; finish; exit 1; }
+jaxmg_machine_info "$R"
+echo "built at ${SECONDS}s" > "$R/times.txt"
+PYT="python3 -m pytest -q -rfEs -p no:cacheprovider --timeout 100 --durations=15"
+BENCH="python3 $PWD/bench/mixed.py"
+S18=JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm
+(
+  export CUDA_VISIBLE_DEVICES=0
+  JAXMG_TEST_PROGRESS=$R/progress-mixed.txt timeout "$(jaxmg_left 100)" \
+    $PYT tests/gpu/test_gpu_mixed_precision.py > "$R/pytest-mixed.log" 2>&1
+  echo "A tests done at ${SECONDS}s" >> "$R/times.txt"
+  cd "$R" && timeout "$(jaxmg_left 60)" $BENCH --n 16384 --kappa 1e2 1e6 1e12 \
+    --variants - $S18 JAXMG_REFINE_RESIDUAL=gemv JAXMG_REFINE_NB=1024 \
+    --out mixed16k.csv > mixed16k-log.txt 2>&1
+  echo "A bench done at ${SECONDS}s" >> "$R/times.txt"
+) &
+(
+  export CUDA_VISIBLE_DEVICES=1
+  cd "$R" && timeout "$(jaxmg_left 150)" $BENCH --n 32768 --kappa 1e2 1e6 1e12 \
+    --variants - $S18 --out mixed32k.csv > mixed32k-log.txt 2>&1
+  echo "B bench done at ${SECONDS}s" >> "$R/times.txt"
+) &
+wait
+export CUDA_VISIBLE_DEVICES=0,1
+left=$(jaxmg_left 999)
+[ "$left" -gt 50 ] && (cd "$R" && timeout $((left - 30)) $BENCH --gpus 2 \
+  --n 32768 --kappa 1e2 1e12 --out mixed-2gpu.csv > mixed-2gpu-log.txt 2>&1)
+echo "C bench done at ${SECONDS}s" >> "$R/times.txt"
+JAXMG_TEST_PROGRESS=$R/progress-two.txt timeout "$(jaxmg_left 60)" \
+  $PYT tests/gpu/test_gpu_mixed_precision.py -k "two_gpus or gathered_copy or distributed_engines" \
+  > "$R/pytest-two.log" 2>&1
+echo "C tests done at ${SECONDS}s" >> "$R/times.txt"
+finish
+cat "$R/times.txt"; tail -qn 1 "$R"/pytest-*.log
+grep -h "^FAILED\|^ERROR" "$R"/pytest-*.log | cut -c1-250
+for f in mixed16k mixed32k mixed-2gpu; do
+  echo "== $f"; [ -f "$R/$f.csv" ] && cut -d, -f1-5,9-15,17-19,23-29 "$R/$f.csv"
+done
