@@ -151,9 +151,9 @@ def traced(fn, *args) -> dict:
         factor_ms=ms(r"(?:potrf|getrf) (?:tf32|float32|complex64)(?:[^,(]|\([^)]*\))*? "
                      r"([0-9.]+) ms,"),
         diag_potrf_ms=ms(r"diagonal potrf ([0-9.]+) ms"),
-        trsm_ms=ms(r"trsm ([0-9.]+) ms"),
+        trsm_ms=ms(r"(?:trsm|inverse panels) ([0-9.]+) ms"),
         tf32_update_ms=ms(r"tf32 update ([0-9.]+) ms\)"),
-        invert_ms=ms(r"diagonal blocks inverted \(solves by blocks of \d+\) ([0-9.]+) ms"),
+        invert_ms=ms(r"diagonal blocks inverted \(solves by blocks of \d+[^)]*\) ([0-9.]+) ms"),
         refine_ms=ms(r"refine [^,]* ([0-9.]+) ms,"),
         solves=ms(r"\[(\d+) solves"),
         solve_ms=ms(r"\[\d+ solves ([0-9.]+) ms"),

@@ -72,6 +72,9 @@ typedef struct jmg_config {
    * triangle, 1 ("symm") symm as with several columns, 2 ("gemv") gemv on
    * the whole A (both triangles held, as the API requires). */
   int refine_residual;
+  /* JAXMG_TF32_TRSM is "1": the TF32 Cholesky's panels by cuBLAS's trsm
+   * (session 18's), not by its inverted diagonal blocks and a TF32 gemm. */
+  int tf32_trsm;
 } jmg_config;
 
 /* Reads every setting from the environment now. */

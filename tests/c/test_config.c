@@ -53,4 +53,7 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "symm").refine_residual, 1);
   CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "gemv").refine_residual, 2);
   CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "gemm").refine_residual, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_TRSM", NULL).tf32_trsm, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_TRSM", "1").tf32_trsm, 1);
+  CHECK_EQ(read_with("JAXMG_TF32_TRSM", "yes").tf32_trsm, 0);
 }

@@ -276,14 +276,16 @@ def test_tf32_cholesky_look_ahead_gives_the_same_factor(capfd, monkeypatch, kapp
 @pytest.mark.parametrize("setting", [("JAXMG_REFINE_NB", "0"), ("JAXMG_REFINE_NB", "64"),
                                      ("JAXMG_REFINE_NB", "700"),
                                      ("JAXMG_REFINE_RESIDUAL", "symm"),
-                                     ("JAXMG_REFINE_RESIDUAL", "gemv")],
-                         ids=["potrs-solves", "nb64", "nb700", "symm", "gemv"])
+                                     ("JAXMG_REFINE_RESIDUAL", "gemv"),
+                                     ("JAXMG_TF32_TRSM", "1")],
+                         ids=["potrs-solves", "nb64", "nb700", "symm", "gemv", "trsm-panels"])
 def test_refinement_steps_variants_converge_alike(capfd, monkeypatch, dtype, setting):
     """The TF32 Cholesky's refinement of one right-hand side with its default
-    steps (triangular solves by gemv over the factor's blocks of 512 with the
-    diagonal blocks inverted, the residual by symv/hemv) and with each
-    variant (cuSOLVER's potrs for the solves, blocks of 64 or of 700, the
-    last one partial, the residual by symm or by gemv on the whole A):
+    steps (panels by the inverted diagonal blocks, the refinement's solves
+    by gemv over the factor's blocks of 512 with those inverses, the
+    residual by symv/hemv) and with each variant (cuSOLVER's potrs for the
+    solves, blocks of 64 or of 700, the last one partial, inverted apart;
+    the residual by symm or by gemv on the whole A; the panels by trsm):
     converged, no fallback, corrections within one of the default's, the
     exact path's accuracy; the trace names the inversion where the solves
     are blocked and splits the steps' time."""
@@ -299,7 +301,8 @@ def test_refinement_steps_variants_converge_alike(capfd, monkeypatch, dtype, set
         assert si == 0 and "fallback" not in li, li
         assert _berr(a, xi, b) <= 10 * max(_berr(a, xe, b), U), li
         assert re.search(r"products with A [0-9.]+ ms\]", li), li
-    assert "diagonal blocks inverted (solves by blocks of 512)" in line0, line0
+    assert "diagonal blocks inverted (solves by blocks of 512; by the factorization)" in line0
+    assert "inverse panels" in line0, line0
     blocked = setting != ("JAXMG_REFINE_NB", "0")
     assert ("diagonal blocks inverted" in line) == blocked, line
     its = [re.search(r"refine \w+ (\d+) iterations?", ln) for ln in (line0, line)]

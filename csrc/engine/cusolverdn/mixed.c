@@ -30,7 +30,10 @@
  *     sqrt(n) u, else jaxmg's own fallback runs the exact routine.
  *   - potrs: jaxmg's blocked right-looking Cholesky of A's float32
  *     (complex64) copy, lower: the diagonal blocks by cusolverDnXpotrf in
- *     float32, the panel below by cublas<t>trsm and the trailing update by
+ *     float32, the panel below by cublas<t>trsm (since session 19: by the
+ *     diagonal block's inverse in one float32 gemm, the inverse kept for
+ *     the refinement's solves, tf32_potrf.h; JAXMG_TF32_TRSM=1 for the
+ *     trsm) and the trailing update by
  *     cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (complex64 too: TF32
  *     applies to CUDA_C_32F; cgemm in TF32 math mode where a cuBLAS lacks
  *     it), the handle in CUBLAS_TF32_TENSOR_OP_MATH for the trsm; cuSOLVER has no IRS for Cholesky. Blocks of 512 columns
@@ -77,9 +80,12 @@
  * (Xpotrf, Xgetrf), to compare; JAXMG_MIXED_LOW=bf16x9 too, with
  * cuSOLVER's FP32 emulation on BF16 tensor cores (CUDA 13). For the last two routes the solves with
  * the factor are cusolverDnXpotrs / Xgetrs in the lower precision (the
- * conversions cuda/convert.h's kernels), the residual b - A x in A's dtype
- * by cuBLAS (symm/hemm, gemm) against A, which stays intact, the column
- * norms by nrm2 brought to the host once a residual; GMRES-IR's Arnoldi
+ * conversions cuda/convert.h's kernels; with one right-hand side on the
+ * Cholesky routes, gemv over the factor's blocks, tri_solve.h), the
+ * residual b - A x in A's dtype by cuBLAS (symv/hemv or gemv for one
+ * column, symm/hemm or gemm for several) against A, which stays intact,
+ * the column norms by nrm2 brought to the host once a residual (a
+ * refinement step's one synchronization); GMRES-IR's Arnoldi
  * steps by gemm (classical Gram-Schmidt twice) and nrm2/scal, its basis in
  * the workspace. Where refinement does not converge, b is restored and the
  * exact routine (potrs.c, lu_solve.c) runs on A after this call's
@@ -167,15 +173,17 @@ typedef enum {
 
 /* The block of the Cholesky routes' triangular solves with one right-hand
  * side (tri_solve.h; JAXMG_REFINE_NB sets it, "0" sends them back to
- * cusolverDnXpotrs). Each block costs 4 gemv launches a solve pair (some
- * microseconds each, latency) and its inversion nb^2 columns of trsm once a
- * call: 512 makes 32 blocks at N = 16384 (about 126 launches a step, the
+ * cusolverDnXpotrs): the TF32 Cholesky's own block where it inverted its
+ * diagonal blocks (tf32_potrf.h: 1024 from N = 16384, 62 gemv a step
+ * there), else DN_SOLVE_NB. Each block costs 4 gemv launches a solve pair
+ * (some microseconds each, latency) and its inversion nb^2 columns of trsm
+ * once a call: 512 makes 32 blocks at N = 16384 (126 gemv a step, the
  * inverses 32 MiB). Not yet tuned on a GPU. */
 #define DN_SOLVE_NB 512
 
 typedef struct mixed_layout {
   size_t f_at, factor_at, factor_bytes, piv_at, kept_at, r_at, w_at, norms_at,
-      v_at, hd_at, irs_at, irs_bytes, inv_at, y_at;
+      v_at, hd_at, irs_at, irs_bytes, inv_at, y_at, panel_at;
 } mixed_layout;
 
 /* Where a refinement's time goes (JAXMG_TRACE only, by CUDA events read at
@@ -207,6 +215,12 @@ typedef struct gpu_refine {
   int64_t snb;
   jmg_dn_tri tri;
   int residual;
+  /* The TF32 Cholesky's panels by its inverted diagonal blocks
+   * (tf32_potrf.h; JAXMG_TF32_TRSM=1: by trsm), and whether the last
+   * factorization left every block's inverse (of g->nb) in the inverses'
+   * part. */
+  int inverse_panels, factor_inverted;
+  void *ones; /* host: max(nb, snb) elements of the low dtype */
   step_timer timer;
   void *b;       /* the caller's b: x */
   double *hnorm; /* 3 k on the host */
@@ -267,7 +281,9 @@ static int64_t solve_block(const gpu_refine *g) {
   jmg_config c;
   jmg_config_read(&c);
   if (g->lu || g->route == ROUTE_IRS || g->k != 1 || g->n < 1) return 0;
-  const int64_t nb = c.refine_nb >= 0 ? c.refine_nb : DN_SOLVE_NB;
+  const int64_t nb = c.refine_nb >= 0    ? c.refine_nb
+                     : g->inverse_panels ? g->nb
+                                         : DN_SOLVE_NB;
   return nb < g->n ? nb : g->n;
 }
 
@@ -278,6 +294,8 @@ static void set_route(gpu_refine *g, mixed_route route) {
   g->emulate = route == ROUTE_FLOAT32 && float32_forced() == 2;
   g->nb = tf32_block(g->n);
   if (g->nb > g->n) g->nb = g->n > 0 ? g->n : 1;
+  g->inverse_panels = route == ROUTE_TF32_CHOLESKY && !tf32_lookahead() &&
+                      !c.tf32_trsm && g->n > 0;
   g->snb = solve_block(g);
   g->residual = c.refine_residual;
 }
@@ -417,9 +435,18 @@ static int layout(gpu_refine *g, jmg_cuda_work *w, jmg_error *err) {
   l->norms_at = jmg_cuda_work_part(w, 2 * k * sizeof(double));
   l->v_at = jmg_cuda_work_part(w, (JMG_GMRES_RESTART + 1) * n * hi);
   l->hd_at = jmg_cuda_work_part(w, 2 * (JMG_GMRES_RESTART + 1) * hi);
-  l->inv_at = jmg_cuda_work_part(
-      w, g->snb > 0 ? jmg_dn_tri_inv_bytes(g->low, g->n, g->snb) : 0);
-  l->y_at = jmg_cuda_work_part(w, g->snb > 0 ? n * lo : 0);
+  /* The inverses: the factorization's (of nb) and the solves' (of snb),
+   * one after the other in one part. */
+  const size_t inv_f = g->inverse_panels
+                           ? jmg_dn_tri_inv_bytes(g->low, g->n, g->nb)
+                           : 0,
+               inv_s = g->snb > 0 ? jmg_dn_tri_inv_bytes(g->low, g->n, g->snb)
+                                  : 0;
+  l->inv_at = jmg_cuda_work_part(w, inv_f > inv_s ? inv_f : inv_s);
+  l->y_at =
+      jmg_cuda_work_part(w, g->snb > 0 || g->inverse_panels ? n * lo : 0);
+  l->panel_at = jmg_cuda_work_part(
+      w, g->inverse_panels ? (n - (size_t)g->nb) * (size_t)g->nb * lo : 0);
   return rc;
 }
 
@@ -750,24 +777,42 @@ static int step_gmres_update(void *ctx, int64_t col, int k, const double *y,
 
 /* --- the lower factorizations -------------------------------------------- */
 
+/* The blocked solves' state over this call's factor and parts, of block
+ * nb (tri_solve.h). */
+static jmg_dn_tri tri_of(gpu_refine *g, int64_t nb) {
+  const jmg_dn_tri t = {.call = &g->call,
+                        .low = g->low,
+                        .n = g->n,
+                        .nb = nb,
+                        .f = part(g, g->l.f_at),
+                        .inv = part(g, g->l.inv_at),
+                        .y = part(g, g->l.y_at),
+                        .ones = g->ones};
+  return t;
+}
+
 /* f = L L^H by blocks of g->nb columns (tf32_potrf.h; see the head of
  * this file); *low_info the first failing leading minor (0: none). With
  * JAXMG_TRACE and no look-ahead, its three parts' times into g->t_diag,
  * t_trsm and t_update (the trace prints them after the factorization). */
 static int tf32_cholesky(gpu_refine *g, int *low_info, jmg_error *err) {
+  const jmg_dn_tri tri = tri_of(g, g->nb);
   jmg_dn_tf32 p = {.call = &g->call,
-                         .low = g->low,
-                         .n = g->n,
-                         .nb = g->nb,
-                         .f = part(g, g->l.f_at),
-                         .work = part(g, g->l.factor_at),
-                         .work_bytes = g->l.factor_bytes};
+                   .low = g->low,
+                   .n = g->n,
+                   .nb = g->nb,
+                   .f = part(g, g->l.f_at),
+                   .work = part(g, g->l.factor_at),
+                   .work_bytes = g->l.factor_bytes,
+                   .tri = g->inverse_panels ? &tri : NULL,
+                   .panel = part(g, g->l.panel_at)};
   const int rc = tf32_lookahead()
                      ? jmg_dn_tf32_potrf_lookahead(&p, low_info, err)
                      : jmg_dn_tf32_potrf(&p, low_info, err);
   g->t_diag = p.t_diag;
   g->t_trsm = p.t_trsm;
   g->t_update = p.t_update;
+  g->factor_inverted = rc == 0 && p.inverted;
   return rc;
 }
 
@@ -919,24 +964,16 @@ static int factor(gpu_refine *g, int *low_info, int *overflow, double *shift,
  * trace mark. */
 static int blocked_solves(gpu_refine *g, jmg_error *err) {
   if (g->snb <= 0) return 0;
-  jmg_dn_tri t = {.call = &g->call,
-                  .low = g->low,
-                  .n = g->n,
-                  .nb = g->snb,
-                  .f = part(g, g->l.f_at),
-                  .inv = part(g, g->l.inv_at),
-                  .y = part(g, g->l.y_at),
-                  .ones = NULL};
-  int rc = jmg_cuda_call_buffer(&g->call.cuda, JMG_HOST,
-                                (size_t)g->snb * jmg_dtype_size(g->low),
-                                &t.ones, err);
-  if (rc == 0) rc = jmg_dn_tri_invert(&t, err);
+  const jmg_dn_tri t = tri_of(g, g->snb);
+  /* The factorization's own inverses where their block is the solves'. */
+  const int reuse = g->factor_inverted && g->snb == g->nb;
+  const int rc = reuse ? 0 : jmg_dn_tri_invert(&t, err);
   if (rc == 0) {
     g->tri = t;
-    char mark[96];
+    char mark[128];
     snprintf(mark, sizeof mark,
-             "factor's diagonal blocks inverted (solves by blocks of %lld)",
-             (long long)g->snb);
+             "factor's diagonal blocks inverted (solves by blocks of %lld%s)",
+             (long long)g->snb, reuse ? "; by the factorization" : "");
     jmg_trace_mark(mark);
   }
   return rc;
@@ -1127,6 +1164,57 @@ static int run_irs(gpu_refine *g, int *solved, int *info, jmg_error *err) {
   return irs_check(g, niters, outer, solved, err);
 }
 
+/* The call's host buffers: the norms, GMRES's coefficients, the
+ * inversions' ones (tri_solve.h) for the larger of the two blocks. */
+static int host_buffers(gpu_refine *g, jmg_error *err) {
+  jmg_cuda_call *c = &g->call.cuda;
+  int rc = jmg_cuda_call_buffer(c, JMG_HOST, 3 * (size_t)g->k * sizeof(double),
+                                (void **)&g->hnorm, err);
+  if (rc == 0)
+    rc = jmg_cuda_call_buffer(c, JMG_HOST,
+                              2 * (JMG_GMRES_RESTART + 1) *
+                                  jmg_dtype_size(g->dtype),
+                              (void **)&g->hh, err);
+  const int64_t ones = g->nb > g->snb ? g->nb : g->snb;
+  if (rc == 0 && (g->snb > 0 || g->inverse_panels))
+    rc = jmg_cuda_call_buffer(c, JMG_HOST,
+                              (size_t)ones * jmg_dtype_size(g->low), &g->ones,
+                              err);
+  return rc;
+}
+
+/* The lower factorization's trace mark: "potrf tf32 (nb 1024: diagonal
+ * potrf 5.9 ms, inverse panels 1.2 ms, tf32 update 8.7 ms)", what failed
+ * and why, the shift. */
+static void factor_mark(const gpu_refine *g, int low_info, int overflow,
+                        double shift, int gmres_budget) {
+  char mark[320], shifted[64] = "", failed[128] = " failed", parts[112] = "";
+  if (g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n && tf32_lookahead())
+    snprintf(parts, sizeof parts, " (nb %lld, look-ahead)", (long long)g->nb);
+  else if (g->t_diag > 0.0)
+    snprintf(parts, sizeof parts,
+             " (nb %lld: diagonal potrf %.1f ms, %s %.1f ms, tf32 update "
+             "%.1f ms)",
+             (long long)g->nb, g->t_diag,
+             g->inverse_panels ? "inverse panels" : "trsm", g->t_trsm,
+             g->t_update);
+  if (shift > 0.0 && low_info == 0)
+    snprintf(shifted, sizeof shifted, " (diagonal shifted by %.2g)", shift);
+  /* Failed fast: the exact path at once, without the shifted factor. */
+  if (low_info > 0 && gmres_budget >= 0 && shift == 0.0)
+    snprintf(failed, sizeof failed,
+             " failed at column %d (not positive definite in %s; no "
+             "diagonal shift: gmres-ir budget %d < %d)",
+             low_info, low_name(g), gmres_budget, DN_SHIFT_MIN_INNER);
+  snprintf(mark, sizeof mark, "%s %s%s%s%s", g->lu ? "getrf" : "potrf",
+           low_name(g), shifted,
+           overflow        ? " skipped (A exceeds its range)"
+           : low_info != 0 ? failed
+                           : "",
+           parts);
+  jmg_trace_mark(mark);
+}
+
 /* The mixed call's frame and steps; *fall_back where refinement did not
  * converge (b then holds the caller's b again); *info cuSOLVER IRS's own
  * fallback's. */
@@ -1139,14 +1227,7 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
   jmg_cuda_call *c = &g->call.cuda;
   if (rc == 0) rc = layout(g, &w, err);
   if (rc == 0) rc = jmg_cuda_call_take(c, &w, err);
-  if (rc == 0)
-    rc = jmg_cuda_call_buffer(c, JMG_HOST, 3 * (size_t)g->k * sizeof(double),
-                              (void **)&g->hnorm, err);
-  if (rc == 0)
-    rc = jmg_cuda_call_buffer(c, JMG_HOST,
-                              2 * (JMG_GMRES_RESTART + 1) *
-                                  jmg_dtype_size(g->dtype),
-                              (void **)&g->hh, err);
+  if (rc == 0) rc = host_buffers(g, err);
   const size_t b_bytes = (size_t)g->n * (size_t)g->k * jmg_dtype_size(g->dtype);
   if (rc == 0)
     rc = JMG_CUDA_TRY(cudaMemcpyAsync(part(g, g->l.kept_at), g->b, b_bytes,
@@ -1160,30 +1241,7 @@ static int run(gpu_refine *g, const jmg_dist_matrix *a, int *fall_back,
     double shift = 0.0;
     if (rc == 0)
       rc = factor(g, &low_info, &overflow, &shift, &gmres_budget, err);
-    char mark[320], shifted[64] = "", failed[128] = " failed", parts[96] = "";
-    if (g->route == ROUTE_TF32_CHOLESKY && g->nb < g->n && tf32_lookahead())
-      snprintf(parts, sizeof parts, " (nb %lld, look-ahead)",
-               (long long)g->nb);
-    else if (g->t_diag > 0.0)
-      snprintf(parts, sizeof parts,
-               " (nb %lld: diagonal potrf %.1f ms, trsm %.1f ms, tf32 update "
-               "%.1f ms)",
-               (long long)g->nb, g->t_diag, g->t_trsm, g->t_update);
-    if (shift > 0.0 && low_info == 0)
-      snprintf(shifted, sizeof shifted, " (diagonal shifted by %.2g)", shift);
-    /* Failed fast: the exact path at once, without the shifted factor. */
-    if (low_info > 0 && gmres_budget >= 0 && shift == 0.0)
-      snprintf(failed, sizeof failed,
-               " failed at column %d (not positive definite in %s; no "
-               "diagonal shift: gmres-ir budget %d < %d)",
-               low_info, low_name(g), gmres_budget, DN_SHIFT_MIN_INNER);
-    snprintf(mark, sizeof mark, "%s %s%s%s%s", g->lu ? "getrf" : "potrf",
-             low_name(g), shifted,
-             overflow        ? " skipped (A exceeds its range)"
-             : low_info != 0 ? failed
-                             : "",
-             parts);
-    if (rc == 0) jmg_trace_mark(mark);
+    if (rc == 0) factor_mark(g, low_info, overflow, shift, gmres_budget);
     if (rc == 0 && !overflow && low_info == 0)
       rc = refine(g, &converged, err);
   }

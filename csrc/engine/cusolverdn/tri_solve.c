@@ -54,31 +54,46 @@ static int ones_to_device(const jmg_dn_tri *t, jmg_error *err) {
       c->op, err);
 }
 
-int jmg_dn_tri_invert(const jmg_dn_tri *t, jmg_error *err) {
+int jmg_dn_tri_begin(const jmg_dn_tri *t, jmg_error *err) {
   const jmg_cuda_call *c = &t->call->cuda;
-  const size_t lo = jmg_dtype_size(t->low);
   int rc = JMG_CUDA_TRY(
       cudaMemsetAsync(t->inv, 0, jmg_dn_tri_inv_bytes(t->low, t->n, t->nb),
                       c->stream),
       c->op, err);
   if (rc == 0) rc = ones_to_device(t, err);
-  for (int64_t i = 0; rc == 0 && i < blocks(t); ++i) {
-    const int64_t start = i * t->nb,
-                  jb = t->nb < t->n - start ? t->nb : t->n - start;
-    char *x = inv_at(t, i);
-    /* The identity's diagonal (stride nb + 1), then X = L_ii^-1 X. */
-    rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(x, (size_t)(t->nb + 1) * lo, t->y, lo,
-                                        lo, (size_t)jb,
-                                        cudaMemcpyDeviceToDevice, c->stream),
-                      c->op, err);
-    if (rc == 0)
-      rc = JMG_CUBLAS_TRY(
-          jmg_cublas_trsm_64(t->call->blas, t->low, CUBLAS_SIDE_LEFT,
-                             CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                             CUBLAS_DIAG_NON_UNIT, jb, jb, l_at(t, start, start),
-                             t->n, x, t->nb),
-          c->op, err);
-  }
+  return rc;
+}
+
+int jmg_dn_tri_invert_block(const jmg_dn_tri *t, int64_t i, jmg_error *err) {
+  const jmg_cuda_call *c = &t->call->cuda;
+  const size_t lo = jmg_dtype_size(t->low);
+  const int64_t start = i * t->nb,
+                jb = t->nb < t->n - start ? t->nb : t->n - start;
+  char *x = inv_at(t, i);
+  /* The identity's diagonal (stride nb + 1) from t->y's ones, then X =
+   * L_ii^-1 X. */
+  int rc = JMG_CUDA_TRY(
+      cudaMemcpy2DAsync(x, (size_t)(t->nb + 1) * lo, t->y, lo, lo, (size_t)jb,
+                        cudaMemcpyDeviceToDevice, c->stream),
+      c->op, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_trsm_64(t->call->blas, t->low, CUBLAS_SIDE_LEFT,
+                           CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                           CUBLAS_DIAG_NON_UNIT, jb, jb, l_at(t, start, start),
+                           t->n, x, t->nb),
+        c->op, err);
+  return rc;
+}
+
+const void *jmg_dn_tri_inverse(const jmg_dn_tri *t, int64_t i) {
+  return inv_at(t, i);
+}
+
+int jmg_dn_tri_invert(const jmg_dn_tri *t, jmg_error *err) {
+  int rc = jmg_dn_tri_begin(t, err);
+  for (int64_t i = 0; rc == 0 && i < blocks(t); ++i)
+    rc = jmg_dn_tri_invert_block(t, i, err);
   return rc;
 }
 

@@ -46,8 +46,21 @@ typedef struct jmg_dn_tri {
 size_t jmg_dn_tri_inv_bytes(jmg_dtype low, int64_t n, int64_t nb);
 
 /* t->inv from t->f (once per factor), on the call's stream; errors name the
- * call's op and the routine. Leaves t->y undefined. */
+ * call's op and the routine. Leaves t->y undefined. The math mode is the
+ * cuBLAS handle's (the callers' default: float32 arithmetic). */
 int jmg_dn_tri_invert(const jmg_dn_tri *t, jmg_error *err);
+
+/* The same a block at a time, for a factorization that inverts each
+ * diagonal block as soon as it is factored (tf32_potrf.h):
+ * jmg_dn_tri_begin once (t->inv zeroed, t->y's first nb the ones the
+ * inversions read: t->y is not to be used until the last block), then
+ * jmg_dn_tri_invert_block for block i (rows and columns from i nb) once
+ * L_ii is final. */
+int jmg_dn_tri_begin(const jmg_dn_tri *t, jmg_error *err);
+int jmg_dn_tri_invert_block(const jmg_dn_tri *t, int64_t i, jmg_error *err);
+
+/* Block i's inverse (nb x nb, ld nb, zero above its diagonal). */
+const void *jmg_dn_tri_inverse(const jmg_dn_tri *t, int64_t i);
 
 /* w = (L L^H)^-1 w, w n elements of low on the device, on the call's
  * stream; t->y is overwritten. */

@@ -9,10 +9,11 @@
 # r.tar.gz under $OUT, and a summary on stdout.
 #   A (GPU 0): tests/gpu/test_gpu_mixed_precision.py (its one-GPU cases, the new
 #      test_refinement_steps_variants_converge_alike among them), then bench/mixed.py at
-#      N = 16384, kappa 1e2 1e6 1e12, both ops, the default steps beside session 18's
-#      (JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm), gemv's residual and blocks of 1024;
-#   B (GPU 1, beside A): bench/mixed.py at N = 32768, kappa 1e2 1e6 1e12, both ops, the
-#      default steps beside session 18's;
+#      N = 16384, kappa 1e2 1e6 1e12: potrs with the default steps beside session 18's
+#      (JAXMG_TF32_TRSM=1,JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm), the trsm panels
+#      alone, gemv's residual and solve blocks of 512 (the default reuses the factor's
+#      1024); lu_solve (cusolverDnIRSXgesv, unchanged) as it is;
+#   B (GPU 1, beside A): the same at N = 32768, potrs beside session 18's steps only;
 #   C (GPUs 0 and 1, after A and B): bench/mixed.py --gpus 2 (jaxmg's mixed path, which
 #      gathers A onto GPU 0, against jaxmg's exact path on both GPUs: the issue's 2-GPU
 #      ratio, never measured), N = 32768, kappa 1e2 and 1e12, both ops; then the test file's
@@ -33,22 +34,29 @@ jaxmg_machine_info "$R"
 echo "built at ${SECONDS}s" > "$R/times.txt"
 PYT="python3 -m pytest -q -rfEs -p no:cacheprovider --timeout 100 --durations=15"
 BENCH="python3 $PWD/bench/mixed.py"
-S18=JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm
+S18=JAXMG_TF32_TRSM=1,JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm
+K="--kappa 1e2 1e6 1e12"
 (
   export CUDA_VISIBLE_DEVICES=0
   JAXMG_TEST_PROGRESS=$R/progress-mixed.txt timeout "$(jaxmg_left 100)" \
     $PYT tests/gpu/test_gpu_mixed_precision.py > "$R/pytest-mixed.log" 2>&1
   echo "A tests done at ${SECONDS}s" >> "$R/times.txt"
-  cd "$R" && timeout "$(jaxmg_left 60)" $BENCH --n 16384 --kappa 1e2 1e6 1e12 \
-    --variants - $S18 JAXMG_REFINE_RESIDUAL=gemv JAXMG_REFINE_NB=1024 \
-    --out mixed16k.csv > mixed16k-log.txt 2>&1
-  echo "A bench done at ${SECONDS}s" >> "$R/times.txt"
+  cd "$R" && timeout "$(jaxmg_left 35)" $BENCH --ops potrs --n 16384 $K \
+    --variants - $S18 JAXMG_TF32_TRSM=1 JAXMG_REFINE_RESIDUAL=gemv JAXMG_REFINE_NB=512 \
+    --out mixed16k-potrs.csv > mixed16k-potrs-log.txt 2>&1
+  echo "A potrs done at ${SECONDS}s" >> "$R/times.txt"
+  timeout "$(jaxmg_left 40)" $BENCH --ops lu_solve --n 16384 $K \
+    --out mixed16k-lu.csv > mixed16k-lu-log.txt 2>&1
+  echo "A lu_solve done at ${SECONDS}s" >> "$R/times.txt"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  cd "$R" && timeout "$(jaxmg_left 150)" $BENCH --n 32768 --kappa 1e2 1e6 1e12 \
-    --variants - $S18 --out mixed32k.csv > mixed32k-log.txt 2>&1
-  echo "B bench done at ${SECONDS}s" >> "$R/times.txt"
+  cd "$R" && timeout "$(jaxmg_left 60)" $BENCH --ops potrs --n 32768 $K \
+    --variants - $S18 --out mixed32k-potrs.csv > mixed32k-potrs-log.txt 2>&1
+  echo "B potrs done at ${SECONDS}s" >> "$R/times.txt"
+  timeout "$(jaxmg_left 90)" $BENCH --ops lu_solve --n 32768 $K \
+    --out mixed32k-lu.csv > mixed32k-lu-log.txt 2>&1
+  echo "B lu_solve done at ${SECONDS}s" >> "$R/times.txt"
 ) &
 wait
 export CUDA_VISIBLE_DEVICES=0,1
@@ -63,6 +71,6 @@ echo "C tests done at ${SECONDS}s" >> "$R/times.txt"
 finish
 cat "$R/times.txt"; tail -qn 1 "$R"/pytest-*.log
 grep -h "^FAILED\|^ERROR" "$R"/pytest-*.log | cut -c1-250
-for f in mixed16k mixed32k mixed-2gpu; do
+for f in mixed16k-potrs mixed16k-lu mixed32k-potrs mixed32k-lu mixed-2gpu; do
   echo "== $f"; [ -f "$R/$f.csv" ] && cut -d, -f1-5,9-15,17-19,23-29 "$R/$f.csv"
 done
