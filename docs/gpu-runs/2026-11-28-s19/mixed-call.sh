@@ -5,8 +5,8 @@
 # [".snap"]; kind nvidia-h200-x2 (the issue's targets are an H200's; nvidia-h100-x2 will do,
 # every ratio in the csv files is taken on one machine); run:
 #   bash .snap/docs/gpu-runs/2026-11-28-s19/mixed-call.sh
-# About 250 s, every step bounded by what is left of JAXMG_DEADLINE (272 s): one tarball
-# r.tar.gz under $OUT, and a summary on stdout.
+# About 250 s, every step bounded by what is left of JAXMG_DEADLINE (272 s): under $OUT the
+# tarball r.tar.gz (every log, csv and progress file) and summary.txt (also on stdout).
 #   A (GPU 0): tests/gpu/test_gpu_mixed_precision.py (its one-GPU cases, the new
 #      test_refinement_steps_variants_converge_alike among them), then bench/mixed.py at
 #      N = 16384, kappa 1e2 1e6 1e12: potrs with the default steps beside session 18's
@@ -29,8 +29,12 @@ for root in "$here" "$here/../../.."; do [ -f "$root/scripts/device-lib.sh" ] &&
 cd "$root" || exit 1
 source scripts/device-lib.sh; jaxmg_device_env
 export JAXMG_DEADLINE=${JAXMG_DEADLINE:-272}
-R=$OUT/r; mkdir -p "$R"
-finish() { tar czf "$OUT/r.tar.gz" -C "$OUT" r; }
+# The logs outside $OUT, which brings back 8 files at most: only r.tar.gz and summary.txt
+# go there.
+W=/tmp/jaxmg-s19; R=$W/r; rm -rf "$W"; mkdir -p "$R"
+finish() { tar czf "$OUT/r.tar.gz" -C "$W" r; }
+# What is left of the deadline, at most $1 s and at least 1 s (timeout 0 would not bound).
+cap() { local l; l=$(jaxmg_left "$1"); [ "$l" -lt 1 ] && l=1; echo "$l"; }
 jaxmg_build "$R" > "$R/build.txt" 2>&1 || { cat "$R/build.txt"; finish; exit 1; }
 jaxmg_machine_info "$R"
 echo "built at ${SECONDS}s" > "$R/times.txt"
@@ -40,23 +44,23 @@ S18=JAXMG_TF32_TRSM=1,JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm
 K="--kappa 1e2 1e6 1e12"
 (
   export CUDA_VISIBLE_DEVICES=0
-  JAXMG_TEST_PROGRESS=$R/progress-mixed.txt timeout "$(jaxmg_left 100)" \
+  JAXMG_TEST_PROGRESS=$R/progress-mixed.txt timeout "$(cap 100)" \
     $PYT tests/gpu/test_gpu_mixed_precision.py > "$R/pytest-mixed.log" 2>&1
   echo "A tests done at ${SECONDS}s" >> "$R/times.txt"
-  cd "$R" && timeout "$(jaxmg_left 35)" $BENCH --ops potrs --n 16384 $K \
+  cd "$R" && timeout "$(cap 35)" $BENCH --ops potrs --n 16384 $K \
     --variants - $S18 JAXMG_TF32_TRSM=1 JAXMG_REFINE_RESIDUAL=gemv JAXMG_REFINE_NB=512 \
     --out mixed16k-potrs.csv > mixed16k-potrs-log.txt 2>&1
   echo "A potrs done at ${SECONDS}s" >> "$R/times.txt"
-  timeout "$(jaxmg_left 40)" $BENCH --ops lu_solve --n 16384 $K \
+  timeout "$(cap 40)" $BENCH --ops lu_solve --n 16384 $K \
     --out mixed16k-lu.csv > mixed16k-lu-log.txt 2>&1
   echo "A lu_solve done at ${SECONDS}s" >> "$R/times.txt"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  cd "$R" && timeout "$(jaxmg_left 60)" $BENCH --ops potrs --n 32768 $K \
+  cd "$R" && timeout "$(cap 60)" $BENCH --ops potrs --n 32768 $K \
     --variants - $S18 --out mixed32k-potrs.csv > mixed32k-potrs-log.txt 2>&1
   echo "B potrs done at ${SECONDS}s" >> "$R/times.txt"
-  timeout "$(jaxmg_left 90)" $BENCH --ops lu_solve --n 32768 $K \
+  timeout "$(cap 90)" $BENCH --ops lu_solve --n 32768 $K \
     --out mixed32k-lu.csv > mixed32k-lu-log.txt 2>&1
   echo "B lu_solve done at ${SECONDS}s" >> "$R/times.txt"
 ) &
@@ -66,13 +70,15 @@ left=$(jaxmg_left 999)
 [ "$left" -gt 50 ] && (cd "$R" && timeout $((left - 30)) $BENCH --gpus 2 \
   --n 32768 --kappa 1e2 1e12 --out mixed-2gpu.csv > mixed-2gpu-log.txt 2>&1)
 echo "C bench done at ${SECONDS}s" >> "$R/times.txt"
-JAXMG_TEST_PROGRESS=$R/progress-two.txt timeout "$(jaxmg_left 60)" \
+JAXMG_TEST_PROGRESS=$R/progress-two.txt timeout "$(cap 60)" \
   $PYT tests/gpu/test_gpu_mixed_precision.py -k "two_gpus or distributed_engines" \
   > "$R/pytest-two.log" 2>&1
 echo "C tests done at ${SECONDS}s" >> "$R/times.txt"
 finish
-cat "$R/times.txt"; tail -qn 1 "$R"/pytest-*.log
-grep -h "^FAILED\|^ERROR" "$R"/pytest-*.log | cut -c1-250
-for f in mixed16k-potrs mixed16k-lu mixed32k-potrs mixed32k-lu mixed-2gpu; do
-  echo "== $f"; [ -f "$R/$f.csv" ] && cut -d, -f1-5,9-15,17-19,23-29 "$R/$f.csv"
-done
+{
+  cat "$R/times.txt"; tail -qn 1 "$R"/pytest-*.log
+  grep -h "^FAILED\|^ERROR" "$R"/pytest-*.log | cut -c1-250
+  for f in mixed16k-potrs mixed16k-lu mixed32k-potrs mixed32k-lu mixed-2gpu; do
+    echo "== $f"; [ -f "$R/$f.csv" ] && cut -d, -f1-5,9-15,17-19,23-29 "$R/$f.csv"
+  done
+} | tee "$OUT/summary.txt"
