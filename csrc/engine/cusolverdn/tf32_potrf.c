@@ -96,8 +96,7 @@ static int panel_by_inverse(jmg_dn_tf32 *p, int64_t j, int64_t jb,
 }
 
 /* Block j's inverse into p->tri and, where rest > 0, the panel below it by
- * that inverse, both in the handle's mode before the call: float32
- * arithmetic, not TF32 (a TF32 panel gemm doubled the corrections at a
+ * that inverse, both in CUBLAS_DEFAULT_MATH: float32 arithmetic, not TF32 (a TF32 panel gemm doubled the corrections at a
  * condition number of 1e4 and made the factorization fail at 1e5 in an
  * emulation of this Cholesky, N = 1024, blocks of 256, where the float32
  * one matched the trsm's corrections); TF32 set again after. */
@@ -105,7 +104,7 @@ static int invert_block(jmg_dn_tf32 *p, int64_t j, int64_t jb, int64_t rest,
                         jmg_error *err) {
   const char *op = p->call->cuda.op;
   cublasHandle_t h = p->call->blas;
-  int rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, p->plain_mode), op, err);
+  int rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), op, err);
   if (rc == 0) rc = jmg_dn_tri_invert_block(p->tri, j / p->nb, err);
   if (rc == 0 && rest > 0) rc = panel_by_inverse(p, j, jb, rest, err);
   jmg_error ignored;
@@ -231,7 +230,6 @@ int jmg_dn_tf32_potrf(jmg_dn_tf32 *p, int *low_info, jmg_error *err) {
     rc = JMG_CUDA_TRY(cudaEventCreate(&ev[i]), c->op, err);
   if (rc == 0) rc = JMG_CUBLAS_TRY(cublasGetMathMode(h, &mode), c->op, err);
   if (rc != 0) goto events;
-  p->plain_mode = mode;
   rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), c->op,
                       err);
   if (rc == 0) rc = blocks(p, ev, low_info, err);

@@ -27,8 +27,8 @@ typedef struct jmg_dn_tf32 {
    * trsm): each diagonal block, once factored, is inverted into tri (its
    * f, n and nb this factorization's) and the panel below it becomes
    * A21 L11^-H by one gemm from a copy of it in `panel` ((n - nb) x nb
-   * elements), both in float32 arithmetic (the handle's math mode before
-   * the call; TF32 there costs the refinement's convergence, tf32_potrf.c):
+   * elements), both in float32 arithmetic (CUBLAS_DEFAULT_MATH; TF32 there
+   * costs the refinement's convergence, tf32_potrf.c):
    * the same flops as the panel's trsm, which ran at about 19 TFLOP/s on
    * an H200 (7.4 ms of 23 at N = 16384), as a gemm (float32 peak 67
    * TFLOP/s). The inverses are the refinement's blocked solves' too
@@ -36,7 +36,6 @@ typedef struct jmg_dn_tf32 {
   const jmg_dn_tri *tri;
   void *panel;
   int inverted; /* out: 1 where every diagonal block's inverse was made */
-  cublasMath_t plain_mode; /* internal: the handle's mode before the call */
   /* Out (JAXMG_TRACE only, by CUDA events, jmg_dn_tf32_potrf alone): its
    * diagonal blocks' potrf, its panels' trsm, its trailing updates, ms. */
   double t_diag, t_trsm, t_update;
