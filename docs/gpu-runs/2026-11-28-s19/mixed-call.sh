@@ -8,12 +8,13 @@
 # About 250 s, every step bounded by what is left of JAXMG_DEADLINE (272 s): under $OUT the
 # tarball r.tar.gz (every log, csv and progress file) and summary.txt (also on stdout).
 #   A (GPU 0): tests/gpu/test_gpu_mixed_precision.py (its one-GPU cases, the new
-#      test_refinement_steps_variants_converge_alike among them), then bench/mixed.py at
-#      N = 16384, kappa 1e2 1e6 1e12: potrs with the default steps beside session 18's
-#      (JAXMG_TF32_TRSM=1,JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm), the trsm panels
-#      alone, gemv's residual and solve blocks of 512 (the default reuses the factor's
-#      1024); lu_solve (cusolverDnIRSXgesv, unchanged) as it is;
-#   B (GPU 1, beside A): the same at N = 32768, potrs beside session 18's steps only;
+#      test_refinement_steps_variants_converge_alike among them; about 100 s), then
+#      bench/mixed.py --ops potrs at N = 16384, kappa 1e2 1e6 1e12, the default steps
+#      beside session 18's (JAXMG_TF32_TRSM=1,JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm),
+#      the trsm panels alone, gemv's residual and solve blocks of 512 (the default reuses
+#      the factor's 1024);
+#   B (GPU 1, beside A): potrs at N = 32768 beside session 18's steps, then lu_solve
+#      (cusolverDnIRSXgesv, unchanged) at N = 32768 and 16384, kappa 1e2 1e6 1e12;
 #   C (GPUs 0 and 1, after A and B): bench/mixed.py --gpus 2 (jaxmg's mixed path, which
 #      gathers A onto GPU 0, against jaxmg's exact path on both GPUs: the issue's 2-GPU
 #      ratio, never measured), N = 32768, kappa 1e2 and 1e12, both ops; then the test file's
@@ -44,25 +45,25 @@ S18=JAXMG_TF32_TRSM=1,JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm
 K="--kappa 1e2 1e6 1e12"
 (
   export CUDA_VISIBLE_DEVICES=0
-  JAXMG_TEST_PROGRESS=$R/progress-mixed.txt timeout "$(cap 100)" \
+  JAXMG_TEST_PROGRESS=$R/progress-mixed.txt timeout "$(cap 120)" \
     $PYT tests/gpu/test_gpu_mixed_precision.py > "$R/pytest-mixed.log" 2>&1
   echo "A tests done at ${SECONDS}s" >> "$R/times.txt"
-  cd "$R" && timeout "$(cap 35)" $BENCH --ops potrs --n 16384 $K \
+  cd "$R" && timeout "$(cap 40)" $BENCH --ops potrs --n 16384 $K \
     --variants - $S18 JAXMG_TF32_TRSM=1 JAXMG_REFINE_RESIDUAL=gemv JAXMG_REFINE_NB=512 \
     --out mixed16k-potrs.csv > mixed16k-potrs-log.txt 2>&1
   echo "A potrs done at ${SECONDS}s" >> "$R/times.txt"
-  timeout "$(cap 40)" $BENCH --ops lu_solve --n 16384 $K \
-    --out mixed16k-lu.csv > mixed16k-lu-log.txt 2>&1
-  echo "A lu_solve done at ${SECONDS}s" >> "$R/times.txt"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
   cd "$R" && timeout "$(cap 60)" $BENCH --ops potrs --n 32768 $K \
     --variants - $S18 --out mixed32k-potrs.csv > mixed32k-potrs-log.txt 2>&1
   echo "B potrs done at ${SECONDS}s" >> "$R/times.txt"
-  timeout "$(cap 90)" $BENCH --ops lu_solve --n 32768 $K \
+  timeout "$(cap 80)" $BENCH --ops lu_solve --n 32768 $K \
     --out mixed32k-lu.csv > mixed32k-lu-log.txt 2>&1
-  echo "B lu_solve done at ${SECONDS}s" >> "$R/times.txt"
+  echo "B lu_solve 32768 done at ${SECONDS}s" >> "$R/times.txt"
+  timeout "$(cap 40)" $BENCH --ops lu_solve --n 16384 $K \
+    --out mixed16k-lu.csv > mixed16k-lu-log.txt 2>&1
+  echo "B lu_solve 16384 done at ${SECONDS}s" >> "$R/times.txt"
 ) &
 wait
 export CUDA_VISIBLE_DEVICES=0,1
