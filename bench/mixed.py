@@ -24,6 +24,20 @@ budget; 0 none), to see what failing fast saves:
 
     python3 bench/mixed.py --ops potrs --n 16384 32768 --kappa 1e2 \
         --tf32-nb 256 512 1024 2048 --tf32-lookahead 0 1 --out tf32_nb.csv
+
+``--variants`` runs the mixed call once more per variant with environment
+settings of its own (``NAME=VALUE`` joined by commas; ``-`` for none), one row
+each: to set the refinement's steps side by side, e.g. session 18's
+(cuSOLVER's potrs for the solves, symm for the residual) against the blocked
+solves and symv of session 19:
+
+    python3 bench/mixed.py --ops potrs --n 16384 --kappa 1e2 \
+        --variants - JAXMG_REFINE_NB=0,JAXMG_REFINE_RESIDUAL=symm JAXMG_REFINE_NB=1024
+
+``--gpus 2`` runs jaxmg's two paths on a mesh of the first two devices (A
+row-sharded, b replicated: the mixed path gathers A onto the first, the exact
+path runs the default distributed engine), JAX's own solve on the first
+device alone; ``mixed_vs_exact`` is then the issue's 2-GPU ratio.
 """
 
 from __future__ import annotations
@@ -68,6 +82,12 @@ def backward_error(a: jax.Array, x: jax.Array, b: jax.Array) -> jax.Array:
     return inf(r) / (inf(a) * inf(x) + inf(b))
 
 
+def berr(a: jax.Array, x: jax.Array, b: jax.Array) -> float:
+    """backward_error with x brought to a's device (jaxmg's x is replicated
+    over its mesh)."""
+    return float(backward_error(a, jax.device_put(x, a.sharding), b))
+
+
 def timed(fn, *args, repeats: int) -> tuple[float, object]:
     """Median seconds of fn(*args) over repeats runs, after one warm-up."""
     out = jax.block_until_ready(fn(*args))
@@ -99,8 +119,9 @@ def captured_stderr():
             out.append(tmp.read().decode(errors="replace"))
 
 
-TRACE_FIELDS = ["factor_ms", "diag_potrf_ms", "trsm_ms", "tf32_update_ms", "refine_ms",
-                "fallback", "trace"]
+TRACE_FIELDS = ["factor_ms", "diag_potrf_ms", "trsm_ms", "tf32_update_ms", "invert_ms",
+                "refine_ms", "solves", "solve_ms", "products", "product_ms", "fallback",
+                "trace"]
 
 
 def traced(fn, *args) -> dict:
@@ -125,11 +146,19 @@ def traced(fn, *args) -> dict:
         return m.group(1) if m else ""
 
     return dict(
-        factor_ms=ms(r"(?:potrf|getrf) (?:tf32|float32|complex64)[^,]*? ([0-9.]+) ms,"),
+        # The factorization's own time: past its parenthesized parts, which
+        # hold commas of their own.
+        factor_ms=ms(r"(?:potrf|getrf) (?:tf32|float32|complex64)(?:[^,(]|\([^)]*\))*? "
+                     r"([0-9.]+) ms,"),
         diag_potrf_ms=ms(r"diagonal potrf ([0-9.]+) ms"),
-        trsm_ms=ms(r"trsm ([0-9.]+) ms"),
+        trsm_ms=ms(r"(?:trsm|inverse panels) ([0-9.]+) ms"),
         tf32_update_ms=ms(r"tf32 update ([0-9.]+) ms\)"),
+        invert_ms=ms(r"diagonal blocks inverted \(solves by blocks of \d+[^)]*\) ([0-9.]+) ms"),
         refine_ms=ms(r"refine [^,]* ([0-9.]+) ms,"),
+        solves=ms(r"\[(\d+) solves"),
+        solve_ms=ms(r"\[\d+ solves ([0-9.]+) ms"),
+        products=ms(r"; (\d+) products with A"),
+        product_ms=ms(r"products with A ([0-9.]+) ms\]"),
         fallback=int("fallback" in line),
         trace=line.split(": ", 1)[-1])
 
@@ -151,6 +180,20 @@ def paths(op: str, mesh):
     return mg("exact"), mg("mixed"), jax.jit(ref)
 
 
+def variant_env(text: str) -> tuple[str, dict]:
+    """A --variants entry: its name (the text with "+" for its commas,
+    "default" for "-") and its settings."""
+    if text in ("-", ""):
+        return "default", {}
+    env = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--variants: expected NAME=VALUE, got {item!r}")
+        env[name] = value
+    return text.replace(",", "+"), env  # no comma in a csv field
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--ops", nargs="+", default=["potrs", "lu_solve"])
@@ -168,11 +211,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="JAXMG_REFINE_MAX_STEPS (the refinement's step budget; 0: none)")
     p.add_argument("--no-trace", action="store_true",
                    help="skip the traced extra call of each row")
+    p.add_argument("--variants", nargs="+", default=["-"],
+                   help="environment settings of the mixed call, one row each: "
+                        "NAME=VALUE[,NAME=VALUE...] or - for none")
+    p.add_argument("--gpus", type=int, default=1,
+                   help="devices of jaxmg's mesh (A row-sharded over them)")
     args = p.parse_args(argv)
     if args.max_steps is not None:
         os.environ["JAXMG_REFINE_MAX_STEPS"] = str(args.max_steps)
-    mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
-    cols = ["op", "n", "kappa", "tf32_nb", "lookahead", "device", "exact_s", "mixed_s", "jax_s",
+    mesh = jax.make_mesh((args.gpus,), ("x",), devices=jax.devices()[:args.gpus])
+    shard_a = jax.sharding.NamedSharding(mesh, P("x", None))
+    shard_b = jax.sharding.NamedSharding(mesh, P(None, None))
+    variants = [variant_env(v) for v in args.variants]
+    cols = ["op", "n", "kappa", "gpus", "variant", "tf32_nb", "lookahead", "device", "exact_s",
+            "mixed_s", "jax_s",
             "mixed_vs_jax", "mixed_vs_exact", "berr_exact", "berr_mixed", "berr_jax",
             "status_exact", "status_mixed"] + TRACE_FIELDS
     with open(args.out, "w", newline="") as f:
@@ -185,27 +237,41 @@ def main(argv: list[str] | None = None) -> int:
                 for kappa in args.kappa:
                     a = test_matrix(op, n, kappa, seed=n + int(np.log10(kappa)))
                     b = jax.random.normal(jax.random.PRNGKey(7), (n, args.nrhs), jnp.float64)
-                    te, (xe, se) = timed(exact, a, b, repeats=args.repeats)
                     tj, xj = timed(ref, a, b, repeats=args.repeats)
-                    for nb, la in [(nb, la) for nb in args.tf32_nb
-                                   for la in args.tf32_lookahead]:
+                    # a0, b0 on the first device (JAX's solve, the backward errors);
+                    # a, b on jaxmg's mesh.
+                    a0, b0 = a, b
+                    if args.gpus > 1:
+                        a, b = jax.device_put(a0, shard_a), jax.device_put(b0, shard_b)
+                    te, (xe, se) = timed(exact, a, b, repeats=args.repeats)
+                    for nb, la, (vname, venv) in [(nb, la, v) for nb in args.tf32_nb
+                                                  for la in args.tf32_lookahead
+                                                  for v in variants]:
                         os.environ["JAXMG_TF32_LOOKAHEAD"] = str(la)
                         if nb:
                             os.environ["JAXMG_TF32_NB"] = str(nb)
                         else:
                             os.environ.pop("JAXMG_TF32_NB", None)
+                        saved = {k: os.environ.get(k) for k in venv}
+                        os.environ.update(venv)
                         tm, (xm, sm) = timed(mixed, a, b, repeats=args.repeats)
-                        row = dict(op=op, n=n, kappa=f"{kappa:.0e}", tf32_nb=nb or "default",
+                        row = dict(op=op, n=n, kappa=f"{kappa:.0e}", gpus=args.gpus,
+                                   variant=vname, tf32_nb=nb or "default",
                                    lookahead=la,
                                    device=jax.devices()[0].device_kind,
                                    exact_s=f"{te:.4f}", mixed_s=f"{tm:.4f}", jax_s=f"{tj:.4f}",
                                    mixed_vs_jax=f"{tj / tm:.2f}", mixed_vs_exact=f"{te / tm:.2f}",
-                                   berr_exact=f"{float(backward_error(a, xe, b)):.2e}",
-                                   berr_mixed=f"{float(backward_error(a, xm, b)):.2e}",
-                                   berr_jax=f"{float(backward_error(a, xj, b)):.2e}",
+                                   berr_exact=f"{berr(a0, xe, b0):.2e}",
+                                   berr_mixed=f"{berr(a0, xm, b0):.2e}",
+                                   berr_jax=f"{berr(a0, xj, b0):.2e}",
                                    status_exact=int(se), status_mixed=int(sm))
                         row.update(dict.fromkeys(TRACE_FIELDS, "") if args.no_trace
                                    else traced(mixed, a, b))
+                        for k, v in saved.items():
+                            if v is None:
+                                os.environ.pop(k, None)
+                            else:
+                                os.environ[k] = v
                         w.writerow(row)
                         f.flush()
                         print(",".join(str(row[c]) for c in cols[:-1]), flush=True)
@@ -214,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                         del xm
                     os.environ.pop("JAXMG_TF32_NB", None)
                     os.environ.pop("JAXMG_TF32_LOOKAHEAD", None)
-                    del a, b, xe, xj
+                    del a, b, a0, b0, xe, xj
     return 0
 
 

@@ -41,6 +41,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/workspace.c
   csrc/engine/cusolverdn/mixed.c
   csrc/engine/cusolverdn/tf32_potrf.c
+  csrc/engine/cusolverdn/tri_solve.c
   csrc/cuda/convert.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c

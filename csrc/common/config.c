@@ -39,6 +39,13 @@ void jmg_config_read(jmg_config *out) {
   out->tf32_nb = (int)int_in(env("JAXMG_TF32_NB"), 64, 8192, 0);
   out->tf32_lookahead = strcmp(env("JAXMG_TF32_LOOKAHEAD"), "1") == 0;
   out->refine_max_steps = (int)int_in(env("JAXMG_REFINE_MAX_STEPS"), 0, 100000, -1);
+  const char *refine_nb = env("JAXMG_REFINE_NB");
+  out->refine_nb = strcmp(refine_nb, "0") == 0 ? 0 : (int)int_in(refine_nb, 64, 8192, -1);
+  out->tf32_trsm = strcmp(env("JAXMG_TF32_TRSM"), "1") == 0;
+  const char *residual = env("JAXMG_REFINE_RESIDUAL");
+  out->refine_residual = strcmp(residual, "symm") == 0   ? 1
+                         : strcmp(residual, "gemv") == 0 ? 2
+                                                         : 0;
 
   const char *lanes = env("JAXMG_COPY_LANES");
   if (lanes[0] != '\0') {

@@ -63,6 +63,18 @@ typedef struct jmg_config {
   int tf32_nb;                      /* 0 when unset or malformed */
   int tf32_lookahead;               /* JAXMG_TF32_LOOKAHEAD is "1" */
   int refine_max_steps;             /* -1 when unset or malformed */
+  /* JAXMG_REFINE_NB: the block of the one-GPU refinement's triangular
+   * solves (engine/cusolverdn/tri_solve.h), 64 to 8192; "0": cuSOLVER's
+   * potrs instead; -1 when unset or malformed (the default block). */
+  int refine_nb;
+  /* JAXMG_REFINE_RESIDUAL: how the one-GPU potrs refinement forms b - A x
+   * of one column: 0 (unset, malformed or "symv") symv on A's lower
+   * triangle, 1 ("symm") symm as with several columns, 2 ("gemv") gemv on
+   * the whole A (both triangles held, as the API requires). */
+  int refine_residual;
+  /* JAXMG_TF32_TRSM is "1": the TF32 Cholesky's panels by cuBLAS's trsm
+   * (session 18's), not by its inverted diagonal blocks and a TF32 gemm. */
+  int tf32_trsm;
 } jmg_config;
 
 /* Reads every setting from the environment now. */

@@ -222,6 +222,43 @@ cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
   }
 }
 
+cublasStatus_t jmg_cublas_gemv_ab_64(cublasHandle_t h, jmg_dtype t,
+                                     cublasOperation_t op, int64_t m,
+                                     int64_t n, double alpha, const void *A,
+                                     int64_t lda, const void *x, double beta,
+                                     void *y) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                        be = jmg_cuda_scalar_of(t, beta);
+  switch (t) {
+    case JMG_F32:
+      return cublasSgemv_64(h, op, m, n, &al.s, A, lda, x, 1, &be.s, y, 1);
+    case JMG_F64:
+      return cublasDgemv_64(h, op, m, n, &al.d, A, lda, x, 1, &be.d, y, 1);
+    case JMG_C64:
+      return cublasCgemv_64(h, op, m, n, &al.c, A, lda, x, 1, &be.c, y, 1);
+    default:
+      return cublasZgemv_64(h, op, m, n, &al.z, A, lda, x, 1, &be.z, y, 1);
+  }
+}
+
+cublasStatus_t jmg_cublas_hemv_ab_64(cublasHandle_t h, jmg_dtype t,
+                                     cublasFillMode_t uplo, int64_t n,
+                                     double alpha, const void *A, int64_t lda,
+                                     const void *x, double beta, void *y) {
+  const jmg_cuda_scalar al = jmg_cuda_scalar_of(t, alpha),
+                        be = jmg_cuda_scalar_of(t, beta);
+  switch (t) {
+    case JMG_F32:
+      return cublasSsymv_64(h, uplo, n, &al.s, A, lda, x, 1, &be.s, y, 1);
+    case JMG_F64:
+      return cublasDsymv_64(h, uplo, n, &al.d, A, lda, x, 1, &be.d, y, 1);
+    case JMG_C64:
+      return cublasChemv_64(h, uplo, n, &al.c, A, lda, x, 1, &be.c, y, 1);
+    default:
+      return cublasZhemv_64(h, uplo, n, &al.z, A, lda, x, 1, &be.z, y, 1);
+  }
+}
+
 /* A reduction of x to one real number (asum, nrm2), as a double on the
  * host, by the routine of x's type (the single-precision ones give a
  * float). */

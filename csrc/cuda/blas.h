@@ -98,6 +98,23 @@ cublasStatus_t jmg_cublas_gemv(cublasHandle_t h, jmg_dtype t,
                                const void *A, int64_t lda, const void *x,
                                void *y);
 
+/* y = alpha op(A) x + beta y (beta 0: y is not read), A m x n, unit
+ * strides, 64-bit sizes: the refinement's residual (op(A) against float64
+ * or complex128 A) and its blocked triangular solves with the lower factor
+ * (engine/cusolverdn/tri_solve.h). */
+cublasStatus_t jmg_cublas_gemv_ab_64(cublasHandle_t h, jmg_dtype t,
+                                     cublasOperation_t op, int64_t m,
+                                     int64_t n, double alpha, const void *A,
+                                     int64_t lda, const void *x, double beta,
+                                     void *y);
+
+/* y = alpha A x + beta y, A n x n Hermitian (symmetric for the real types)
+ * of which the triangle uplo is read, unit strides, 64-bit sizes. */
+cublasStatus_t jmg_cublas_hemv_ab_64(cublasHandle_t h, jmg_dtype t,
+                                     cublasFillMode_t uplo, int64_t n,
+                                     double alpha, const void *A, int64_t lda,
+                                     const void *x, double beta, void *y);
+
 /* The sum of |Re x_i| + |Im x_i| over n elements (cublas<t>asum), as a
  * double on the host (the handle's pointer mode must be host). */
 cublasStatus_t jmg_cublas_asum(cublasHandle_t h, jmg_dtype t, int64_t n,

@@ -43,4 +43,17 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", NULL).tf32_lookahead, 0);
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "1").tf32_lookahead, 1);
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "yes").tf32_lookahead, 0);
+  CHECK_EQ(read_with("JAXMG_REFINE_NB", NULL).refine_nb, -1);
+  CHECK_EQ(read_with("JAXMG_REFINE_NB", "0").refine_nb, 0);
+  CHECK_EQ(read_with("JAXMG_REFINE_NB", "512").refine_nb, 512);
+  CHECK_EQ(read_with("JAXMG_REFINE_NB", "32").refine_nb, -1);
+  CHECK_EQ(read_with("JAXMG_REFINE_NB", "00").refine_nb, -1);
+  CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", NULL).refine_residual, 0);
+  CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "symv").refine_residual, 0);
+  CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "symm").refine_residual, 1);
+  CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "gemv").refine_residual, 2);
+  CHECK_EQ(read_with("JAXMG_REFINE_RESIDUAL", "gemm").refine_residual, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_TRSM", NULL).tf32_trsm, 0);
+  CHECK_EQ(read_with("JAXMG_TF32_TRSM", "1").tf32_trsm, 1);
+  CHECK_EQ(read_with("JAXMG_TF32_TRSM", "yes").tf32_trsm, 0);
 }

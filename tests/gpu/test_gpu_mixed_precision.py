@@ -272,6 +272,43 @@ def test_tf32_cholesky_look_ahead_gives_the_same_factor(capfd, monkeypatch, kapp
         assert "fallback" in line, line
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
+@pytest.mark.parametrize("setting", [("JAXMG_REFINE_NB", "0"), ("JAXMG_REFINE_NB", "64"),
+                                     ("JAXMG_REFINE_NB", "700"),
+                                     ("JAXMG_REFINE_RESIDUAL", "symm"),
+                                     ("JAXMG_REFINE_RESIDUAL", "gemv"),
+                                     ("JAXMG_TF32_TRSM", "1")],
+                         ids=["potrs-solves", "nb64", "nb700", "symm", "gemv", "trsm-panels"])
+def test_refinement_steps_variants_converge_alike(capfd, monkeypatch, dtype, setting):
+    """The TF32 Cholesky's refinement of one right-hand side with its default
+    steps (panels by the inverted diagonal blocks, the refinement's solves
+    by gemv over the factor's blocks of 512 with those inverses, the
+    residual by symv/hemv) and with each variant (cuSOLVER's potrs for the
+    solves, blocks of 64 or of 700, the last one partial, inverted apart;
+    the residual by symm or by gemv on the whole A; the panels by trsm):
+    converged, no fallback, corrections within one of the default's, the
+    exact path's accuracy; the trace names the inversion where the solves
+    are blocked and splits the steps' time."""
+    monkeypatch.setenv("JAXMG_REFINE_MAX_STEPS", "0")
+    rng = np.random.default_rng(49)
+    a = _matrix(rng, TF32_N, 1e2, True, dtype)
+    b = rng.standard_normal((TF32_N, 1)).astype(dtype)
+    xe = _solve("potrs", a, b, "exact")[0]
+    x0, s0, line0 = _traced(capfd, monkeypatch, "potrs", a, b, "mixed")
+    monkeypatch.setenv(*setting)
+    x, s, line = _traced(capfd, monkeypatch, "potrs", a, b, "mixed")
+    for xi, si, li in ((x0, s0, line0), (x, s, line)):
+        assert si == 0 and "fallback" not in li, li
+        assert _berr(a, xi, b) <= 10 * max(_berr(a, xe, b), U), li
+        assert re.search(r"products with A [0-9.]+ ms\]", li), li
+    assert "diagonal blocks inverted (solves by blocks of 512; by the factorization)" in line0
+    assert "inverse panels" in line0, line0
+    blocked = setting != ("JAXMG_REFINE_NB", "0")
+    assert ("diagonal blocks inverted" in line) == blocked, line
+    its = [re.search(r"refine \w+ (\d+) iterations?", ln) for ln in (line0, line)]
+    assert all(its) and abs(int(its[0][1]) - int(its[1][1])) <= 1, (line0, line)
+
+
 @pytest.mark.parametrize("op", ["potrs", "lu_solve"])
 def test_mixed_low_bf16x9_emulates_float32_on_tensor_cores(capfd, monkeypatch, op):
     """JAXMG_MIXED_LOW=bf16x9: cuSOLVER's float32 potrf / getrf in its FP32

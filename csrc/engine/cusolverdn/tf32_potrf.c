@@ -74,6 +74,46 @@ static int panel_trsm(jmg_dn_tf32 *p, int64_t j, int64_t jb, int64_t rest,
       p->call->cuda.op, err);
 }
 
+/* The panel below block j (rest rows) by block j's inverse: A(j+jb:,
+ * j:j+jb) = (its copy) L_jj^-H, one gemm. */
+static int panel_by_inverse(jmg_dn_tf32 *p, int64_t j, int64_t jb,
+                            int64_t rest, jmg_error *err) {
+  const jmg_cuda_call *c = &p->call->cuda;
+  const size_t lo = jmg_dtype_size(p->low);
+  int rc = JMG_CUDA_TRY(cudaMemcpy2DAsync(p->panel, (size_t)rest * lo,
+                                          at(p, j + jb, j), (size_t)p->n * lo,
+                                          (size_t)rest * lo, (size_t)jb,
+                                          cudaMemcpyDeviceToDevice, c->stream),
+                        c->op, err);
+  if (rc == 0)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_gemm_64(p->call->blas, p->low, CUBLAS_OP_N, herm_op(p), rest,
+                           jb, jb, 1.0, p->panel, rest,
+                           jmg_dn_tri_inverse(p->tri, j / p->nb), p->tri->nb,
+                           0.0, at(p, j + jb, j), p->n),
+        c->op, err);
+  return rc;
+}
+
+/* Block j's inverse into p->tri and, where rest > 0, the panel below it by
+ * that inverse, both in CUBLAS_DEFAULT_MATH: float32 arithmetic, not TF32 (a TF32 panel gemm doubled the corrections at a
+ * condition number of 1e4 and made the factorization fail at 1e5 in an
+ * emulation of this Cholesky, N = 1024, blocks of 256, where the float32
+ * one matched the trsm's corrections); TF32 set again after. */
+static int invert_block(jmg_dn_tf32 *p, int64_t j, int64_t jb, int64_t rest,
+                        jmg_error *err) {
+  const char *op = p->call->cuda.op;
+  cublasHandle_t h = p->call->blas;
+  int rc = JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), op, err);
+  if (rc == 0) rc = jmg_dn_tri_invert_block(p->tri, j / p->nb, err);
+  if (rc == 0 && rest > 0) rc = panel_by_inverse(p, j, jb, rest, err);
+  jmg_error ignored;
+  const int back =
+      JMG_CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), op,
+                     rc == 0 ? err : &ignored);
+  return rc != 0 ? rc : back;
+}
+
 /* Checks a diagonal block's info; *low_info the failing minor of block j. */
 static int check_block_info(jmg_dn_tf32 *p, int64_t j, int info, int *low_info,
                             jmg_error *err) {
@@ -138,7 +178,9 @@ static int diagonal_block(jmg_dn_tf32 *p, cudaEvent_t *ev, int64_t j,
 static int panel_and_update(jmg_dn_tf32 *p, cudaEvent_t *ev, int64_t j,
                             int64_t jb, int64_t rest, jmg_error *err) {
   int rc = record(p, ev, EV_S0, err);
-  if (rc == 0) rc = panel_trsm(p, j, jb, rest, err);
+  if (rc == 0)
+    rc = p->tri != NULL ? invert_block(p, j, jb, rest, err)
+                        : panel_trsm(p, j, jb, rest, err);
   if (rc == 0) rc = record(p, ev, EV_S1, err);
   if (rc == 0) rc = trailing_update(p, j, jb, j + jb, err);
   if (rc == 0) rc = record(p, ev, EV_S2, err);
@@ -150,11 +192,18 @@ static int blocks(jmg_dn_tf32 *p, cudaEvent_t *ev, int *low_info,
                   jmg_error *err) {
   const int64_t n = p->n, nb = p->nb;
   int rc = 0, panels = 0; /* panels: blocks whose trsm/update were timed */
+  if (p->tri != NULL) rc = jmg_dn_tri_begin(p->tri, err);
   for (int64_t j = 0; rc == 0 && j < n; j += nb) {
     const int64_t jb = nb < n - j ? nb : n - j, rest = n - j - jb;
     int info = 0;
     rc = diagonal_block(p, ev, j, jb, &panels, low_info, &info, err);
-    if (rc != 0 || info > 0 || rest == 0) break;
+    if (rc != 0 || info > 0) break;
+    if (rest == 0) {
+      /* The last block has no panel: its inverse alone. */
+      if (p->tri != NULL) rc = invert_block(p, j, jb, 0, err);
+      if (rc == 0) p->inverted = p->tri != NULL;
+      break;
+    }
     rc = panel_and_update(p, ev, j, jb, rest, err);
     if (rc == 0 && ev[0] != NULL) panels = 1;
   }
@@ -171,6 +220,7 @@ int jmg_dn_tf32_potrf(jmg_dn_tf32 *p, int *low_info, jmg_error *err) {
   cublasMath_t mode = CUBLAS_DEFAULT_MATH;
   *low_info = 0;
   p->t_diag = p->t_trsm = p->t_update = 0.0;
+  p->inverted = 0;
   jmg_config cfg;
   jmg_config_read(&cfg);
   cudaEvent_t ev[EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};

@@ -12,6 +12,7 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "engine/cusolverdn/dn.h"
+#include "engine/cusolverdn/tri_solve.h"
 
 /* One factorization: what it runs on and, with JAXMG_TRACE, where its
  * time went. */
@@ -22,6 +23,19 @@ typedef struct jmg_dn_tf32 {
   void *f;           /* A's lower copy, n x n, lda n: factored in place */
   void *work;        /* the diagonal block's potrf workspace */
   size_t work_bytes;
+  /* Panels by inverted diagonal blocks (jmg_dn_tf32_potrf only; NULL: by
+   * trsm): each diagonal block, once factored, is inverted into tri (its
+   * f, n and nb this factorization's) and the panel below it becomes
+   * A21 L11^-H by one gemm from a copy of it in `panel` ((n - nb) x nb
+   * elements), both in float32 arithmetic (CUBLAS_DEFAULT_MATH; TF32 there
+   * costs the refinement's convergence, tf32_potrf.c):
+   * the same flops as the panel's trsm, which ran at about 19 TFLOP/s on
+   * an H200 (7.4 ms of 23 at N = 16384), as a gemm (float32 peak 67
+   * TFLOP/s). The inverses are the refinement's blocked solves' too
+   * (tri_solve.h). */
+  const jmg_dn_tri *tri;
+  void *panel;
+  int inverted; /* out: 1 where every diagonal block's inverse was made */
   /* Out (JAXMG_TRACE only, by CUDA events, jmg_dn_tf32_potrf alone): its
    * diagonal blocks' potrf, its panels' trsm, its trailing updates, ms. */
   double t_diag, t_trsm, t_update;
