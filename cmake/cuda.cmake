@@ -42,6 +42,11 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/mixed.c
   csrc/engine/cusolverdn/tf32_potrf.c
   csrc/cuda/convert.c
+  csrc/engine/eig_mgpu/context.c
+  csrc/engine/eig_mgpu/syevd.c
+  csrc/engine/eig_mgpu/sytrd.c
+  csrc/engine/eig_mgpu/ormtr.c
+  csrc/engine/eig_mgpu/kernels.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c
   csrc/engine/gather/potri.c

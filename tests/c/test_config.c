@@ -43,4 +43,7 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", NULL).tf32_lookahead, 0);
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "1").tf32_lookahead, 1);
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "yes").tf32_lookahead, 0);
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", NULL).syevd_mgpu, 0);
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "1").syevd_mgpu, 1);
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "yes").syevd_mgpu, 0);
 }
