@@ -46,6 +46,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/eig_mgpu/syevd.c
   csrc/engine/eig_mgpu/sytrd.c
   csrc/engine/eig_mgpu/ormtr.c
+  csrc/engine/eig_mgpu/stedc.c
   csrc/engine/eig_mgpu/kernels.c
   csrc/engine/gather/context.c
   csrc/engine/gather/potrs.c

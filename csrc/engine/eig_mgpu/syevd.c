@@ -2,16 +2,21 @@
  * (eig_mgpu.h):
  *
  * 1. A = Q T Q^T in place on every GPU's columns (trd.h jmg_trd_reduce);
- * 2. T's eigenvalues (dsterf), or its eigenvalues and eigenvectors (dstemr
- *    in chunks on the host's cores: engine/lapack/tridiagonal.h), each
- *    chunk of eigenvectors copied into Z, laid out as A, as it comes;
+ * 2. T's eigenvalues and eigenvectors by cuSOLVERMp's divide and conquer
+ *    on participant 0's GPU (stedc.c), the vectors copied into Z, laid out
+ *    as A; where cuSOLVERMp is not installed (or fails), on the host:
+ *    eigenvalues by dsterf, or eigenvectors by dstemr in chunks on the
+ *    host's cores (engine/lapack/tridiagonal.h), each chunk copied into Z
+ *    as it comes;
  * 3. Z = Q Z on every GPU's columns of Z (jmg_trd_ormtr), then Z into A's
  *    buffers: the eigenvectors in the block-cyclic layout the contract
  *    wants.
  *
  * Scratch per GPU: the reduction's (about 4 panels of N rows), then Z
  * (the GPU's columns) and the back-transformation's, from XLA's allocator
- * (cuda/call.h). */
+ * (cuda/call.h); on participant 0 also Stedc's Q (N x N) and workspace
+ * (3 to 5 times Q, session 13), which jmg_eig_mgpu_syevd_bytes does not
+ * count. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,8 +134,6 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   if (rc == 0)
     rc = jmg_trd_reduce(&g, &am, JMG_EIG_MGPU_NB, work, d, ev, tau, op, err);
   jmg_trace_mark("sytrd");
-  if (rc == 0 && !want_vectors)
-    rc = jmg_tridiagonal_eigenvalues(op, n, d, ev, wd, info, err);
   /* Z after the reduction's scratch: the same buffers, now free (the
    * reduction waited for its streams). The back-transformation's scratch
    * follows Z. */
@@ -140,11 +143,31 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
     orm[q] = (char *)work[q] +
              jmg_cuda_align((size_t)(cnt > 0 ? cnt : 1) * nn * sizeof(double));
   }
+  /* T on the GPU by cuSOLVERMp's Stedc where the library is there; where
+   * it is not, or fails, on the host (the one-GPU tridiagonal path's
+   * solvers), which writes every output again. */
+  int ran = 0;
+  if (rc == 0) {
+    jmg_error gpu_err;
+    jmg_error_clear(&gpu_err);
+    const int r = jmg_eig_mgpu_stedc(&c, &g, n, d, ev, wd,
+                                     want_vectors ? &zm : NULL, info, &ran,
+                                     &gpu_err);
+    if (r != 0) {
+      jmg_trace_note("cusolverMpStedc failed (%s: %s): T on the host",
+                     gpu_err.call, gpu_err.msg);
+      ran = 0;
+      *info = 0;
+    }
+    if (ran) jmg_trace_mark("stedc");
+  }
+  if (rc == 0 && !ran && !want_vectors)
+    rc = jmg_tridiagonal_eigenvalues(op, n, d, ev, wd, info, err);
   z_sink sink = {&g, &zm, op};
-  if (rc == 0 && want_vectors)
+  if (rc == 0 && !ran && want_vectors)
     rc = jmg_tridiagonal_eigenvectors(op, n, d, ev, wd, JMG_F64, 0, to_z, &sink,
                                       info, err);
-  jmg_trace_mark(want_vectors ? "stemr" : "sterf");
+  if (!ran) jmg_trace_mark(want_vectors ? "stemr" : "sterf");
   if (rc == 0 && *info == 0 && want_vectors) {
     rc = jmg_trd_ormtr(&g, &am, tau, &zm, orm, op, err);
     /* Every GPU read the others' reflectors: all done before A is

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Issue 37, session 19: jaxmg's multi-GPU eigensolver (csrc/engine/eig_mgpu/), never run on a
 # GPU before this call. Prepare: .snap = git archive HEAD of branch eig-mgpu, this file copied into
-# .snap; carry [".snap"] (".whl" too if at hand: not needed); run on 2 GPUs:
+# .snap, and .whl/ holding nvidia_cusolvermp_cu13-0.8.0.3126-*.whl (from /work/main/.whl: T's
+# eigenproblem then runs on the GPU by cusolverMpStedc; without it, on the host: about 9 s at
+# N = 16384); carry [".snap", ".whl"]; run on 2 GPUs:
 #   bash .snap/eig-call.sh        (about 250 s; every step bounded by jaxmg_left, JAXMG_DEADLINE=290)
 # 1. the reduction alone (scripts/probe-eig-mgpu.sh): Q's orthogonality, A = Q T Q^T and Z = Q I
 #    against dorgtr at small N on 1 and 2 GPUs; then N = 8192 and 16384 on 1 and 2 GPUs against
 #    cusolverDnDsytrd, T's eigenvalues against cusolverDnXsyevd's, the back-transformation's time;
 # 2. the library built, syevd with JAXMG_SYEVD_MGPU=1 on 2 GPUs against jnp.linalg.eigh and
-#    eigvalsh on one GPU at N = 16384 (JAXMG_TRACE=1: the engine's parts); N = 32768 only with
-#    BIG=1 (its host dstemr alone is about 40 s);
+#    eigvalsh on one GPU at N = 16384 (JAXMG_TRACE=1: the engine's parts: sytrd, stedc or
+#    stemr/sterf, ormtr); N = 32768 too with BIG=1 (the time left permitting);
 # 3. tests/gpu/test_gpu_syevd_mgpu.py.
 # Logs under $OUT/r (and $OUT/r.tar.gz); the summary at the end of stdout.
 set -u
@@ -16,6 +18,7 @@ cd "$(dirname "$0")"
 source scripts/device-lib.sh; jaxmg_device_env
 export JAXMG_DEADLINE=${JAXMG_DEADLINE:-290}
 R=$OUT/r; mkdir -p $R
+jaxmg_carried_wheels $R > $R/wheels.txt 2>&1
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1}
 jaxmg_machine_info $R
 # 1. The probe first: it needs no build of the library (gcc against the toolkit).
