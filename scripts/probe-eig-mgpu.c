@@ -152,7 +152,7 @@ static int mode_dn(long long n) {
   int lwork = 0;
   CKS(cusolverDnDsytrd_bufferSize(dn, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n,
                                   d, e, tau, &lwork));
-  double *work;
+  double *work, t_symv = 0.0;
   CK(cudaMalloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
   for (int rep = 0; rep < 2; ++rep) {
     CK(cudaMemcpy(a, a0, nn, cudaMemcpyDeviceToDevice));
@@ -162,6 +162,26 @@ static int mode_dn(long long n) {
                          tau, work, lwork, info));
     CK(cudaDeviceSynchronize());
     if (rep == 1) line("dn_sytrd", n, 1, 0, 0, now() - t0, "cusolverDnDsytrd");
+  }
+  {
+    /* cuBLAS's dsymv (lower, atomics allowed: what the one-GPU reduction
+     * runs) on the whole matrix: the bandwidth to beat. */
+    CKB(cublasSetAtomicsMode(h, CUBLAS_ATOMICS_ALLOWED));
+    const double one = 1.0, zero = 0.0;
+    for (int rep = 0; rep < 12; ++rep) {
+      if (rep == 2) {
+        CK(cudaDeviceSynchronize());
+        t_symv = now();
+      }
+      CKB(cublasDsymv(h, CUBLAS_FILL_MODE_LOWER, (int)n, &one, a0, (int)n, d,
+                      1, &zero, e, 1));
+    }
+    CK(cudaDeviceSynchronize());
+    const double per = (now() - t_symv) / 10.0;
+    char note[160];
+    snprintf(note, sizeof note, "cublasDsymv lower, atomics; %.2f TB/s (n^2/2 elements)",
+             0.5 * (double)n * (double)n * 8.0 / per * 1e-12);
+    line("dn_symv", n, 1, 0, 0, per, note);
   }
   for (int rep = 0; rep < 2; ++rep) {
     CK(cudaMemcpy(a, a0, nn, cudaMemcpyDeviceToDevice));
@@ -321,6 +341,22 @@ static int mode_mg(int ndev, long long n, int nb, long long tile, int check,
   if (make_setup(&s, ndev, n, tile, nb, dense)) return -1;
   double *d = malloc((size_t)n * sizeof(double)), *e = calloc((size_t)n, sizeof(double)),
          *tau = calloc((size_t)n, sizeof(double));
+  {
+    /* The split product alone, the whole lower triangle: GPU 0 reads its
+     * columns' part, about n^2 / 2 / ndev elements. */
+    if (restore(&s)) return -1;
+    jmg_error err;
+    memset(&err, 0, sizeof err);
+    double ms = 0.0;
+    if (jmg_trd_time_symv(&s.g, &s.a, nb, s.work, 10, &ms, "probe", &err) != 0) {
+      snprintf(g_status, sizeof g_status, "jmg_trd_time_symv: %s: %s", err.call, err.msg);
+      return -1;
+    }
+    const double bytes = 0.5 * (double)n * (double)n * 8.0 / ndev;
+    snprintf(note, sizeof note, "j = 0, one product; GPU 0 reads %.2f GB: %.2f TB/s",
+             bytes * 1e-9, bytes / (ms * 1e-3) * 1e-12);
+    line("mg_symv", n, ndev, nb, tile, ms * 1e-3, note);
+  }
   double times[64];
   if (reps > 63) reps = 63;
   for (int rep = 0; rep <= reps; ++rep) {

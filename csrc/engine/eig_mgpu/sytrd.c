@@ -424,3 +424,61 @@ int jmg_trd_reduce(const jmg_trd_gpus *g, const jmg_trd_matrix *a, int nb,
   }
   return rc;
 }
+
+int jmg_trd_time_symv(const jmg_trd_gpus *g, const jmg_trd_matrix *a, int nb,
+                      void *const *work, int reps, double *ms, const char *op,
+                      jmg_error *err) {
+  run s;
+  memset(&s, 0, sizeof s);
+  s.g = g;
+  s.a = a;
+  s.ndev = g->ndev;
+  s.nb = nb;
+  s.n = a->n;
+  s.tile = a->tile;
+  s.op = op;
+  s.err = err;
+  *ms = 0.0;
+  int rc = jmg_trd_kernels_get(&s.k, op, err);
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  for (int q = 0; rc == 0 && q < s.ndev; ++q) {
+    s.base[q] = work[q];
+    s.p[q] = parts_of(s.n, s.tile, s.ndev, q, nb);
+    rc = on(&s, q);
+    /* v = 1 everywhere: the product's values do not matter here. */
+    if (rc == 0)
+      rc = cuda(&s,
+                cudaMemsetAsync(PTR(&s, q, v), 0, (size_t)s.n * sizeof(double),
+                                g->stream[q]),
+                "cudaMemsetAsync");
+    if (rc == 0)
+      rc = cuda(&s,
+                cudaMemsetAsync(PTR(&s, q, y), 0, (size_t)s.n * sizeof(double),
+                                g->stream[q]),
+                "cudaMemsetAsync");
+    if (rc == 0) rc = cuda(&s, cudaStreamSynchronize(g->stream[q]), "cudaStreamSynchronize");
+  }
+  /* GPU 0's time (events on its stream) over reps products at j = 0, the
+   * other GPUs running theirs at the same time. */
+  if (rc == 0) rc = on(&s, 0);
+  if (rc == 0) rc = cuda(&s, cudaEventCreate(&e0), "cudaEventCreate");
+  if (rc == 0) rc = cuda(&s, cudaEventCreate(&e1), "cudaEventCreate");
+  if (rc == 0) rc = cuda(&s, cudaEventRecord(e0, g->stream[0]), "cudaEventRecord");
+  for (int i = 0; rc == 0 && i < reps; ++i)
+    for (int q = 0; rc == 0 && q < s.ndev; ++q) {
+      rc = on(&s, q);
+      if (rc == 0) rc = symv(&s, q, 0);
+    }
+  if (rc == 0) rc = on(&s, 0);
+  if (rc == 0) rc = cuda(&s, cudaEventRecord(e1, g->stream[0]), "cudaEventRecord");
+  for (int q = 0; rc == 0 && q < s.ndev; ++q) {
+    rc = on(&s, q);
+    if (rc == 0) rc = cuda(&s, cudaStreamSynchronize(g->stream[q]), "cudaStreamSynchronize");
+  }
+  float t = 0.0f;
+  if (rc == 0) rc = cuda(&s, cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
+  if (rc == 0) *ms = (double)t / (reps > 0 ? reps : 1);
+  if (e0 != NULL) (void)cudaEventDestroy(e0);
+  if (e1 != NULL) (void)cudaEventDestroy(e1);
+  return rc;
+}

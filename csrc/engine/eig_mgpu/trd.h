@@ -65,6 +65,13 @@ int jmg_trd_reduce(const jmg_trd_gpus *g, const jmg_trd_matrix *a, int nb,
                    void *const *work, double *d, double *e, double *tau,
                    const char *op, jmg_error *err);
 
+/* For the probe: the split symmetric product alone, the whole matrix (j =
+ * 0), reps times on every GPU at once (each its own part); *ms the mean
+ * milliseconds of one on GPU 0. work as jmg_trd_reduce's. */
+int jmg_trd_time_symv(const jmg_trd_gpus *g, const jmg_trd_matrix *a, int nb,
+                      void *const *work, int reps, double *ms, const char *op,
+                      jmg_error *err);
+
 /* Device scratch of jmg_trd_ormtr on GPU dev, in bytes. */
 size_t jmg_trd_ormtr_bytes(int64_t n, int64_t tile, int ndev, int dev);
 
