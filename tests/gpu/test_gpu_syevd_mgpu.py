@@ -9,7 +9,8 @@ around the reduction's panel (64 columns, never across a tile: T_A = 48 and
 100 cut panels) and the back-transformation's block (128 reflectors);
 random, clustered and diagonal spectra (a diagonal A: every reflector the
 identity); that the engine ran (JAXMG_TRACE) and its steps (T by
-cuSOLVERMp's stedc where its wheel is installed, else on the host); that without
+cuSOLVERMp's stedc from N = 2048 where its wheel is installed, else on the
+host); that without
 JAXMG_SYEVD_MGPU, or for float32, another engine runs. Needs 2 GPUs;
 skipped without them.
 """
@@ -94,7 +95,8 @@ def test_mgpu_syevd_clustered_and_diagonal(mgpu, capfd):
 @pytest.mark.timeout(600)
 def test_mgpu_syevd_larger(mgpu, capfd):
     """N = 4096 with T_A = 256 (the layout the bench times), checked on the
-    GPUs (jax.numpy in float64)."""
+    GPUs (jax.numpy in float64); from N = 2048 on, T goes to cuSOLVERMp's
+    stedc where its wheel is installed."""
     mesh = _mesh(GPUS[:2])
     a = _hermitian(np.random.default_rng(5), 4096)
     w, v = jaxmg.syevd(_on(mesh, a), T_A=256, mesh=mesh, in_specs=ROWS)

@@ -17,8 +17,9 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
 
 /* T's eigenvalues (ascending, into w on the host) and, with z, its
  * eigenvectors into z (laid out as A), by cuSOLVERMp's cusolverMpStedc on
- * participant 0's GPU (stedc.c). *ran: 0 where cuSOLVERMp is not
- * available (the reason traced; nothing done: solve T elsewhere), 1 where
+ * participant 0's GPU (stedc.c), for N >= 2048. *ran: 0 below that, or
+ * where cuSOLVERMp is not available (the reason traced; nothing done:
+ * solve T elsewhere), 1 where
  * Stedc was called. *info: Stedc's (> 0: it did not converge). Its buffers
  * are the call's (cuda/call.h). Errors name the op. */
 int jmg_eig_mgpu_stedc(jmg_cuda_call *c, const jmg_trd_gpus *g, int64_t n,

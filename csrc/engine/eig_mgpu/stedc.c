@@ -15,6 +15,12 @@
 #include "engine/cusolvermp/api.h"
 #include "engine/eig_mgpu/eig_mgpu.h"
 
+/* Below this order T goes to the host, where dstemr takes well under 0.2 s,
+ * and Stedc's blocks would be small: cuSOLVERMp 0.8 failed with tiny blocks
+ * (syevd on 2 ranks) and left the process's CUDA context broken
+ * (docs/gpu-notes.md); 2048-column blocks are what session 18 ran. */
+#define STEDC_MIN_N 2048
+
 static int mp_ok(cusolverStatus_t st, const char *op, const char *call,
                  jmg_error *err) {
   return jmg_cusolver_check(st, op, call, err);
@@ -27,13 +33,13 @@ int jmg_eig_mgpu_stedc(jmg_cuda_call *c, const jmg_trd_gpus *g, int64_t n,
   const char *op = c->op;
   *ran = 0;
   *info = 0;
+  if (n < STEDC_MIN_N) return 0;
   char why[512];
   const jmg_mp_api *mp = jmg_mp_load(why, sizeof why);
   if (mp == NULL) {
     jmg_trace_note("T on the host: %s", why);
     return 0;
   }
-  if (n < 1) return 0;
   const int dev = g->device[0];
   const cudaStream_t st = g->stream[0];
   void *comm = NULL;
@@ -45,7 +51,8 @@ int jmg_eig_mgpu_stedc(jmg_cuda_call *c, const jmg_trd_gpus *g, int64_t n,
   void *work = NULL, *hwork = NULL;
   size_t dbytes = 0, hbytes = 0;
   char compz[2] = {'I', '\0'};
-  /* Blocks: a power of two (Stedc may fail with others), at most 2048. */
+  /* Blocks: a power of two (Stedc may fail with others), 2048 from
+   * STEDC_MIN_N on. */
   int64_t nb = 1;
   while (nb * 2 <= n && nb * 2 <= 2048) nb *= 2;
   const size_t nn = (size_t)n;
