@@ -6,8 +6,9 @@
  *
  *   o:        update_col(c)  house(c)  record ev_v[o]
  *   each q≠o: wait ev_v[o]  symv(q)  record ev_y[q]
- *   o:        symv(o)  p1 = W^T v, p2 = V^T v (cuBLAS gemv)
- *             wait every ev_y[q]  finish_w(c)
+ *   o:        symv(o); beside it, on a second stream of o (after ev_v[o]):
+ *             p1 = W^T v, p2 = V^T v (cuBLAS gemv), record ev_p[o]
+ *             wait ev_p[o] and every ev_y[q]  finish_w(c)
  *
  * house writes v into every GPU's v buffer and zeroes every GPU's y (peer
  * stores); finish_w reads every GPU's y (peer loads). At the panel's end
@@ -80,7 +81,10 @@ typedef struct run {
   double *base[JMG_TRD_MAX_DEV];
   trd_parts p[JMG_TRD_MAX_DEV];
   cudaEvent_t ev_v[JMG_TRD_MAX_DEV], ev_y[JMG_TRD_MAX_DEV],
-      ev_b[JMG_TRD_MAX_DEV];
+      ev_b[JMG_TRD_MAX_DEV], ev_p[JMG_TRD_MAX_DEV];
+  /* A second stream on each GPU: the owner's two gemv run there, beside
+   * its own part of the product. */
+  cudaStream_t aux[JMG_TRD_MAX_DEV];
   const char *op;
   jmg_error *err;
 } run;
@@ -184,21 +188,36 @@ static int column(run *s, int o, int64_t i, int k) {
       rc = cuda(s, cudaEventRecord(s->ev_y[q], s->g->stream[q]),
                 "cudaEventRecord");
   }
-  if (rc == 0) rc = on(s, o);
-  if (rc == 0) rc = symv(s, o, j);
+  /* p1 = W^T v, p2 = V^T v on the owner's second stream, beside its own
+   * part of the product on its stream. */
   double *p1 = PTR(s, o, p1), *p2 = PTR(s, o, p2), *v = PTR(s, o, v);
+  if (rc == 0) rc = on(s, o);
   if (rc == 0 && k > 0) {
     const double one = 1.0, zero = 0.0;
-    rc = blas(s,
-              cublasDgemv_64(s->g->blas[o], CUBLAS_OP_T, n - j, k, &one, w + j,
-                             n, v + j, 1, &zero, p1, 1),
-              "cublasDgemv_64 (W^T v)");
+    cublasHandle_t h = s->g->blas[o];
+    rc = cuda(s, cudaStreamWaitEvent(s->aux[o], s->ev_v[o], 0),
+              "cudaStreamWaitEvent");
+    if (rc == 0) rc = blas(s, cublasSetStream(h, s->aux[o]), "cublasSetStream");
     if (rc == 0)
       rc = blas(s,
-                cublasDgemv_64(s->g->blas[o], CUBLAS_OP_T, n - j, k, &one,
-                               vp + j, n, v + j, 1, &zero, p2, 1),
+                cublasDgemv_64(h, CUBLAS_OP_T, n - j, k, &one, w + j, n, v + j,
+                               1, &zero, p1, 1),
+                "cublasDgemv_64 (W^T v)");
+    if (rc == 0)
+      rc = blas(s,
+                cublasDgemv_64(h, CUBLAS_OP_T, n - j, k, &one, vp + j, n,
+                               v + j, 1, &zero, p2, 1),
                 "cublasDgemv_64 (V^T v)");
+    /* Back on the GPU's stream, where the trailing update's gemm run. */
+    const int r = blas(s, cublasSetStream(h, s->g->stream[o]), "cublasSetStream");
+    if (rc == 0) rc = r;
+    if (rc == 0)
+      rc = cuda(s, cudaEventRecord(s->ev_p[o], s->aux[o]), "cudaEventRecord");
   }
+  if (rc == 0) rc = symv(s, o, j);
+  if (rc == 0 && k > 0)
+    rc = cuda(s, cudaStreamWaitEvent(s->g->stream[o], s->ev_p[o], 0),
+              "cudaStreamWaitEvent");
   jmg_trd_ptrs yp;
   memset(&yp, 0, sizeof yp);
   int npeer = 0;
@@ -388,6 +407,12 @@ int jmg_trd_reduce(const jmg_trd_gpus *g, const jmg_trd_matrix *a, int nb,
     if (rc == 0)
       rc = cuda(&s, cudaEventCreateWithFlags(&s.ev_b[q], cudaEventDisableTiming),
                 "cudaEventCreateWithFlags");
+    if (rc == 0)
+      rc = cuda(&s, cudaEventCreateWithFlags(&s.ev_p[q], cudaEventDisableTiming),
+                "cudaEventCreateWithFlags");
+    if (rc == 0)
+      rc = cuda(&s, cudaStreamCreateWithFlags(&s.aux[q], cudaStreamNonBlocking),
+                "cudaStreamCreateWithFlags");
     /* The other GPUs wait for this one's memsets before their first use
      * of its buffers (house writes into every GPU's v and y). */
     if (rc == 0)
@@ -409,14 +434,22 @@ int jmg_trd_reduce(const jmg_trd_gpus *g, const jmg_trd_matrix *a, int nb,
     if (rc == 0 && i + wd < s.n) rc = trailing(&s, o, i, wd);
   }
   if (rc == 0) rc = collect(&s, d, e, tau);
-  /* A failure leaves work queued: wait for it before the events go. */
+  /* A failure leaves work queued: wait for it before the events go. The
+   * second streams' last work is ordered before the GPUs' streams' end
+   * (finish_w waited for it). */
   for (int q = 0; q < s.ndev; ++q) {
     if (s.ev_v[q] == NULL) continue;
     (void)cudaSetDevice(g->device[q]);
     if (rc != 0) (void)cudaStreamSynchronize(g->stream[q]);
+    if (s.aux[q] != NULL) {
+      if (rc != 0) (void)cudaStreamSynchronize(s.aux[q]);
+      const int r = cuda(&s, cudaStreamDestroy(s.aux[q]), "cudaStreamDestroy");
+      if (rc == 0) rc = r;
+    }
     (void)cudaEventDestroy(s.ev_v[q]);
     if (s.ev_y[q] != NULL) (void)cudaEventDestroy(s.ev_y[q]);
     if (s.ev_b[q] != NULL) (void)cudaEventDestroy(s.ev_b[q]);
+    if (s.ev_p[q] != NULL) (void)cudaEventDestroy(s.ev_p[q]);
   }
   if (saved >= 0) {
     const int r = cuda(&s, cudaSetDevice(saved), "cudaSetDevice");
