@@ -41,7 +41,9 @@ is read from the warm-up's JAXMG_TRACE line into ``engine_ran``),
 ``cusolvermp`` (cuSOLVERMp, one process driving the k GPUs) and
 ``cusolvermp-mpmd`` (cuSOLVERMp, one process per GPU: k processes joined by
 jax.distributed on localhost, each with ``local_device_ids=[i]``; on one GPU
-it is ``cusolvermp`` and is not run again). On CPU devices the same four
+it is ``cusolvermp`` and is not run again); ``eig-mgpu`` (jaxmg's own
+multi-GPU eigensolver, engine/eig_mgpu/: syevd and syevd_values float64,
+every other op n/a) only where --engines names it. On CPU devices the same four
 models are ``default``, ``lapack``, ``lapack-local`` and
 ``lapack-local-mpmd``. ``jax`` is JAX's routine on the first device
 (gpus 1). An engine that does not run an op says so (status ``n/a: ...``,
@@ -130,12 +132,16 @@ class EngineSpec:
     name: str  # the engine column
     jaxmg_engine: str | None  # JAXMG_ENGINE (None: unset, the library's choice)
     mpmd: bool = False  # one process per device
+    by_default: bool = True  # in the run when --engines is left out
 
 
 ENGINES = {
     "gpu": (EngineSpec("default", None), EngineSpec("cusolvermg", "cusolvermg"),
             EngineSpec("cusolvermp", "cusolvermp"),
-            EngineSpec("cusolvermp-mpmd", "cusolvermp", mpmd=True)),
+            EngineSpec("cusolvermp-mpmd", "cusolvermp", mpmd=True),
+            # jaxmg's own multi-GPU eigensolver (syevd float64 only; every
+            # other op is n/a), named with --engines (issue 37).
+            EngineSpec("eig-mgpu", "eig-mgpu", by_default=False)),
     "cpu": (EngineSpec("default", None), EngineSpec("lapack", "lapack"),
             EngineSpec("lapack-local", "lapack-local"),
             EngineSpec("lapack-local-mpmd", "lapack-local", mpmd=True)),
@@ -834,7 +840,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="device counts for the one-process-per-device engine (default: "
                    "--gpus)")
     p.add_argument("--engines", type=_csv(str), default=None,
-                   help="engine columns (default: the platform's four)")
+                   help="engine columns (default: the platform's four; on GPUs "
+                        "also eig-mgpu, jaxmg's multi-GPU syevd, when named)")
     p.add_argument("--budget-s", type=float, default=330.0,
                    help="seconds for the whole run, start-up included (default 330)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per case (at least 3)")
@@ -864,7 +871,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.gpus = args.gpus[0] if isinstance(args.gpus, list) else args.gpus
         return args
     known = [e.name for e in ENGINES[args.platform]]
-    args.engines = args.engines or known
+    args.engines = args.engines or [e.name for e in ENGINES[args.platform] if e.by_default]
     bad = [e for e in args.engines if e not in known] + [o for o in args.ops if o not in OPS]
     if bad:
         p.error(f"unknown engine or op: {bad} (engines here: {known}; ops: {list(OPS)})")

@@ -804,3 +804,33 @@ int jmg_nccl_new_id(uint8_t *out, size_t len, char *err_msg, size_t errlen) {
   if (err_msg != NULL && errlen > 0) err_msg[0] = '\0';
   return 0;
 }
+
+/* ---- one-rank communicators (comm_nccl.h) ------------------------------ */
+
+#define SELF_MAX_DEVICES 64
+static pthread_mutex_t g_self_mu = PTHREAD_MUTEX_INITIALIZER;
+static ncclComm_t g_self[SELF_MAX_DEVICES];
+
+int jmg_nccl_comm_self(int device, void **out, const char *op,
+                       jmg_error *err) {
+  if (device < 0 || device >= SELF_MAX_DEVICES)
+    return jmg_error_set(err, JMG_EINVAL, op, "jmg_nccl_comm_self",
+                         "CUDA device %d past %d", device, SELF_MAX_DEVICES);
+  int rc = jmg_nccl_load(op, err);
+  if (rc != 0) return rc;
+  rc = JMG_CUDA_TRY(cudaSetDevice(device), op, err);
+  if (rc != 0) return rc;
+  pthread_mutex_lock(&g_self_mu);
+  if (g_self[device] == NULL) {
+    ncclUniqueId id;
+    ncclComm_t c = NULL;
+    rc = NCCL_TRY(g_nccl.get_unique_id(&id), "ncclGetUniqueId", op, err);
+    if (rc == 0)
+      rc = NCCL_TRY(g_nccl.comm_init_rank(&c, 1, id, 0), "ncclCommInitRank",
+                    op, err);
+    if (rc == 0) g_self[device] = c;
+  }
+  *out = g_self[device];
+  pthread_mutex_unlock(&g_self_mu);
+  return rc;
+}

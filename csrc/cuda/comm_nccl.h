@@ -25,4 +25,11 @@ int jmg_nccl_load(const char *op, jmg_error *err);
  * rest zeroed). 0, or -1 with the reason in err_msg (jaxmg_comm_new_id). */
 int jmg_nccl_new_id(uint8_t *out, size_t len, char *err_msg, size_t errlen);
 
+/* A communicator of one rank on CUDA device `device` (ncclCommInitRank
+ * with a fresh id), made on first use and kept for the life of the
+ * process, one per device: for a library call that needs a communicator on
+ * one GPU (cuSOLVERMp's stedc in engine/eig_mgpu/stedc.c). *out is an
+ * ncclComm_t. Makes `device` current. 0, or fills err naming op. */
+int jmg_nccl_comm_self(int device, void **out, const char *op, jmg_error *err);
+
 #endif

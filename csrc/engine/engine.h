@@ -439,6 +439,13 @@ extern const jmg_engine jmg_cusolvermg_engine;
  * libjaxmg_cuda.so only. */
 extern const jmg_engine jmg_gather_engine;
 
+/* jaxmg's own eigensolver on the CUDA GPUs one process drives
+ * (engine/eig_mgpu/): float64 syevd only, the Householder reduction split
+ * over the GPUs by columns. Preferred on 2 or more GPUs only where
+ * JAXMG_SYEVD_MGPU=1 (opt-in until GPU runs prove it); JAXMG_ENGINE=eig-mgpu
+ * forces it. Defined in libjaxmg_cuda.so only. */
+extern const jmg_engine jmg_eig_mgpu_engine;
+
 /* cuSOLVERDn in the local model (engine/cusolverdn_local/): rank 0
  * gathers A over NCCL, jmg_cusolverdn_engine's routine runs there, the
  * results go back (engine/local_gather/, lapack-local's steps); preferred

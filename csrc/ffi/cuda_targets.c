@@ -208,10 +208,12 @@ static int cuda_copy_local(void *ctx, void *dst, const void *src, size_t bytes,
  * across nodes), or what JAXMG_ENGINE sends it; there cusolverdn-local (A
  * gathered onto rank 0 over NCCL, cuSOLVERDn there) below the one-GPU
  * crossover of engine/gather/thresholds.c, cuSOLVERMp above it. */
+/* eig-mgpu (jaxmg's own multi-GPU syevd) comes before the gather engine but
+ * prefers nothing unless JAXMG_SYEVD_MGPU=1 (engine/eig_mgpu/context.c). */
 static const jmg_engine *const g_cuda_engines[] = {
-    &jmg_cusolverdn_engine,       &jmg_gather_engine,
-    &jmg_cusolvermg_engine,       &jmg_cusolverdn_local_engine,
-    &jmg_cusolvermp_engine,       NULL};
+    &jmg_cusolverdn_engine, &jmg_eig_mgpu_engine,         &jmg_gather_engine,
+    &jmg_cusolvermg_engine, &jmg_cusolverdn_local_engine, &jmg_cusolvermp_engine,
+    NULL};
 
 static const jmg_ffi_platform g_cuda = {
     .name = "CUDA",

@@ -148,6 +148,16 @@ typedef cusolverStatus_t (*jmg_mp_orgqr_fn)(
     cudaDataType_t compute_type, void *d_work, size_t device_bytes,
     void *h_work, size_t host_bytes, int *info);
 
+typedef cusolverStatus_t (*jmg_mp_stedc_buffer_size_fn)(
+    jmg_mp_handle_t handle, char *compz, int64_t n, void *d, void *e, void *q,
+    int64_t iq, int64_t jq, jmg_mp_desc_t desc_q, cudaDataType_t compute_type,
+    size_t *device_bytes, size_t *host_bytes, int *iwork);
+typedef cusolverStatus_t (*jmg_mp_stedc_fn)(
+    jmg_mp_handle_t handle, char *compz, int64_t n, void *d, void *e, void *q,
+    int64_t iq, int64_t jq, jmg_mp_desc_t desc_q, cudaDataType_t compute_type,
+    void *d_work, size_t device_bytes, void *h_work, size_t host_bytes,
+    int *info);
+
 /* Every function jaxmg calls: X(field, library name). loader.c looks each
  * up; api_check.c assigns each real one to its field. */
 #define JMG_MP_FUNCTIONS(X)                                 \
@@ -177,7 +187,9 @@ typedef cusolverStatus_t (*jmg_mp_orgqr_fn)(
   X(geqrf_buffer_size, cusolverMpGeqrf_bufferSize)          \
   X(geqrf, cusolverMpGeqrf)                                 \
   X(orgqr_buffer_size, cusolverMpOrgqr_bufferSize)          \
-  X(orgqr, cusolverMpOrgqr)
+  X(orgqr, cusolverMpOrgqr)                                  \
+  X(stedc_buffer_size, cusolverMpStedc_bufferSize)          \
+  X(stedc, cusolverMpStedc)
 
 typedef struct jmg_mp_api {
   jmg_mp_create_fn create;
@@ -207,6 +219,8 @@ typedef struct jmg_mp_api {
   jmg_mp_geqrf_fn geqrf;
   jmg_mp_orgqr_buffer_size_fn orgqr_buffer_size;
   jmg_mp_orgqr_fn orgqr;
+  jmg_mp_stedc_buffer_size_fn stedc_buffer_size;
+  jmg_mp_stedc_fn stedc;
 } jmg_mp_api;
 
 /* loader.c: the library, loaded once per process (after NCCL, RTLD_GLOBAL).
