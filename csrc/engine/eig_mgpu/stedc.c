@@ -26,6 +26,70 @@ static int mp_ok(cusolverStatus_t st, const char *op, const char *call,
   return jmg_cusolver_check(st, op, call, err);
 }
 
+typedef struct ranked {
+  double w;
+  int64_t col;
+} ranked;
+
+static int by_value(const void *a, const void *b) {
+  const ranked *x = a, *y = b;
+  if (x->w != y->w) return x->w < y->w ? -1 : 1;
+  return (x->col > y->col) - (x->col < y->col);
+}
+
+/* Stedc leaves the eigenvalues out of order where T splits (a zero
+ * off-diagonal: a diagonal or block-diagonal A; seen on 2 H200, session
+ * 19): w sorted ascending in place, and *order set to Q's column for each
+ * position (NULL, and nothing moved, where w was ascending already). */
+static int sort_ascending(double *w, int64_t n, int64_t **order,
+                          const char *op, jmg_error *err) {
+  *order = NULL;
+  int64_t i = 1;
+  while (i < n && w[i - 1] <= w[i]) ++i;
+  if (i >= n) return 0;
+  ranked *r = malloc((size_t)n * sizeof *r);
+  int64_t *o = malloc((size_t)n * sizeof *o);
+  if (r == NULL || o == NULL) {
+    free(r);
+    free(o);
+    return jmg_error_set(err, JMG_ENOMEM, op, "malloc",
+                         "cannot allocate the eigenvalues' order (n = %lld)",
+                         (long long)n);
+  }
+  for (i = 0; i < n; ++i) r[i] = (ranked){w[i], i};
+  qsort(r, (size_t)n, sizeof *r, by_value);
+  for (i = 0; i < n; ++i) {
+    w[i] = r[i].w;
+    o[i] = r[i].col;
+  }
+  free(r);
+  *order = o;
+  return 0;
+}
+
+/* Q's columns to their GPUs: a tile at a time, or, where the eigenvalues
+ * were reordered, a column at a time in their order. */
+static int scatter_q(const jmg_trd_gpus *g, int64_t n, const double *q,
+                     const int64_t *order, const jmg_trd_matrix *z,
+                     const char *op, jmg_error *err) {
+  const int dev = g->device[0];
+  const cudaStream_t st = g->stream[0];
+  const int64_t step = order != NULL ? 1 : z->tile;
+  int rc = 0;
+  for (int64_t t0 = 0; rc == 0 && t0 < n; t0 += step) {
+    const int o = jmg_bc_owner(t0, z->tile, g->ndev);
+    const int64_t wd =
+        order != NULL ? 1 : (t0 + z->tile <= n ? z->tile : n - t0);
+    const int64_t from = order != NULL ? order[t0] : t0;
+    rc = JMG_CUDA_TRY(
+        cudaMemcpyPeerAsync(z->a[o] + jmg_bc_local(t0, z->tile, g->ndev) * n,
+                            g->device[o], q + from * n, dev,
+                            (size_t)(wd * n) * sizeof(double), st),
+        op, err);
+  }
+  return rc;
+}
+
 int jmg_eig_mgpu_stedc(jmg_cuda_call *c, const jmg_trd_gpus *g, int64_t n,
                        const double *d, const double *e, double *w,
                        const jmg_trd_matrix *z, int *info, int *ran,
@@ -116,17 +180,13 @@ int jmg_eig_mgpu_stedc(jmg_cuda_call *c, const jmg_trd_gpus *g, int64_t n,
                       op, err);
   if (rc == 0) rc = JMG_CUDA_TRY(cudaStreamSynchronize(st), op, err);
   if (rc == 0) *info = h_info;
-  /* Q's columns to their GPUs, a tile at a time. */
-  for (int64_t t0 = 0; rc == 0 && h_info == 0 && z != NULL && t0 < n;
-       t0 += z->tile) {
-    const int o = jmg_bc_owner(t0, z->tile, g->ndev);
-    const int64_t wd = t0 + z->tile <= n ? z->tile : n - t0;
-    rc = JMG_CUDA_TRY(
-        cudaMemcpyPeerAsync(z->a[o] + jmg_bc_local(t0, z->tile, g->ndev) * n,
-                            g->device[o], q + t0 * n, dev,
-                            (size_t)(wd * n) * sizeof(double), st),
-        op, err);
-  }
+  int64_t *order = NULL;
+  if (rc == 0 && h_info == 0) rc = sort_ascending(w, n, &order, op, err);
+  if (rc == 0 && order != NULL)
+    jmg_trace_note("cusolverMpStedc's eigenvalues reordered (T splits)");
+  if (rc == 0 && h_info == 0 && z != NULL)
+    rc = scatter_q(g, n, q, order, z, op, err);
+  free(order);
   if (rc == 0 && z != NULL) rc = JMG_CUDA_TRY(cudaStreamSynchronize(st), op, err);
   /* A failure may leave Stedc's work queued: wait before the buffers go. */
   if (rc != 0) (void)cudaStreamSynchronize(st);
