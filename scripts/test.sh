@@ -59,6 +59,12 @@ fi
 # their xdist_group "processes"): they check that no shared memory segment or
 # socket is left behind, which another worker's job would make.
 workers="$(nproc)"; [ "$workers" -gt 4 ] && workers=4
+# XLA compiles the tests' programs (thousands, each run a few times on tiny
+# matrices) without LLVM's optimizations: the same programs, compiled in
+# much less CPU time, which is most of the suite's. jaxmg's own code is C,
+# built as always; the processes the tests start keep the flag
+# (tests/python/mpmd_launch.py, xla_flags).
+export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_backend_optimization_level=0"
 
 # The oldest jax jaxmg claims (pyproject.toml), in its own environment
 # (.venv-jaxmin), on a subset within a few minutes that covers every op, both

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -23,6 +24,18 @@ WORKER = HERE / "mpmd_worker.py"
 ROWS_PER_PROCESS = 8
 
 
+def xla_flags(devices: int | None) -> str:
+    """XLA_FLAGS for a process the tests start: this process's own flags
+    (scripts/test.sh's --xla_backend_optimization_level=0 among them: the
+    same code, compiled faster) with the CPU device count replaced by
+    ``devices`` (left out where None: one device)."""
+    flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
+                   os.environ.get("XLA_FLAGS", "")).split()
+    if devices is not None:
+        flags.append(f"--xla_force_host_platform_device_count={devices}")
+    return " ".join(flags)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -35,7 +48,7 @@ def start_job(scenario: str, nproc: int, devices_per_process: int = 1,
     """Starts the nproc processes of one job running ``scenario``."""
     port = free_port()
     env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices_per_process}"
+    env["XLA_FLAGS"] = xla_flags(devices_per_process)
     env["JAX_PLATFORMS"] = platform
     env["JAXMG_TEST_PLATFORM"] = platform
     env["JAXMG_TEST_DEVICES_PER_PROCESS"] = str(devices_per_process)
@@ -150,7 +163,7 @@ def run_example(nproc: int, cpu: bool, bound_s: float = 120.0) -> list[str]:
     after checking that it reported a correct solve."""
     example = HERE.parent.parent / "examples" / "mpmd_potrs.py"
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = dict(os.environ, XLA_FLAGS=xla_flags(None))
     if not cpu:
         env.pop("CUDA_VISIBLE_DEVICES", None)  # every process sees every GPU
     procs = [_start([sys.executable, str(example), "--process-id", str(i), "--num-processes",

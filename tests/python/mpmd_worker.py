@@ -457,7 +457,10 @@ def main() -> None:
     hang_s = float(os.environ.get("JAXMG_TEST_HANG_S", "80" if PLATFORM == "cpu" else "500"))
     faulthandler.dump_traceback_later(hang_s, exit=True)
     try:
-        scenario(name, checks, me)
+        # "a+b": the scenarios one after another in the same processes (one
+        # job's start-up for several scenarios).
+        for part in name.split("+"):
+            scenario(part, checks, me)
     except Exception:  # noqa: BLE001
         checks.failed.append(traceback.format_exc())
     print("RESULT " + json.dumps({"process": me, "done": checks.done,

@@ -14,6 +14,8 @@ import pathlib
 import subprocess
 import sys
 
+from mpmd_launch import xla_flags
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 ENGINES = ("default", "lapack", "lapack-local", "lapack-local-mpmd")
@@ -31,8 +33,8 @@ def _scaling_module():
 
 
 def test_scaling_sweep_on_cpu_devices(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("XLA_FLAGS", "JAXMG_ENGINE", "JAXMG_POTRF")}
+    env = {k: v for k, v in os.environ.items() if k not in ("JAXMG_ENGINE", "JAXMG_POTRF")}
+    env["XLA_FLAGS"] = xla_flags(None)  # scaling.py sets each lane's device count
     # The lanes' workers compile the same checks and inputs: one cache.
     env.update(JAX_COMPILATION_CACHE_DIR=str(tmp_path / "jax-cache"),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",

@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+from mpmd_launch import xla_flags
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 
@@ -25,7 +27,7 @@ BENCH = ROOT / "bench"
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["JAX_PLATFORMS"] = "cpu"
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["XLA_FLAGS"] = xla_flags(4)
     return env
 
 

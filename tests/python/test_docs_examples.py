@@ -4,8 +4,9 @@ The examples are the ```python code blocks of README.md and of the
 documentation site's pages (docs/**/*.md, less docs/gpu-runs/ and
 docs/gpu-notes.md, the records of GPU runs). Each block runs on its own, in
 a fresh Python process (sys.executable) on 4 CPU devices
-(``XLA_FLAGS=--xla_force_host_platform_device_count=4``,
-``JAX_PLATFORMS=cpu``), so that a block copied into a fresh session works;
+(``XLA_FLAGS=--xla_force_host_platform_device_count=4``, beside the test
+run's own XLA flags, ``JAX_PLATFORMS=cpu``), so that a block copied into a
+fresh session works;
 a block that raises (an ``assert`` included) fails its test.
 
 An HTML comment on the line before a block's fence, ``<!-- example: ... -->``,
@@ -31,6 +32,8 @@ import subprocess
 import sys
 
 import pytest
+
+from mpmd_launch import xla_flags
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -90,7 +93,7 @@ def _id(example) -> str:
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("JAXMG_", "OMPI_", "SLURM_", "JAX_"))}
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["XLA_FLAGS"] = xla_flags(4)
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
@@ -135,7 +138,7 @@ def _run_processes(path: pathlib.Path, where: str, n: int) -> None:
         env = _env(OMPI_MCA_orte_hnp_uri=f"{job}.0;tcp://127.0.0.1:1",
                    OMPI_COMM_WORLD_SIZE=str(n), OMPI_COMM_WORLD_RANK=str(rank),
                    OMPI_COMM_WORLD_LOCAL_RANK=str(rank), JAXMG_RENDEZVOUS_TIMEOUT="60")
-        env.pop("XLA_FLAGS")  # one CPU device per process
+        env["XLA_FLAGS"] = xla_flags(None)  # one CPU device per process
         procs.append(subprocess.Popen([sys.executable, str(path)], cwd=ROOT, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))

@@ -14,6 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+from mpmd_launch import xla_flags
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SEEDS = EXAMPLES / "seeds"
@@ -27,7 +29,7 @@ FLOAT = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 
 def _env():
     env = dict(os.environ)
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["XLA_FLAGS"] = xla_flags(4)
     env["JAX_PLATFORMS"] = "cpu"
     return env
 

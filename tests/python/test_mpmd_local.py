@@ -40,18 +40,28 @@ def sockets_left() -> set[str]:
 
 
 # Cases left out of one job because the other job runs the same check
-# (tests/python/mpmd_local.py names them): on 2 processes, the line's
-# every-op cases in half the dtypes (each dtype still once there, in either
-# form: exact f32 and c128 in the seeds' form, padded f64 and c64 in
-# 1.x's), since the 4-process job runs every dtype on the line in both
-# forms; on 4 processes the 4 x 1 grid, an r x 1 grid as the 2-process
-# job's 2 x 1 (which stays), while the 2 x 2 grid stays for 4 processes.
+# (tests/python/mpmd_local.py names them). The 2-process job runs every
+# case of its own: every op in every dtype on the line, exact in the seeds'
+# form and padded in 1.x's, the 2 x 1 grid, the failures, jit/grad/vmap and
+# polar on the line and the grid, independent calls, the ctx forms and
+# NetKet's solvers on their default and a 1 x 2 process grid. The
+# 4-process job, where each case costs twice the CPU (four processes, each
+# compiling it, on a machine of two cores), runs what needs more than two
+# ranks: every op on the line once in each form (exact f64 in the seeds',
+# padded c128 in 1.x's), the 2 x 2 grid's cases (ops, the failure,
+# jit/grad/vmap, polar), the failure on the line, independent calls, the
+# ctx forms (communicator ids for four ranks) and NetKet's solvers on
+# process_grid=(2, 2); not the line's other dtypes, jit/grad/vmap, polar
+# and NetKet's default grid (the same rules and code paths on four ranks as
+# on two), nor the 4 x 1 grid, an r x 1 grid as the 2-process job's 2 x 1.
 # Every op, dtype, form, layout kind and failure case still runs in some
-# job.
+# job, and on four processes every op and both forms.
 COVERED_BY_THE_OTHER_JOB = {
-    2: ("ops-line-exact-f64", "ops-line-exact-c64", "ops-line-padded-f32",
-        "ops-line-padded-c128"),
-    4: ("ops-grid4x1-", "failure-grid4x1"),
+    2: (),
+    4: ("ops-grid4x1-", "failure-grid4x1", "ops-line-exact-f32", "ops-line-exact-c64",
+        "ops-line-exact-c128", "ops-line-padded-f32", "ops-line-padded-f64",
+        "ops-line-padded-c64", "jit-grad-vmap-line", "polar-line",
+        "netket-cholesky_distributed-None", "netket-pinv_smooth_distributed-None"),
 }
 
 
