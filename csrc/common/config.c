@@ -38,7 +38,8 @@ void jmg_config_read(jmg_config *out) {
   out->gmres_max_inner = (int)int_in(env("JAXMG_GMRES_MAX_INNER"), 0, 100000, -1);
   out->tf32_nb = (int)int_in(env("JAXMG_TF32_NB"), 64, 8192, 0);
   out->tf32_lookahead = strcmp(env("JAXMG_TF32_LOOKAHEAD"), "1") == 0;
-  out->syevd_mgpu = strcmp(env("JAXMG_SYEVD_MGPU"), "1") == 0;
+  const char *mgpu = env("JAXMG_SYEVD_MGPU");
+  out->syevd_mgpu = strcmp(mgpu, "1") == 0 ? 1 : strcmp(mgpu, "0") == 0 ? 0 : -1;
   out->refine_max_steps = (int)int_in(env("JAXMG_REFINE_MAX_STEPS"), 0, 100000, -1);
   const char *refine_nb = env("JAXMG_REFINE_NB");
   out->refine_nb = strcmp(refine_nb, "0") == 0 ? 0 : (int)int_in(refine_nb, 64, 8192, -1);

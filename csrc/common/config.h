@@ -34,10 +34,12 @@
  *   JAXMG_GMRES_MAX_INNER     GMRES-IR's bound on Arnoldi steps, 0..100000
  *                             (0: no GMRES-IR); unset: the engine's
  *   JAXMG_TF32_NB             the TF32 Cholesky's block, 64..8192; unset: by N
- *   JAXMG_SYEVD_MGPU          "1": float64 syevd on the GPUs one process
- *                             drives (2 or more) by jaxmg's own multi-GPU
- *                             eigensolver (engine/eig_mgpu/); anything else:
- *                             not (opt-in until GPU runs prove it)
+ *   JAXMG_SYEVD_MGPU          float64 syevd on the GPUs one process drives
+ *                             (2 or more) by jaxmg's own multi-GPU
+ *                             eigensolver (engine/eig_mgpu/): "1" at every
+ *                             N, "0" never; unset (or anything else): in
+ *                             the sizes where it was measured to win
+ *                             (engine/eig_mgpu/context.c)
  *   JAXMG_CUSOLVERMP_LIB      path of libcusolverMp.so.0 (read by the Python
  *                             layer when it loads the CUDA library, handed
  *                             over by jaxmg_cusolvermp_set_path; not here) */
@@ -66,7 +68,7 @@ typedef struct jmg_config {
   int gmres_max_inner;              /* -1 when unset or malformed */
   int tf32_nb;                      /* 0 when unset or malformed */
   int tf32_lookahead;               /* JAXMG_TF32_LOOKAHEAD is "1" */
-  int syevd_mgpu;                   /* JAXMG_SYEVD_MGPU is "1" */
+  int syevd_mgpu; /* JAXMG_SYEVD_MGPU: 1 "1", 0 "0", -1 unset/malformed */
   int refine_max_steps;             /* -1 when unset or malformed */
   /* JAXMG_REFINE_NB: the block of the one-GPU refinement's triangular
    * solves (engine/cusolverdn/tri_solve.h), 64 to 8192; "0": cuSOLVER's

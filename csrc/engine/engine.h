@@ -441,8 +441,9 @@ extern const jmg_engine jmg_gather_engine;
 
 /* jaxmg's own eigensolver on the CUDA GPUs one process drives
  * (engine/eig_mgpu/): float64 syevd only, the Householder reduction split
- * over the GPUs by columns. Preferred on 2 or more GPUs only where
- * JAXMG_SYEVD_MGPU=1 (opt-in until GPU runs prove it); JAXMG_ENGINE=eig-mgpu
+ * over the GPUs by columns. Preferred on 2 or more GPUs in the sizes where
+ * it was measured faster than one GPU (engine/eig_mgpu/context.c), at every
+ * size with JAXMG_SYEVD_MGPU=1, never with "0"; JAXMG_ENGINE=eig-mgpu
  * forces it. Defined in libjaxmg_cuda.so only. */
 extern const jmg_engine jmg_eig_mgpu_engine;
 

@@ -56,7 +56,8 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_TF32_TRSM", NULL).tf32_trsm, 0);
   CHECK_EQ(read_with("JAXMG_TF32_TRSM", "1").tf32_trsm, 1);
   CHECK_EQ(read_with("JAXMG_TF32_TRSM", "yes").tf32_trsm, 0);
-  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", NULL).syevd_mgpu, 0);
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", NULL).syevd_mgpu, -1);
   CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "1").syevd_mgpu, 1);
-  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "yes").syevd_mgpu, 0);
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "0").syevd_mgpu, 0);
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "yes").syevd_mgpu, -1);
 }

@@ -1,7 +1,8 @@
 """jaxmg's own multi-GPU eigensolver (issue 37; engine eig-mgpu,
 csrc/engine/eig_mgpu/): the Householder reduction split over the GPUs by
 columns, T on the host, the eigenvectors back-transformed on every GPU.
-Chosen for float64 syevd on 2 or more GPUs only with JAXMG_SYEVD_MGPU=1.
+Chosen by default for float64 syevd on 2 to 4 GPUs where measured faster (N
+16384 to 32768), at every N with JAXMG_SYEVD_MGPU=1.
 
 Checked against NumPy in float64 (eigenvalues, ||A V - V W|| / ||A|| and
 the orthogonality of V), with and without eigenvectors, at sizes and T_A
@@ -11,8 +12,10 @@ random, clustered and diagonal spectra (a diagonal A: every reflector the
 identity); that the engine ran (JAXMG_TRACE) and its steps (T by
 cuSOLVERMp's stedc from N = 2048 where its wheel is installed, else on the
 host); that without
-JAXMG_SYEVD_MGPU, or for float32, another engine runs. Needs 2 GPUs;
-skipped without them.
+JAXMG_SYEVD_MGPU below its sizes, with JAXMG_SYEVD_MGPU=0, or for float32,
+another engine runs, and that by default it is the engine chosen in the
+sizes where it was measured faster (engine/eig_mgpu/context.c). Needs 2
+GPUs; skipped without them.
 """
 
 from __future__ import annotations
@@ -135,3 +138,23 @@ def test_jaxmg_engine_names_it_and_float32_is_refused(monkeypatch):
     a = _hermitian(np.random.default_rng(2), 128).astype(np.float32)
     with pytest.raises(Exception, match="float64 only"):
         jaxmg.syevd(_on(mesh, a), mesh=mesh, in_specs=ROWS)
+
+
+@pytest.mark.parametrize("n,setting,chosen", [
+    (8192, None, False), (16384, None, True), (32768, None, True), (65536, None, False),
+    (16384, "0", False), (8192, "1", True)])
+def test_default_choice_follows_the_measured_sizes(n, setting, chosen, monkeypatch):
+    """The library's own engine check (asked before tracing, nothing runs):
+    eig-mgpu by default only for N 16384..32768 on 2 GPUs; "1" at every N,
+    "0" never."""
+    from jaxmg._src import _native
+    monkeypatch.delenv("JAXMG_ENGINE", raising=False)
+    if setting is None:
+        monkeypatch.delenv("JAXMG_SYEVD_MGPU", raising=False)
+    else:
+        monkeypatch.setenv("JAXMG_SYEVD_MGPU", setting)
+    ok, engine = _native.engine_check("cuda", "syevd", 2, "float64", n, 256)
+    assert ok, engine
+    assert (engine == ENGINE) == chosen, engine
+    ok32, engine32 = _native.engine_check("cuda", "syevd", 2, "float32", n, 256)
+    assert ok32 and engine32 != ENGINE, engine32

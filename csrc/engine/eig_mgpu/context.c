@@ -21,19 +21,39 @@ static int mgpu_supports(const jmg_engine *e, const jmg_problem *p, char *why,
   return 1;
 }
 
-/* Opt-in: JAXMG_SYEVD_MGPU=1, and 2 or more GPUs. */
+/* Where eig-mgpu runs float64 syevd by default (JAXMG_SYEVD_MGPU unset):
+ * the sizes and GPU counts where it was measured faster than one GPU (the
+ * gathered cuSOLVERDn syevd, at JAX's speed), bench/scaling.py and
+ * docs/gpu-runs/2026-11-28-s20/README.md, float64, T_A 256:
+ *   2 H200: N=16384 2.219 s vs JAX's eigh 3.189 s (values 2.064 vs 3.197);
+ *           N=32768 12.45 s vs 22.52 s;
+ *   4 H200: N=16384 1.902 s vs 3.201 s (values 1.778 vs 3.197).
+ * Below 16384 and above 32768 nothing was measured (above, Stedc's
+ * workspace on the first GPU is the risk), nor 3 GPUs between 2 and 4:
+ * the engines that ran there before keep them. */
+enum { MGPU_FROM_N = 16384, MGPU_TO_N = 32768, MGPU_MAX_PARTS = 4 };
+
 static int mgpu_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
                         size_t why_len) {
   (void)e;
   jmg_config cfg;
   jmg_config_read(&cfg);
-  if (!cfg.syevd_mgpu) {
-    snprintf(why, why_len,
-             "JAXMG_SYEVD_MGPU is not 1 (opt-in until measured on GPUs)");
-    return 0;
-  }
   if (p->nparts < 2) {
     snprintf(why, why_len, "one GPU: cuSOLVERDn's syevd runs it");
+    return 0;
+  }
+  if (cfg.syevd_mgpu == 1) return 1;
+  if (cfg.syevd_mgpu == 0) {
+    snprintf(why, why_len, "JAXMG_SYEVD_MGPU=0");
+    return 0;
+  }
+  if (p->n < MGPU_FROM_N || p->n > MGPU_TO_N || p->nparts > MGPU_MAX_PARTS) {
+    snprintf(why, why_len,
+             "N=%lld on %d GPUs: measured faster than one GPU only for "
+             "N %d..%d on 2 to %d GPUs (engine/eig_mgpu/context.c; "
+             "JAXMG_SYEVD_MGPU=1 runs it at every N)",
+             (long long)p->n, p->nparts, MGPU_FROM_N, MGPU_TO_N,
+             MGPU_MAX_PARTS);
     return 0;
   }
   return 1;
