@@ -33,6 +33,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolvermg/syevd.c
   csrc/engine/cusolvermg/tiles.c
   csrc/engine/cusolvermg/cuda_potrf.c
+  csrc/engine/cusolvermg/cuda_potri.c
   csrc/engine/cusolvermg/cuda_lu.c
   csrc/engine/cusolvermg/lu_solve.c
   csrc/engine/cusolverdn/lu_solve.c

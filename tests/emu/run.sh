@@ -2,7 +2,8 @@
 # Runs the multi-GPU eigensolver's GPU code on the CPU (tests/emu/main.c
 # under tests/emu/emu_cuda.cc's emulation of the CUDA calls it makes and of
 # its kernels): needs the CUDA toolkit's headers (CUDA_HOME, default
-# /usr/local/cuda), no GPU, no CUDA library. About a minute on 2 cores.
+# /usr/local/cuda), no GPU, no CUDA library; then the tiled Cholesky and inverse of
+# engine/cusolvermg/ (tests/emu/tiles_main.c). About a minute on 2 cores.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
@@ -18,3 +19,15 @@ for f in tests/emu/main.c csrc/engine/eig_mgpu/sytrd.c csrc/engine/eig_mgpu/ormt
 done
 g++ "$out"/*.o -o "$out/emu" -lpthread -lm
 "$out/emu"
+
+# jaxmg's tiled Cholesky and inverse (engine/cusolvermg/cuda_potrf.c,
+# cuda_potri.c) under the same runtime emulation and emu_tiles.cc.
+t="$out/tiles"; mkdir -p "$t"
+g++ -std=c++17 -O1 -Wall -Wextra "${inc[@]}" -c "$root/tests/emu/emu_tiles.cc" -o "$t/emu_tiles.o"
+for f in tests/emu/tiles_main.c csrc/engine/cusolvermg/cuda_potrf.c \
+         csrc/engine/cusolvermg/cuda_potri.c csrc/engine/cusolvermg/tiles.c csrc/cuda/check.c \
+         csrc/common/error.c csrc/common/trace.c csrc/common/config.c; do
+  gcc -std=c11 -O1 -Wall -Wextra -Werror "${inc[@]}" -c "$root/$f" -o "$t/$(basename "$f").o"
+done
+g++ "$t"/*.o "$out/emu_cuda.o" -o "$t/emu" -lpthread -lm
+"$t/emu"

@@ -14,12 +14,13 @@
  *
  * The Cholesky factorization behind potrs and potri is not cuSOLVERMg's but
  * the tiled one of cuda_potrf.h (cuSOLVERMg's is wrong on GPUs that other
- * processes use, and slower; docs/gpu-notes.md); the solves and syevd are
+ * processes use, and slower; docs/gpu-notes.md), and potri's inverse from
+ * it is jaxmg's tiled one (cuda_potri.h); potrs's solves and syevd are
  * cuSOLVERMg's. lu_solve is jaxmg's own tiled LU and solves (cuda_lu.h);
  * cusolverMgGetrf is not used until shown right on shared GPUs. The two
  * tiled factorizations share their geometry and per-device steps (tiles.h).
  * One file per routine: potrs.c, potri.c, syevd.c, lu_solve.c; the
- * factorization and the chunked solve potrs and potri share in cholesky.c. */
+ * factorization and the chunked solve in cholesky.c. */
 #ifndef JMG_ENGINE_CUSOLVERMG_MG_H
 #define JMG_ENGINE_CUSOLVERMG_MG_H
 
