@@ -20,6 +20,8 @@ import pytest
 import jaxmg_testing as jt  # noqa: E402
 from mpmd_launch import (ROWS_PER_PROCESS, assert_all_passed, assert_killed_job, finish_job, run_example, run_job,  # noqa: E402
                          start_job)
+# The CPU MPMD tests' split of an "all+fresh" job's checks by scenario.
+from test_mpmd import checks_named  # noqa: E402
 
 
 def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
@@ -66,17 +68,6 @@ def all_and_fresh_job(tmp_path_factory):
         return jobs[nproc]
 
     return get
-
-
-def checks_named(results: dict, nproc: int, fresh: bool) -> dict:
-    """results with each process's done checks narrowed to the "fresh"
-    scenario's (or to "all"'s); failures are kept whole."""
-    out = dict(results)
-    for i in range(nproc):
-        if i in results:
-            done = [d for d in results[i]["done"] if d.startswith("fresh-") == fresh]
-            out[i] = dict(results[i], done=done)
-    return out
 
 
 @pytest.mark.timeout(600)
