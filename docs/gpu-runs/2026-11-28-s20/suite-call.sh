@@ -10,6 +10,11 @@
 # call carries"); carry [".snap", ".whl"]; run on 2 GPUs (nvidia-h200-x2, or h100-x2):
 #   bash .snap/suite-call.sh
 #
+# Expected (suite-time.md, here): about 950 s of tests on 2 GPUs and 600 s on 1 GPU, estimated
+# from sessions 17-19 without the compilation cache: the 2-GPU run may well be cut at its bound
+# (its progress file then says how far it came, test by test) and the 1-GPU run get little or
+# no time; the per-test times against suite-time.md's tell what the cache and the cuts did.
+#
 # What comes back: $OUT/r.tar.gz, rewritten every 20 s while the tests run (a call cut by its
 # bound still brings the last one), holding r/: build.txt, nvidia-smi.txt, for each GPU set
 # (2gpu, 1gpu) pytest-<set>.log (with --durations=30 and tests/gpu/conftest.py's seconds per
