@@ -18,7 +18,10 @@
 # (or ../.whl/), is installed first: the cuSOLVERMp tests skip without it.
 # Logs: LOGDIR/pytest-<set>.log, with the set's commas as dashes, and
 # LOGDIR/progress-<set>.txt (each test's start, outcome and seconds as it
-# goes: what a run cut by its bound still tells).
+# goes: what a run cut by its bound still tells; python
+# tests/gpu/suite_times.py on it makes the seconds per file), and
+# LOGDIR/times-<set>.txt (the seconds per test file, tests/gpu/conftest.py's
+# table, also at the end of the pytest log, with the 30 dearest tests).
 set -uo pipefail
 logdir="${1:?usage: scripts/device-test.sh LOGDIR [pytest args]}"
 shift
@@ -45,8 +48,9 @@ for set in ${JAXMG_GPU_SETS:-all}; do
   if [ "$set" = all ]; then unset CUDA_VISIBLE_DEVICES; else export CUDA_VISIBLE_DEVICES="$set"; fi
   echo "== GPU tests (GPUs: $set)"
   export JAXMG_TEST_PROGRESS="$logdir/progress-$label.txt"  # tests/gpu/conftest.py
+  export JAXMG_TEST_SUMMARY="$logdir/times-$label.txt"
   timeout "${JAXMG_TEST_TIMEOUT:-1500}" "$jaxmg_python" -m pytest -q -rs -p no:cacheprovider \
-    --timeout 900 --durations=10 ${targets[@]+"${targets[@]}"} "$@" 2>&1 | tee "$logdir/pytest-$label.log" |
+    --timeout 900 --durations=30 ${targets[@]+"${targets[@]}"} "$@" 2>&1 | tee "$logdir/pytest-$label.log" |
     grep -vE "only supports IOTA device assignment"
   rc="${PIPESTATUS[0]}"
   echo "== GPUs $set: pytest exit $rc"

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from gpu_env import gpu_devices
+from suite_times import FileTimes, file_of, table
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -32,11 +33,26 @@ def pytest_runtest_logstart(nodeid, location):
     _progress(f"start {nodeid}")
 
 
+# Seconds per test file of this directory (every phase of every test), the
+# table pytest_terminal_summary prints at the end; JAXMG_TEST_SUMMARY=FILE
+# writes it there too (and JAXMG_TEST_PROGRESS's file ends with it).
+_PER_FILE: dict[str, FileTimes] = {}
+_MINE: set[str] = set()  # this directory's node ids (pytest_collection_modifyitems)
+_SESSION_START = time.monotonic()
+
+
 def pytest_runtest_logreport(report):
     # The call phase's outcome, or a setup/teardown that did not pass (a
     # skip, an error); each with the phase's seconds.
     if report.when == "call" or report.outcome != "passed":
         _progress(f"{report.outcome} {report.when} {report.duration:.2f} s {report.nodeid}")
+    if report.nodeid in _MINE:
+        f = _PER_FILE.setdefault(file_of(report.nodeid), FileTimes())
+        f.seconds += report.duration
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            f.outcomes[report.outcome] += 1
+        elif report.outcome == "failed":  # a teardown's error
+            f.outcomes["teardown error"] += 1
     if report.failed:
         # The failure's last lines, since a run cut by its bound never
         # reaches pytest's summary.
@@ -50,6 +66,7 @@ _PROCESS_FILES = {"test_gpu_mpmd.py", "test_gpu_mpmd_faults.py", "test_gpu_share
 def pytest_collection_modifyitems(config, items):
     # This hook sees the whole session's items: touch only this directory's.
     mine = [item for item in items if _HERE in pathlib.Path(str(item.path)).resolve().parents]
+    _MINE.update(item.nodeid for item in mine)
     if mine and not gpu_devices():
         skip = pytest.mark.skip(reason="no GPU: jax.devices() has no platform 'gpu'")
         for item in mine:
@@ -70,3 +87,17 @@ def gpus():
     if not devices:  # only reached when a test is run despite the marker
         pytest.skip("no GPU")
     return devices
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Not where every test was skipped (no GPU: the CPU suite's runs).
+    if not any(set(f.outcomes) - {"skipped"} for f in _PER_FILE.values()):
+        return
+    text = table(_PER_FILE, wall_s=time.monotonic() - _SESSION_START)
+    terminalreporter.write_sep("=", "GPU tests: seconds per file")
+    terminalreporter.write_line(text)
+    for line in text.splitlines():
+        _progress(f"summary {line}")
+    out = os.environ.get("JAXMG_TEST_SUMMARY", "")
+    if out:
+        pathlib.Path(out).write_text(text + "\n")

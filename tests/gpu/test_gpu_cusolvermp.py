@@ -12,7 +12,8 @@ subprocess with JAXMG_CUSOLVERMP_LIB pointing nowhere). Written now and
 skipped below 2 / 4 GPUs: one process driving 2 and 4 GPUs, and one process
 per GPU (tests/python/mpmd_worker.py), both against the default engine; and
 one process per GPU running the cases that the CPU tests run through
-lapack-local with one process per CPU device (tests/python/mpmd_local.py).
+lapack-local with one process per CPU device (tests/python/mpmd_local.py),
+in the same job as the one before.
 
 Skipped without GPUs (conftest) and, but for the missing-library test,
 where jaxmg.cusolvermp_available() says the engine cannot run (the reason
@@ -23,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -461,23 +463,63 @@ def test_eigensolver_below_its_bound_is_refused_and_the_gpus_stay_usable(k):
         assert jt.solve_backward_error(a, x, rhs) < jt.tol(dtype, n)
 
 
+@pytest.fixture(scope="module")
+def per_gpu_job(tmp_path_factory):
+    """One job of nproc processes, one per GPU, every process with
+    JAXMG_ENGINE=cusolvermp, running tests/python/mpmd_worker.py's "all"
+    scenario (its results saved for the comparison below), then "local"
+    (tests/python/mpmd_local.py's cases), in the same processes: one job's
+    start-up (and its communicators) for both tests below. Run at the first
+    test's asking; its results, and the folder of "all"'s saved blocks, by
+    nproc. Bounded below pytest's --timeout (the tests' own mark): a hung
+    process dumps its threads' stacks (faulthandler, JAXMG_TEST_HANG_S)
+    before the launcher's bound; on any failure every process's output
+    (with JAXMG_TRACE's lines and NCCL's warnings) goes to stderr at once
+    (report_outputs)."""
+    jobs: dict[int, tuple[dict, pathlib.Path]] = {}
+
+    def get(nproc: int) -> tuple[dict, pathlib.Path]:
+        if nproc not in jobs:
+            out = tmp_path_factory.mktemp(f"per_gpu_{nproc}")
+            results = run_job("all+local", nproc, platform="cuda", timeout_s=120.0,
+                              bound_s=420.0,
+                              extra_env={"JAXMG_TEST_OUT": str(out), "JAXMG_ENGINE": "cusolvermp",
+                                         "JAXMG_TEST_HANG_S": "380", "JAXMG_TRACE": "1",
+                                         "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN")})
+            jobs[nproc] = results, out
+        return jobs[nproc]
+
+    return get
+
+
+def _local_case_names(nproc: int) -> set[str]:
+    import mpmd_local
+
+    return {name for name, _ in mpmd_local.cases(nproc)}
+
+
+def _checks_of(results: dict, nproc: int, local: bool) -> dict:
+    """results with each process's done checks narrowed to the "local"
+    scenario's (or to "all"'s); failures are kept whole."""
+    names = _local_case_names(nproc)
+    out = dict(results)
+    for i in range(nproc):
+        if i in results:
+            out[i] = dict(results[i], done=[d for d in results[i]["done"] if (d in names) == local])
+    return out
+
+
 @needs_mp
+@pytest.mark.timeout(500)
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, monkeypatch):
+def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, per_gpu_job, monkeypatch):
     """tests/python/mpmd_worker.py's "all" scenario with JAXMG_ENGINE=
     cusolvermp in every process (ids through the job's key-value store),
     its results against the default engine's in this process."""
     if len(gpus) < nproc:
         pytest.skip(f"needs {nproc} GPUs")
-    # Bounded below pytest's --timeout (240 s in the GPU runs) so that the
-    # processes' output is printed: a hung process dumps its threads' stacks
-    # (faulthandler, JAXMG_TEST_HANG_S) before the launcher's bound; on any
-    # failure every process's output (with JAXMG_TRACE's lines and NCCL's
-    # warnings) goes to stderr at once (report_outputs).
-    results = run_job("all", nproc, platform="cuda", timeout_s=120.0, bound_s=200.0,
-                      extra_env={"JAXMG_TEST_OUT": str(tmp_path), "JAXMG_ENGINE": "cusolvermp",
-                                 "JAXMG_TEST_HANG_S": "170", "JAXMG_TRACE": "1",
-                                 "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN")})
+    results, saved = per_gpu_job(nproc)
+    results = _checks_of(results, nproc, local=False)
     report_outputs(results, nproc, expect=15)
     assert_all_passed(results, nproc, expect=15)
     monkeypatch.delenv("JAXMG_ENGINE")
@@ -495,7 +537,7 @@ def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, m
                 ref = np.asarray(jaxmg.potri(_on(mesh, a), 2, mesh, ROWS))
             else:
                 ref = np.asarray(jaxmg.syevd(_on(mesh, a), 2, mesh, ROWS)[0])
-            blocks = sorted(tmp_path.glob(f"{op}-{np.dtype(dtype).name}-p*-*.npy"))
+            blocks = sorted(saved.glob(f"{op}-{np.dtype(dtype).name}-p*-*.npy"))
             assert blocks, f"{op} {dtype}: no result saved"
             for path in blocks:
                 idx = ast.literal_eval(path.with_suffix(".idx").read_text())
@@ -505,23 +547,21 @@ def test_one_process_per_gpu_matches_the_default_engine(gpus, nproc, tmp_path, m
 
 
 @needs_mp
+@pytest.mark.timeout(500)
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_one_process_per_gpu_runs_the_cpu_local_model_cases(gpus, nproc):
+def test_one_process_per_gpu_runs_the_cpu_local_model_cases(gpus, nproc, per_gpu_job):
     """The cases the CPU tests run with one process per CPU device through
     lapack-local (tests/python/mpmd_local.py, tests/python/test_mpmd_local.py),
     here with one process per GPU through cuSOLVERMp over NCCL: every op and
     dtype against NumPy, the seeds' and 1.x's forms, the 1 x P line and the
     r x c grids (2 x 2, 4 x 1; 2 x 1), padded and not, a failure on the last
     rank's rows, jit, grad and vmap, the ctx forms, NetKet's solvers (where
-    NetKet is installed). What passes on CPU is what runs here."""
+    NetKet is installed). What passes on CPU is what runs here (in the
+    processes that ran "all" first)."""
     if len(gpus) < nproc:
         pytest.skip(f"needs {nproc} GPUs")
-    import mpmd_local
-
-    expect = len(mpmd_local.cases(nproc))
-    results = run_job("local", nproc, platform="cuda", timeout_s=120.0, bound_s=220.0,
-                      extra_env={"JAXMG_ENGINE": "cusolvermp", "JAXMG_TEST_HANG_S": "200",
-                                 "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN")})
+    results = _checks_of(per_gpu_job(nproc)[0], nproc, local=True)
+    expect = len(_local_case_names(nproc))
     report_outputs(results, nproc, expect=expect)
     assert_all_passed(results, nproc, expect=expect)
 

@@ -48,21 +48,22 @@ def _wide(dtype):
     return jnp.complex128 if jnp.issubdtype(dtype, jnp.complexfloating) else jnp.float64
 
 
+@functools.partial(jax.jit, static_argnames=("n", "dtype", "sharding"))
+def _make_general(key, n: int, dtype, sharding: NamedSharding) -> jax.Array:
+    k1, k2 = jax.random.split(key)
+    r = jax.random.normal(k1, (n, n), jnp.float64)
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        r = r + 1j * jax.random.normal(k2, (n, n), jnp.float64)
+    r = r * jnp.where(jnp.triu(jnp.ones((n, n)), 1) > 0, 4.0, 1.0)
+    return jax.lax.with_sharding_constraint(r.astype(dtype), sharding)
+
+
 def _general(key, n: int, dtype, mesh: Mesh) -> jax.Array:
     """A random, strongly non-symmetric matrix (strict upper triangle 4x the
-    rest), generated row-sharded on the GPUs."""
-    sharding = NamedSharding(mesh, P("x", None))
-
-    @jax.jit
-    def make(key):
-        k1, k2 = jax.random.split(key)
-        r = jax.random.normal(k1, (n, n), jnp.float64)
-        if jnp.issubdtype(dtype, jnp.complexfloating):
-            r = r + 1j * jax.random.normal(k2, (n, n), jnp.float64)
-        r = r * jnp.where(jnp.triu(jnp.ones((n, n)), 1) > 0, 4.0, 1.0)
-        return jax.lax.with_sharding_constraint(r.astype(dtype), sharding)
-
-    return make(key)
+    rest), generated row-sharded on the GPUs (one compiled program for each
+    size and dtype, where each call compiled its own)."""
+    return _make_general(key, n=n, dtype=jnp.dtype(dtype),
+                         sharding=NamedSharding(mesh, P("x", None)))
 
 
 @functools.partial(jax.jit, static_argnames="transpose")
@@ -98,14 +99,29 @@ def _solve_and_check(n, T_A, dtype, nrhs=3, seed=0):
     assert _backward_error(a, x, b, transpose=True) > 1e-3
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64", "c64", "c128"])
-@pytest.mark.parametrize("n,T_A", [(1024, 256), (3000, 512), (4096, 1024)])
+NAMES = dict(zip(DTYPES, ["f32", "f64", "c64", "c128"]))
+
+
+def _every_dtype_then_two(first: tuple[int, int], *others: tuple[int, int]):
+    """The parametrization of (n, T_A, dtype): every dtype at the first
+    size, two dtypes at each other size, so that every dtype runs at a
+    second size too: each dtype's routines and each size's tiling and
+    padding are met, not every pair of them (the full grids of 12 took 26
+    and 22 s on 2 H200, docs/gpu-runs/2026-11-27-s18 call2, each case
+    mostly compiling its pair)."""
+    pairs = [(DTYPES[0], DTYPES[3]), (DTYPES[1], DTYPES[2])]
+    cases = [(*first, d) for d in DTYPES]
+    cases += [(*size, d) for size, two in zip(others, pairs) for d in two]
+    ids = [f"{n}-{t}-{NAMES[d]}" for n, t, d in cases]
+    return pytest.mark.parametrize("n,T_A,dtype", cases, ids=ids)
+
+
+@_every_dtype_then_two((1024, 256), (3000, 512), (4096, 1024))
 def test_gpu_lu_solve_every_dtype(dtype, n, T_A):
     _solve_and_check(n, T_A, dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64", "c64", "c128"])
-@pytest.mark.parametrize("n,T_A", [(1024, 128), (1000, 96), (2048, 256)])
+@_every_dtype_then_two((1024, 128), (1000, 96), (2048, 256))
 def test_gpu_lu_solve_tiled_lu(monkeypatch, dtype, n, T_A):
     """jaxmg's own tiled LU (engine/cusolvermg/cuda_lu.c) with several tiles
     per GPU, also on one GPU; (1000, 96) is padded."""

@@ -3,9 +3,11 @@ donated works in A's own buffer, and jaxmg.memory_estimate says beforehand
 what the GPU's allocator then reports.
 
 Each case runs in a fresh process (bench/largest.py's child, which also
-checks the answer by residuals against A regenerated blockwise), so that
-XLA's peak_bytes_in_use counts that call alone: A and b generated on the
-GPU, the call, its outputs and workspaces. Skipped without GPUs.
+checks the answer by residuals against A regenerated blockwise) that sees
+one GPU alone, so that XLA's peak_bytes_in_use counts that call alone: A
+and b generated on the GPU, the call, its outputs and workspaces. The
+children spread over the GPUs, one a GPU at a time (run_children, also
+test_gpu_syevd_tridiagonal.py's). Skipped without GPUs.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import queue
 import subprocess
 import sys
 
 import pytest
 
-from gpu_env import gpu_devices
+from gpu_env import cuda_ordinal, gpu_devices
 
 GPUS = gpu_devices()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU")
@@ -38,10 +41,24 @@ PEAK_OVER_A = {"potrs": 1.05, "lu_solve": 1.05, "potri": 1.05, "syevd": 1.05,
                "syevd_values": 1.05}
 
 
-def _run_child(op: str, dtype: str, n: int, rows: int | None) -> dict | str:
-    """One case in a fresh process: its LARGEST record, or what it printed
-    where it gave none."""
+# A case: (op, dtype, N, rows of A or None, environment): the environment's
+# (name, value) pairs are set in the child, a value None removing the name.
+Case = tuple[str, str, int, int | None, tuple[tuple[str, str | None], ...]]
+
+
+def _run_child(case: Case, gpu: str | None = None) -> dict | str:
+    """One case in a fresh process (on the GPU whose CUDA_VISIBLE_DEVICES
+    entry is ``gpu``, alone; where None, the first this process sees): its
+    LARGEST record, or what it printed where it gave none."""
+    op, dtype, n, rows, extra = case
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    for name, value in extra:
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     out = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "largest.py"), "--one", str(n), "--op", op,
          "--lib", "jaxmg", "--dtype", dtype, "--gpus", "1"]
@@ -53,26 +70,52 @@ def _run_child(op: str, dtype: str, n: int, rows: int | None) -> dict | str:
     return json.loads(lines[-1][len("LARGEST "):])
 
 
-# Every case of this file, run when the first test asks, JAXMG_TEST_CHILDREN
-# processes at a time (default 1: one after the other, 123 s of a device call
-# on an H200, docs/gpu-runs/2026-11-27-s16-h200x4). Each process's peak is
-# its own allocator's, so running them side by side on the GPU changes no
-# figure; it is not the default until a run shows that jaxmg processes
-# sharing a GPU do not stall (two did there, in other tests, not diagnosed).
+# Children per GPU at once (JAXMG_TEST_CHILDREN, default 1). Each child sees
+# one GPU alone, and the children spread over this process's GPUs: on 2 GPUs
+# two run at once, each with a GPU to itself (one after the other, the 16
+# took 85-90 s of a device call on an H200: docs/gpu-runs/2026-11-27-s18
+# call1, 2026-11-28-s19 call3).
+# Each process's peak is its own allocator's, so sharing a GPU changes no
+# figure; more than one a GPU is not the default until a run shows that
+# jaxmg processes sharing a GPU do not stall (two did there, in other tests,
+# not diagnosed).
 CHILDREN = max(1, int(os.environ.get("JAXMG_TEST_CHILDREN", "1") or "1"))
-_CASES = ([(op, dtype, N, None) for op in sorted(PEAK_OVER_A) for dtype in ("float64", "complex64")]
-          + [("potri", dtype, 46400, None) for dtype in ("float32", "complex64")]
-          + [("qr", dtype, N, m) for dtype in ("float64", "complex64") for m in (N, 4 * N)])
-_results: dict[tuple, dict | str] = {}
+
+
+def run_children(cases: list[Case]) -> dict[Case, dict | str]:
+    """Every case in a fresh process of its own, CHILDREN at a time on each
+    of this process's GPUs (in the order given: the longest first spreads
+    them best); each case's record."""
+    slots: queue.Queue[str | None] = queue.Queue()
+    for gpu in [cuda_ordinal(d) for d in GPUS] or [None]:
+        for _ in range(CHILDREN):
+            slots.put(gpu)
+
+    def one(case: Case) -> dict | str:
+        gpu = slots.get()
+        try:
+            return _run_child(case, gpu)
+        finally:
+            slots.put(gpu)
+
+    with concurrent.futures.ThreadPoolExecutor(slots.qsize()) as pool:
+        return dict(zip(cases, pool.map(one, cases)))
+
+
+# Every case of this file, run when the first test asks; the two potri
+# cases of N = 46,400 (8 and 16 GiB) first, the longest.
+_CASES: list[Case] = (
+    [("potri", dtype, 46400, None, ()) for dtype in ("float32", "complex64")]
+    + [(op, dtype, N, None, ()) for op in sorted(PEAK_OVER_A) for dtype in ("float64", "complex64")]
+    + [("qr", dtype, N, m, ()) for dtype in ("float64", "complex64") for m in (N, 4 * N)])
+_results: dict[Case, dict | str] = {}
 
 
 def _child(op: str, dtype: str, n: int, rows: int | None = None) -> dict:
-    key = (op, dtype, n, rows)
+    key: Case = (op, dtype, n, rows, ())
     if not _results:
-        with concurrent.futures.ThreadPoolExecutor(CHILDREN) as pool:
-            done = dict(zip(_CASES, pool.map(lambda c: _run_child(*c), _CASES)))
-        _results.update(done)
-    r = _results[key] if key in _results else _run_child(*key)
+        _results.update(run_children(_CASES))
+    r = _results[key] if key in _results else _run_child(key)
     assert isinstance(r, dict), r
     return r
 

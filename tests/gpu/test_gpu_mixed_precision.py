@@ -45,15 +45,22 @@ def _one_gpu() -> Mesh:
 
 
 def _matrix(rng, n: int, kappa: float, hermitian: bool, dtype) -> np.ndarray:
-    def unitary():
+    """Q diag(s) Q^H (hermitian) or Q diag(s) W^H, s from 1 down to 1/kappa,
+    Q and W the Q factors of standard normal matrices drawn from rng (in
+    float64 / complex128). The factors and the product are computed on the
+    first GPU (the same matrix as on the host, to rounding): on the host,
+    at N = 2048, they were O(N^3) work a matrix beside the solves' on the
+    GPU, complex128's four times float64's."""
+    def unitary() -> jax.Array:
         m = rng.standard_normal((n, n))
         if np.issubdtype(dtype, np.complexfloating):
             m = m + 1j * rng.standard_normal((n, n))
-        return np.linalg.qr(m)[0]
+        return jnp.linalg.qr(jnp.asarray(m))[0]
 
     q = unitary()
     s = np.logspace(0, -np.log10(kappa), n)
-    a = (q * s) @ (q.conj().T if hermitian else unitary().conj().T)
+    w = q if hermitian else unitary()
+    a = np.asarray(jnp.matmul(q * s, jnp.conj(w).T, precision=jax.lax.Precision.HIGHEST))
     return ((a + a.conj().T) / 2 if hermitian else a).astype(dtype)
 
 

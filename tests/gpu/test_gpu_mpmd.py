@@ -12,6 +12,7 @@ with JAXMG_TEST_PLATFORM=cuda."""
 from __future__ import annotations
 
 import ast
+import pathlib
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ import pytest
 import jaxmg_testing as jt  # noqa: E402
 from mpmd_launch import (ROWS_PER_PROCESS, assert_all_passed, assert_killed_job, finish_job, run_example, run_job,  # noqa: E402
                          start_job)
+# The CPU MPMD tests' split of an "all+fresh" job's checks by scenario.
+from test_mpmd import checks_named  # noqa: E402
 
 
 def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
@@ -47,18 +50,38 @@ def spmd_result(op: str, dtype, n: int, nparts: int, gpus):
     return np.asarray(jaxmg.syevd(a_dev, T_A=2, mesh=mesh, in_specs=(P("x", None),))[0])
 
 
+@pytest.fixture(scope="module")
+def all_and_fresh_job(tmp_path_factory):
+    """One job of nproc processes, one GPU each, running the worker's "all"
+    scenario (its results saved for the SPMD comparison) and then "fresh",
+    in the same processes: one job's start-up for the two tests below. Run
+    at the first test's asking; its results, and the folder of the saved
+    blocks, by nproc."""
+    jobs: dict[int, tuple[dict, pathlib.Path]] = {}
+
+    def get(nproc: int) -> tuple[dict, pathlib.Path]:
+        if nproc not in jobs:
+            out = tmp_path_factory.mktemp(f"all_fresh_{nproc}")
+            jobs[nproc] = (run_job("all+fresh", nproc, platform="cuda", timeout_s=120.0,
+                                   bound_s=550.0, extra_env={"JAXMG_TEST_OUT": str(out)}),
+                           out)
+        return jobs[nproc]
+
+    return get
+
+
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, tmp_path):
+def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, all_and_fresh_job):
     if len(gpus) < nproc:
         pytest.skip(f"needs {nproc} GPUs")
-    results = run_job("all", nproc, platform="cuda", timeout_s=120.0, bound_s=550.0,
-                      extra_env={"JAXMG_TEST_OUT": str(tmp_path)})
-    assert_all_passed(results, nproc, expect=15)
+    results, saved = all_and_fresh_job(nproc)
+    assert_all_passed(checks_named(results, nproc, fresh=False), nproc, expect=15)
     n = ROWS_PER_PROCESS * nproc
     for op in ("potrs", "potri", "syevd"):
         for dtype in jt.DTYPES:
             ref = spmd_result(op, dtype, n, nproc, gpus)
-            blocks = sorted(tmp_path.glob(f"{op}-{np.dtype(dtype).name}-p*-*.npy"))
+            blocks = sorted(saved.glob(f"{op}-{np.dtype(dtype).name}-p*-*.npy"))
             assert blocks, f"{op} {dtype}: no MPMD result saved"
             for path in blocks:
                 idx = ast.literal_eval(path.with_suffix(".idx").read_text())
@@ -69,19 +92,21 @@ def test_gpu_mpmd_every_op_and_dtype_matches_spmd(gpus, nproc, tmp_path):
                 assert err < jt.tol(dtype, n), f"{op} {dtype} {path.name}: {err:.3g}"
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("nproc", [
     2,
     # 4 processes: the case in which cusolverMgPotrf returned wrong factors
     # (docs/gpu-notes.md); the tiled factorization replaced it.
     4,
 ])
-def test_gpu_mpmd_back_to_back_calls_on_fresh_inputs(gpus, nproc):
+def test_gpu_mpmd_back_to_back_calls_on_fresh_inputs(gpus, nproc, all_and_fresh_job):
     """40 potrs calls in a row, each on new random inputs (the compiled
-    program reaches the rendezvous at once), each checked in every process."""
+    program reaches the rendezvous at once), each checked in every process
+    (in the processes that ran "all" first)."""
     if len(gpus) < nproc:
         pytest.skip(f"needs {nproc} GPUs")
-    results = run_job("fresh", nproc, platform="cuda", timeout_s=120.0, bound_s=300.0)
-    assert_all_passed(results, nproc, expect=40)
+    results, _ = all_and_fresh_job(nproc)
+    assert_all_passed(checks_named(results, nproc, fresh=True), nproc, expect=40)
 
 
 def test_gpu_mpmd_mesh_2d(gpus):

@@ -128,7 +128,16 @@ def test_gpu_local_a_process_that_never_arrives(nproc):
     agreement compares when the ranks entered the call. The next job
     works."""
     _needs(nproc)
-    timeout = 8.0
+    # T = 5 s (8 s on CPU, tests/python/test_mpmd_local.py): the job waits
+    # about 3 T + 12 s after its first call (mpmd_worker.py: the late
+    # process comes T + 2 s late; process 0 stays until 2 T + 6 s after its
+    # call began, then T + 6 s more for the coordination service), and the
+    # test took 44 s at T = 8 on 2 H200 (docs/gpu-runs/2026-11-28-s19,
+    # call3). The first call, made together, should stay far from the
+    # arrival check (ranks more than T apart fail): both processes reach it
+    # after the same start-up, and rank 1's whole first call took 0.9 s on
+    # 2 H200 (its trace, 2026-11-28-s19 call1).
+    timeout = 5.0
     results = _job("local-absent", nproc, timeout_s=timeout)
     for i in [0] + list(range(2, nproc)):
         _failed_within(results, i, timeout + 5.0, "jaxmg.potri", "did not arrive",

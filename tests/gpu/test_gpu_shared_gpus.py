@@ -19,17 +19,11 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 import jaxmg
 
 import jaxmg_testing as jt  # noqa: E402
+from gpu_env import cuda_ordinal  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 _BUSY = pathlib.Path(__file__).resolve().parent / "busy_gpu.py"
-
-
-def _cuda_ordinal(device: jax.Device) -> str:
-    """The CUDA_VISIBLE_DEVICES entry of a JAX GPU device (its id counts the
-    GPUs this process sees)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return visible.split(",")[device.id] if visible else str(device.id)
 
 
 def _start_neighbours(devices, seconds: float):
@@ -37,7 +31,7 @@ def _start_neighbours(devices, seconds: float):
     one reports that it runs."""
     procs = []
     for d in devices:
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=_cuda_ordinal(d),
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=cuda_ordinal(d),
                    XLA_PYTHON_CLIENT_PREALLOCATE="false", JAX_PLATFORMS="cuda")
         procs.append(subprocess.Popen([sys.executable, str(_BUSY), str(seconds)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
