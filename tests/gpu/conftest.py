@@ -16,6 +16,22 @@ from suite_times import FileTimes, file_of, table
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
+# JAXMG_GPU_WORKER_SETS="0,1 2,3" with pytest-xdist (-n as many workers as
+# sets): worker gwK sees only the K-th set of GPUs (CUDA_VISIBLE_DEVICES, set
+# here, before anything imports jax), so that one pytest run of the suite on
+# 2 GPUs (or 1) runs on disjoint GPUs of a larger machine in parallel, every
+# test still seeing the GPUs of its set alone. Workers never share a GPU:
+# more workers than sets is an error.
+_SETS = os.environ.get("JAXMG_GPU_WORKER_SETS", "").split()
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _SETS and _WORKER.startswith("gw"):
+    _index = int(_WORKER[2:])
+    if _index >= len(_SETS):
+        raise pytest.UsageError(
+            f"JAXMG_GPU_WORKER_SETS has {len(_SETS)} GPU sets ({' '.join(_SETS)}) but worker "
+            f"{_WORKER} is number {_index + 1}: run with -n {len(_SETS)} at most")
+    os.environ["CUDA_VISIBLE_DEVICES"] = _SETS[_index]
+
 # JAXMG_TEST_PROGRESS=FILE: one line per test as it starts and as it ends
 # (wall time, outcome, seconds; a failure's last lines), written at once, so that a run cut by a
 # device call's bound still says how long each test took and which one it
@@ -24,7 +40,9 @@ _PROGRESS = os.environ.get("JAXMG_TEST_PROGRESS", "")
 
 
 def _progress(line: str) -> None:
-    if _PROGRESS:
+    # Under pytest-xdist the controller writes it (it sees every worker's
+    # reports); the workers would write each line a second time.
+    if _PROGRESS and not _WORKER:
         with open(_PROGRESS, "a") as f:
             f.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
@@ -41,12 +59,22 @@ _MINE: set[str] = set()  # this directory's node ids (pytest_collection_modifyit
 _SESSION_START = time.monotonic()
 
 
+def _mine(nodeid: str) -> bool:
+    """Whether a test is of this directory: collected here, or (the
+    pytest-xdist controller, which collects nothing itself) named after one
+    of this directory's files."""
+    if nodeid in _MINE:
+        return True
+    path = pathlib.PurePosixPath(nodeid.split("::")[0])
+    return bool(_WORKER == "" and path.parent.name == _HERE.name and (_HERE / path.name).is_file())
+
+
 def pytest_runtest_logreport(report):
     # The call phase's outcome, or a setup/teardown that did not pass (a
     # skip, an error); each with the phase's seconds.
     if report.when == "call" or report.outcome != "passed":
         _progress(f"{report.outcome} {report.when} {report.duration:.2f} s {report.nodeid}")
-    if report.nodeid in _MINE:
+    if _mine(report.nodeid):
         f = _PER_FILE.setdefault(file_of(report.nodeid), FileTimes())
         f.seconds += report.duration
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):

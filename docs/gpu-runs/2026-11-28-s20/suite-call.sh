@@ -30,7 +30,12 @@
 #     compiled before instead of compiling it again. Not run with the suite before; 0 turns
 #     it off (the estimates of docs/gpu-runs/2026-11-28-s20/suite-time.md are without it).
 #   JAXMG_TEST_CHILDREN (default 1): test_gpu_memory.py's children per GPU at once.
-#   SUITE_ONE_GPU=0: skip the 1-GPU run.
+#   SUITE_ONE_GPU=0: skip the 1-GPU run; SUITE_TWO_GPU=0: skip the 2-GPU run.
+#
+# Parallel runs (session 20): on a machine of 4 GPUs the 2-GPU run is one pytest run with two
+# pytest-xdist workers, on GPUs 0,1 and 2,3 (JAXMG_GPU_WORKER_SETS, tests/gpu/conftest.py); the
+# 1-GPU run four workers, one a GPU (two on a machine of 2). Every test sees its set's GPUs
+# alone; the tests that start jobs of processes stay on one worker (xdist_group "processes").
 set -u
 root="$(cd "$(dirname "$0")" && pwd)"
 while [ ! -f "$root/scripts/device-lib.sh" ] && [ "$root" != / ]; do root="$(dirname "$root")"; done
@@ -54,25 +59,37 @@ if [ "${JAXMG_SUITE_JAX_CACHE:-1}" = 1 ]; then
 fi
 ( while sleep 20; do pack; done ) > /dev/null 2>&1 & packer=$!  # no fd held: its sleep may outlive it
 
-suite() {  # suite LABEL GPUS SECONDS: the whole of tests/gpu in one pytest run on GPUS
-  local label=$1 bound=$3
-  export CUDA_VISIBLE_DEVICES=$2
-  echo "$label: GPUs $2, bound ${bound} s, from ${SECONDS} s" >> "$R/summary.txt"
+suite() {  # suite LABEL GPUS SECONDS [SETS]: the whole of tests/gpu in one pytest run on GPUS;
+  # with SETS ("0,1 2,3"): one pytest-xdist worker per set, each seeing its set alone
+  # (tests/gpu/conftest.py, JAXMG_GPU_WORKER_SETS), so every test still runs on GPUS' count.
+  local label=$1 bound=$3 sets=${4:-} xd=()
+  if [ -n "$sets" ]; then
+    unset CUDA_VISIBLE_DEVICES; export JAXMG_GPU_WORKER_SETS="$sets"
+    set -- $sets; xd=(-n $# --dist loadgroup)
+  else
+    unset JAXMG_GPU_WORKER_SETS; export CUDA_VISIBLE_DEVICES=$2
+  fi
+  echo "$label: GPUs $2, sets '${sets}', bound ${bound} s, from ${SECONDS} s" >> "$R/summary.txt"
   # SIGINT at the bound: pytest stops at the test it is in and still prints its summaries
   # (tests/gpu/conftest.py's seconds per file among them); KILL 15 s later.
   JAXMG_TEST_PROGRESS="$R/progress-$label.txt" JAXMG_TEST_SUMMARY="$R/times-$label.txt" \
     timeout -s INT -k 15 "$bound" python3 -m pytest -q -rfEs -p no:cacheprovider --timeout 300 \
-    --durations=30 tests/gpu > "$R/pytest-$label.log" 2>&1
+    "${xd[@]}" --durations=30 tests/gpu > "$R/pytest-$label.log" 2>&1
   echo "$label: pytest exit $? at ${SECONDS} s: $(tail -n 1 "$R/pytest-$label.log")" >> "$R/summary.txt"
   [ -f "$R/progress-$label.txt" ] && python3 tests/gpu/suite_times.py "$R/progress-$label.txt" \
     --top 40 > "$R/times-from-progress-$label.txt" 2>&1
   pack
 }
 
-suite 2gpu 0,1 "$(jaxmg_left 560)"
+ngpu=$(nvidia-smi -L | wc -l)
+if [ "${SUITE_TWO_GPU:-1}" = 1 ]; then
+  if [ "$ngpu" -ge 4 ]; then suite 2gpu 0,1 "$(jaxmg_left 560)" "0,1 2,3"
+  else suite 2gpu 0,1 "$(jaxmg_left 560)"; fi
+fi
 left=$(jaxmg_left 560)
 if [ "${SUITE_ONE_GPU:-1}" = 1 ] && [ "$left" -gt 40 ]; then
-  suite 1gpu 0 "$left"
+  if [ "$ngpu" -ge 4 ]; then suite 1gpu 0 "$left" "0 1 2 3"
+  else suite 1gpu 0 "$left" "0 1"; fi
 else
   echo "1gpu: not run (${left} s left)" >> "$R/summary.txt"
 fi
