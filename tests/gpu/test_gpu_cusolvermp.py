@@ -423,18 +423,22 @@ def test_one_process_several_gpus_matches_the_default_engine(monkeypatch, k, dty
 
 @needs_mp
 @pytest.mark.parametrize("k", [2, 4])
-def test_eigensolver_below_its_bound_is_refused_and_the_gpus_stay_usable(k):
+def test_eigensolver_below_its_bound_is_refused_and_the_gpus_stay_usable(k, monkeypatch):
     """cuSOLVERMp 0.8's eigensolver on several GPUs gave wrong eigenpairs with
     status 0, or CUSOLVER_STATUS_INTERNAL_ERROR after which every CUDA call of
     the process failed, below 8 rows a GPU (scripts/sweep-cusolvermp.py;
-    engine/cusolvermp/context.c, mp_supports). Each of the sweep's failing
-    cases (and sygvd, which runs the same solver) is refused before anything
-    runs, naming the bound and what to pass; then syevd and eigh_generalized
-    at the bound, and potrs, run right in the same process."""
+    engine/cusolvermp/context.c, mp_supports). With the library's own
+    eigensolver asked for (JAXMG_LOCAL_GATHER=0: by default these sizes run
+    cusolverdn-local's one-GPU routine instead, checked last here), each of
+    the sweep's failing cases (and sygvd, which runs the same solver) is
+    refused before anything runs, naming the bound and what to pass; then
+    syevd and eigh_generalized at the bound, and potrs, run right in the same
+    process."""
     if len(GPUS) < k:
         pytest.skip(f"needs {k} GPUs")
     mesh = _mesh(k)
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    monkeypatch.setenv("JAXMG_LOCAL_GATHER", "0")
     for dtype in jt.DTYPES:
         for n, T_A in ((2 * k, 1), (2 * k, 2), (4 * k, 1), (4 * k, 2), (4 * k, 4)):
             h = jt.make_hermitian(rng, n, dtype)
@@ -461,6 +465,12 @@ def test_eigensolver_below_its_bound_is_refused_and_the_gpus_stay_usable(k):
         a, rhs = jt.make_hpd(rng, n, dtype), jt.make_rhs(rng, n, 2, dtype)
         x = np.asarray(jaxmg.potrs(_on(mesh, a), rhs, 2, mesh, SPECS))
         assert jt.solve_backward_error(a, x, rhs) < jt.tol(dtype, n)
+    # By default the refused sizes run on one GPU (cusolverdn-local), right.
+    monkeypatch.delenv("JAXMG_LOCAL_GATHER")
+    for dtype in jt.DTYPES:
+        h = jt.make_hermitian(rng, 2 * k, dtype)
+        w, v = jaxmg.syevd(_on(mesh, h), 1, mesh, ROWS)
+        assert jt.eig_residual(h, np.asarray(w), np.asarray(v)) < jt.tol(dtype, 2 * k)
 
 
 @pytest.fixture(scope="module")

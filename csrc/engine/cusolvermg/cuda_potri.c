@@ -23,9 +23,16 @@
 #include "cuda/device.h"
 #include "engine/cusolvermg/tiles.h"
 
+/* [panel 0 | panel 1 | t ones]: the ones are copied from the host once,
+ * synchronously, so that no copy is left reading host memory. */
+static size_t panel_bytes(const jmg_dist_matrix *a) {
+  return jmg_cuda_align((size_t)a->n * (size_t)a->tile *
+                        jmg_dtype_size(a->dtype));
+}
+
 size_t jmg_cuda_potri_workspace(const jmg_dist_matrix *a) {
-  return 2 * jmg_cuda_align((size_t)a->n * (size_t)a->tile *
-                            jmg_dtype_size(a->dtype));
+  return 2 * panel_bytes(a) +
+         jmg_cuda_align((size_t)a->tile * jmg_dtype_size(a->dtype));
 }
 
 /* One call's state. */
@@ -50,7 +57,7 @@ static char *x_at(const run *r, int d, int64_t col, int64_t row) {
   return r->x[d] + ((size_t)col * (size_t)r->g.n + (size_t)row) * r->g.es;
 }
 
-/* Device d's x = its columns of the identity. */
+/* Device d's x = its columns of the identity; ones: t ones on device d. */
 static int identity(run *r, int d, const char *ones, jmg_error *err) {
   const size_t es = r->g.es;
   const int64_t cols = r->g.n / r->g.G;
@@ -63,7 +70,7 @@ static int identity(run *r, int d, const char *ones, jmg_error *err) {
     rc = JMG_CUDA_TRY(
         cudaMemcpy2DAsync(x_at(r, d, s * r->g.t, j * r->g.t),
                           ((size_t)r->g.n + 1) * es, ones, es, es,
-                          (size_t)r->g.t, cudaMemcpyHostToDevice,
+                          (size_t)r->g.t, cudaMemcpyDeviceToDevice,
                           r->g.stream[d]),
         r->g.op, err);
   }
@@ -146,7 +153,7 @@ static int step(run *r, int64_t i, int d, jmg_error *err) {
 
 /* Streams, events, buffers and x's identity on every device. */
 static int setup(run *r, void *const *x, void *const *work, jmg_error *err) {
-  const size_t half = jmg_cuda_potri_workspace(r->g.a) / 2;
+  const size_t half = panel_bytes(r->g.a);
   char *ones = NULL;
   int rc = jmg_tiles_host_work(&r->g, (size_t)r->g.t * r->g.es, "potri",
                                (void **)&ones, err);
@@ -171,10 +178,13 @@ static int setup(run *r, void *const *x, void *const *work, jmg_error *err) {
             cudaEventCreateWithFlags(&r->freed[d][b], cudaEventDisableTiming),
             r->g.op, err);
     }
-    if (rc == 0) rc = identity(r, d, ones, err);
+    char *dev_ones = (char *)work[d] + 2 * half;
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(cudaMemcpy(dev_ones, ones, (size_t)r->g.t * r->g.es,
+                                   cudaMemcpyHostToDevice),
+                        r->g.op, err);
+    if (rc == 0) rc = identity(r, d, dev_ones, err);
   }
-  /* The host's ones are copied from pageable memory: by the time
-   * cudaMemcpy2DAsync returns they have been read. */
   free(ones);
   /* Per device and step: idle, wait, the trsm, the gemm; and the start. */
   if (rc == 0)

@@ -1,7 +1,7 @@
 /* potri on the cuSOLVERMg engine: jaxmg's tiled Cholesky (cuda_potrf.h),
  * then its tiled inverse from the factor (cuda_potri.h) into a second copy
- * of each shard, which A takes at the end, then the Hermitian fill of the
- * upper triangle.
+ * of each shard, which A takes at the end in the contiguous layout, then
+ * the Hermitian fill of the upper triangle.
  *
  * cuSOLVERMg's potri is not used, nor its potrs against the identity (what
  * ran before session 20, one column slab at a time through the first GPU):
@@ -39,11 +39,25 @@ static int potri_tiles(const jmg_dist_matrix *a, int *info, jmg_error *err) {
     const jmg_cuda_potrf_handles h = {c->h->blas, c->h->dn, c->h->dn_params};
     rc = jmg_cuda_potri_from_factor(a, &h, x, panels, op, err);
   }
-  for (int d = 0; rc == 0 && h_info == 0 && d < a->ndev; ++d)
-    rc =
-        JMG_CUDA_TRY(cudaMemcpyAsync(a->data[d], x[d], shard_bytes,
-                                     cudaMemcpyDeviceToDevice, stream_of(a, d)),
-                     op, err);
+  /* x holds the inverse in A's block-cyclic layout; A takes it in the
+   * contiguous one (device d: columns d*r .. d*r + r - 1), which the ops
+   * layer expects of this engine's potri and the fill works on: tile k's
+   * columns move whole, from x[k % G] to the device of column k*t. */
+  const int64_t t = a->tile, r = a->local_cols, G = a->ndev;
+  const size_t tile_bytes = (size_t)t * (size_t)a->n * jmg_dtype_size(a->dtype);
+  for (int64_t k = 0; rc == 0 && h_info == 0 && k < a->n / t; ++k) {
+    const int to = (int)(k * t / r);
+    rc = JMG_CUDA_TRY(
+        cudaSetDevice(((const jmg_cuda_device *)a->device_ctx[to])->device),
+        op, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaMemcpyAsync((char *)a->data[to] + (size_t)(k * t % r) / t *
+                                                    tile_bytes,
+                          (char *)x[k % G] + (size_t)(k / G) * tile_bytes,
+                          tile_bytes, cudaMemcpyDefault, stream_of(a, to)),
+          op, err);
+  }
   if (rc == 0) rc = c->mem->sync(&c->group, err);
   jmg_trace_mark("potri tiles");
   *info = h_info;
