@@ -62,14 +62,14 @@ fi
 suite() {  # suite LABEL GPUS SECONDS [SETS]: the whole of tests/gpu in one pytest run on GPUS;
   # with SETS ("0,1 2,3"): one pytest-xdist worker per set, each seeing its set alone
   # (tests/gpu/conftest.py, JAXMG_GPU_WORKER_SETS), so every test still runs on GPUS' count.
-  local label=$1 bound=$3 sets=${4:-} xd=()
+  local label=$1 gpus=$2 bound=$3 sets=${4:-} xd=()
   if [ -n "$sets" ]; then
     unset CUDA_VISIBLE_DEVICES; export JAXMG_GPU_WORKER_SETS="$sets"
     set -- $sets; xd=(-n $# --dist loadgroup)
   else
     unset JAXMG_GPU_WORKER_SETS; export CUDA_VISIBLE_DEVICES=$2
   fi
-  echo "$label: GPUs $2, sets '${sets}', bound ${bound} s, from ${SECONDS} s" >> "$R/summary.txt"
+  echo "$label: GPUs $gpus, sets '${sets}', bound ${bound} s, from ${SECONDS} s" >> "$R/summary.txt"
   # SIGINT at the bound: pytest stops at the test it is in and still prints its summaries
   # (tests/gpu/conftest.py's seconds per file among them); KILL 15 s later.
   JAXMG_TEST_PROGRESS="$R/progress-$label.txt" JAXMG_TEST_SUMMARY="$R/times-$label.txt" \
