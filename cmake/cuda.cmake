@@ -43,6 +43,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/tf32_potrf.c
   csrc/engine/cusolverdn/tri_solve.c
   csrc/cuda/convert.c
+  csrc/cuda/ptx.c
   csrc/engine/eig_mgpu/context.c
   csrc/engine/eig_mgpu/syevd.c
   csrc/engine/eig_mgpu/sytrd.c
