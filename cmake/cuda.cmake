@@ -47,6 +47,8 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/eig_mgpu/context.c
   csrc/engine/eig_mgpu/syevd.c
   csrc/engine/eig_mgpu/sytrd.c
+  csrc/engine/eig_mgpu/sytrd_replicated.c
+  csrc/engine/eig_mgpu/sytrd_owner.c
   csrc/engine/eig_mgpu/ormtr.c
   csrc/engine/eig_mgpu/stedc.c
   csrc/engine/eig_mgpu/kernels.c
