@@ -44,9 +44,12 @@ add_library(jaxmg_cuda SHARED
   csrc/engine/cusolverdn/tf32_potrf.c
   csrc/engine/cusolverdn/tri_solve.c
   csrc/cuda/convert.c
+  csrc/cuda/ptx.c
   csrc/engine/eig_mgpu/context.c
   csrc/engine/eig_mgpu/syevd.c
   csrc/engine/eig_mgpu/sytrd.c
+  csrc/engine/eig_mgpu/sytrd_replicated.c
+  csrc/engine/eig_mgpu/sytrd_owner.c
   csrc/engine/eig_mgpu/ormtr.c
   csrc/engine/eig_mgpu/stedc.c
   csrc/engine/eig_mgpu/kernels.c

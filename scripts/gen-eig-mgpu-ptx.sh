@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Makes csrc/engine/eig_mgpu/kernels_ptx.h from csrc/engine/eig_mgpu/kernels.cu:
+# Makes csrc/engine/eig_mgpu/kernels_ptx.h from csrc/engine/eig_mgpu/kernels.cu
+# (and kernels_replicated.cuh, which it includes):
 # the PTX of the multi-GPU tridiagonal reduction's kernels, as a C string
 # that libjaxmg_cuda.so (and scripts/probe-eig-mgpu.c) load at run time
 # (cudaLibraryLoadData; the driver compiles it for the GPU at hand). Run it
-# after changing kernels.cu and commit both files: the library's build uses
+# after changing either and commit them with it: the library's build uses
 # the host C compiler only. compute_75 as scripts/gen-convert-ptx.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -6,15 +6,21 @@
  *   probe-eig-mgpu dn N
  *       cusolverDnDsytrd (lower) on GPU 0 and cusolverDnXsyevd without
  *       vectors: the one-GPU baselines (JAX's eigh runs Xsyevd);
- *   probe-eig-mgpu mg NDEV N NB TILE CHECK REPS
+ *   probe-eig-mgpu mg NDEV N NB TILE CHECK REPS [PATH]
  *       jmg_trd_reduce on GPUs 0 .. NDEV-1, A in tiles of TILE columns,
  *       panels of NB: one warm-up and REPS timed runs (wall clock, from A
- *       restored to the host's T; min and median); CHECK 1: T's
- *       eigenvalues (cusolverDnXsyevd of T made dense on GPU 0) against
- *       A's (cusolverDnXsyevd), max |difference| / max |eigenvalue|;
- *   probe-eig-mgpu orth NDEV N NB TILE
+ *       restored to the host's T; min and median), then one more with the
+ *       reduction's profile (mg_profile: GPU 0's time in the columns and
+ *       the trailing updates, microseconds a column by eighths); CHECK 1:
+ *       T's eigenvalues (cusolverDnXsyevd of T made dense on GPU 0)
+ *       against A's (cusolverDnXsyevd), max |difference| / max
+ *       |eigenvalue|; PATH "replicated" (the default) or "owner"
+ *       (trd.h jmg_trd_path);
+ *   probe-eig-mgpu orth NDEV N NB TILE [PATH]
  *       a small N: Q from the reflectors (cusolverDnDorgtr on A gathered to
  *       GPU 0): max |Q^T Q - I| and max |Q T Q^T - A| / max |A|.
+ *
+ * The part names of mg and orth end in "_owner" for the owner path.
  *
  * Output: "part,n,gpus,nb,tile,seconds,status,note" lines; status "ok" or
  * the failing call; '#' lines are comments. Every return code is checked. */
@@ -38,6 +44,15 @@ static double now(void) {
 }
 
 static char g_status[512] = "ok";
+static jmg_trd_path g_path = JMG_TRD_REPLICATED;
+
+/* part, with "_owner" appended for the owner path. */
+static const char *named(const char *part) {
+  static char buf[64];
+  snprintf(buf, sizeof buf, "%s%s", part,
+           g_path == JMG_TRD_OWNER ? "_owner" : "");
+  return buf;
+}
 
 #define CK(call)                                                          \
   do {                                                                    \
@@ -364,21 +379,48 @@ static int mode_mg(int ndev, long long n, int nb, long long tile, int check,
     jmg_error err;
     memset(&err, 0, sizeof err);
     const double t0 = now();
-    if (jmg_trd_reduce(&s.g, &s.a, nb, s.work, d, e, tau, "probe", &err) != 0) {
+    if (jmg_trd_reduce(&s.g, &s.a, nb, g_path, s.work, d, e, tau, NULL, "probe",
+                       &err) != 0) {
       snprintf(g_status, sizeof g_status, "jmg_trd_reduce: %s: %s", err.call,
                err.msg);
       return -1;
     }
     const double t = now() - t0;
     if (rep > 0) times[rep - 1] = t;
-    else line("mg_sytrd_warmup", n, ndev, nb, tile, t, "first run (kernel load)");
+    else
+      line(named("mg_sytrd_warmup"), n, ndev, nb, tile, t,
+           "first run (kernel load)");
   }
   qsort(times, (size_t)reps, sizeof(double), cmp);
   snprintf(note, sizeof note, "min of %d; median %.4f s; per column %.1f us",
            reps, times[reps / 2], 1e6 * times[0] / (double)n);
-  line("mg_sytrd", n, ndev, nb, tile, times[0], note);
+  line(named("mg_sytrd"), n, ndev, nb, tile, times[0], note);
+  {
+    /* Once more, with the profile (timing events on GPU 0). */
+    if (restore(&s)) return -1;
+    jmg_error err;
+    memset(&err, 0, sizeof err);
+    jmg_trd_profile pr;
+    const double t0 = now();
+    if (jmg_trd_reduce(&s.g, &s.a, nb, g_path, s.work, d, e, tau, &pr, "probe",
+                       &err) != 0) {
+      snprintf(g_status, sizeof g_status, "jmg_trd_reduce: %s: %s", err.call,
+               err.msg);
+      return -1;
+    }
+    const double t = now() - t0;
+    snprintf(
+        note, sizeof note,
+        "GPU 0: columns %.1f ms; trailing %.1f ms; us a column by eighths: "
+        "%.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f",
+        pr.columns_ms, pr.trailing_ms, pr.us_per_column[0], pr.us_per_column[1],
+        pr.us_per_column[2], pr.us_per_column[3], pr.us_per_column[4],
+        pr.us_per_column[5], pr.us_per_column[6], pr.us_per_column[7]);
+    line(named("mg_profile"), n, ndev, nb, tile, t, note);
+  }
   if (ormtr_time(&s, tau, &note[0], sizeof note) == 0)
-    line("mg_ormtr", n, ndev, nb, tile, atof(note), "Z = Q Z, Z n x n split by columns; second run");
+    line(named("mg_ormtr"), n, ndev, nb, tile, atof(note),
+         "Z = Q Z, Z n x n split by columns; second run");
   if (check) {
     /* T dense in scratch, its eigenvalues and A's. */
     CK(cudaSetDevice(0));
@@ -408,7 +450,7 @@ static int mode_mg(int ndev, long long n, int nb, long long tile, int check,
     snprintf(note, sizeof note,
              "max |eig(T) - eig(A)| / max |eig(A)| (cusolverDnXsyevd both)");
     if (!(diff / big < 1e-10)) snprintf(g_status, sizeof g_status, "WRONG");
-    line("mg_check_eigenvalues", n, ndev, nb, tile, diff / big, note);
+    line(named("mg_check_eigenvalues"), n, ndev, nb, tile, diff / big, note);
     free(h1);
     free(h2);
     cudaFree(w1);
@@ -446,7 +488,8 @@ static int mode_orth(int ndev, long long n, int nb, long long tile) {
   jmg_error err;
   memset(&err, 0, sizeof err);
   const double t0 = now();
-  if (jmg_trd_reduce(&s.g, &s.a, nb, s.work, d, e, tau, "probe", &err) != 0) {
+  if (jmg_trd_reduce(&s.g, &s.a, nb, g_path, s.work, d, e, tau, NULL, "probe",
+                     &err) != 0) {
     snprintf(g_status, sizeof g_status, "jmg_trd_reduce: %s: %s", err.call, err.msg);
     return -1;
   }
@@ -549,15 +592,28 @@ static int mode_orth(int ndev, long long n, int nb, long long tile) {
   char note[200];
   snprintf(note, sizeof note, "reduction %.4f s; max|Q^TQ-I| %.2e", sec, eq);
   if (!(eq < 1e-12 && ea / amax < 1e-12 && eo < 1e-12)) snprintf(g_status, sizeof g_status, "WRONG");
-  line("mg_orth_qtq", n, ndev, nb, tile, eq, note);
-  line("mg_orth_residual", n, ndev, nb, tile, ea / amax, "max|Q T Q^T - A| / max|A|");
-  line("mg_orth_ormtr", n, ndev, nb, tile, eo, "max|jmg_trd_ormtr(I) - dorgtr's Q|");
+  line(named("mg_orth_qtq"), n, ndev, nb, tile, eq, note);
+  line(named("mg_orth_residual"), n, ndev, nb, tile, ea / amax,
+       "max|Q T Q^T - A| / max|A|");
+  line(named("mg_orth_ormtr"), n, ndev, nb, tile, eo,
+       "max|jmg_trd_ormtr(I) - dorgtr's Q|");
   free(hr);
   free(ha);
   free(d);
   free(e);
   free(tau);
   return free_setup(&s);
+}
+
+/* The optional PATH argument; 0, or -1 (after a line) where it is unknown. */
+static int path_arg(int argc, char **argv, int at) {
+  if (argc <= at || strcmp(argv[at], "replicated") == 0) return 0;
+  if (strcmp(argv[at], "owner") == 0) {
+    g_path = JMG_TRD_OWNER;
+    return 0;
+  }
+  fprintf(stderr, "PATH: replicated or owner, not %s\n", argv[at]);
+  return -1;
 }
 
 int main(int argc, char **argv) {
@@ -567,20 +623,25 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc >= 8 && strcmp(argv[1], "mg") == 0) {
+    if (path_arg(argc, argv, 8)) return 2;
     const int ndev = atoi(argv[2]), nb = atoi(argv[4]);
     const long long n = atoll(argv[3]), tile = atoll(argv[5]);
     if (mode_mg(ndev, n, nb, tile, atoi(argv[6]), atoi(argv[7])))
-      line("mg", n, ndev, nb, tile, 0.0, "failed");
+      line(named("mg"), n, ndev, nb, tile, 0.0, "failed");
     return 0;
   }
   if (argc >= 6 && strcmp(argv[1], "orth") == 0) {
+    if (path_arg(argc, argv, 6)) return 2;
     const int ndev = atoi(argv[2]), nb = atoi(argv[4]);
     const long long n = atoll(argv[3]), tile = atoll(argv[5]);
-    if (mode_orth(ndev, n, nb, tile)) line("orth", n, ndev, nb, tile, 0.0, "failed");
+    if (mode_orth(ndev, n, nb, tile))
+      line(named("orth"), n, ndev, nb, tile, 0.0, "failed");
     return 0;
   }
-  fprintf(stderr,
-          "usage: %s dn N | mg NDEV N NB TILE CHECK REPS | orth NDEV N NB TILE\n",
-          argv[0]);
+  fprintf(
+      stderr,
+      "usage: %s dn N | mg NDEV N NB TILE CHECK REPS [PATH] | orth NDEV N NB "
+      "TILE [PATH]\n",
+      argv[0]);
   return 2;
 }

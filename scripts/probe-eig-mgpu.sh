@@ -11,8 +11,12 @@
 # OUTDIR/probe-eig-mgpu.log (stderr, the build, the machine). Each part is
 # its own process under `timeout`: a hang costs that part only.
 #
-# Environment (defaults): SIZES (8192,16384), GPUS (1,2), NBS (64,128: the
-# panel), TILE (256: the column tile of the block-cyclic layout), REPS (2
+# Environment (defaults): SIZES (8192,16384), GPUS (1,2), NBS (64: the
+# panel; the replicated path takes at most 64), PATHS (replicated,owner: the
+# reduction's ways of running a column, trd.h jmg_trd_path), DN (1: the
+# cuSOLVERDn baselines too; 0: not), ORTH (1: the small-N checks first; 0:
+# not), TILE (256: the column tile of the
+# block-cyclic layout), REPS (2
 # timed runs after a warm-up), CHECK_MAX (16384: T's eigenvalues are
 # checked up to this N; each check costs two cusolverDnXsyevd), CUDA_HOME.
 set -uo pipefail
@@ -26,7 +30,8 @@ log="$out/probe-eig-mgpu.log"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 sizes="${SIZES:-8192,16384}"
 gpus="${GPUS:-1,2}"
-nbs="${NBS:-64,128}"
+nbs="${NBS:-64}"
+paths="${PATHS:-replicated,owner}"
 tile="${TILE:-256}"
 reps="${REPS:-2}"
 check_max="${CHECK_MAX:-16384}"
@@ -38,8 +43,9 @@ note "CUDA: $cuda; CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}; commit $(
 
 bin="$out/probe-eig-mgpu"
 if ! gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$cuda/include" -I"$root/csrc" \
-    "$root/scripts/probe-eig-mgpu.c" "$root/csrc/engine/eig_mgpu/sytrd.c" \
-    "$root/csrc/engine/eig_mgpu/ormtr.c" "$root/csrc/engine/eig_mgpu/kernels.c" "$root/csrc/cuda/check.c" \
+    "$root/scripts/probe-eig-mgpu.c" "$root"/csrc/engine/eig_mgpu/sytrd*.c \
+    "$root/csrc/engine/eig_mgpu/ormtr.c" "$root/csrc/engine/eig_mgpu/kernels.c" \
+    "$root/csrc/cuda/ptx.c" "$root/csrc/cuda/check.c" \
     "$root/csrc/common/error.c" -o "$bin" -L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" \
     -lcusolver -lcublas -lcurand -lcudart -lpthread -lm >>"$log" 2>&1; then
   tail -n 30 "$log"
@@ -61,20 +67,25 @@ part() {
 
 # Correctness first, small: 1 and 2 GPUs, panels narrower than, equal to
 # and cut by the tile, an N that is no multiple of anything.
-for g in ${gpus//,/ }; do
-  [ "$g" -le "$ngpu" ] || continue
-  part 60 orth "$g" 1024 64 256
-  part 60 orth "$g" 1000 16 48
-  part 60 orth "$g" 777 32 40
+for path in ${paths//,/ }; do
+  [ "${ORTH:-1}" = 1 ] || break
+  for g in ${gpus//,/ }; do
+    [ "$g" -le "$ngpu" ] || continue
+    part 60 orth "$g" 1024 64 256 "$path"
+    part 60 orth "$g" 1000 16 48 "$path"
+    part 60 orth "$g" 777 32 40 "$path"
+  done
 done
 for n in ${sizes//,/ }; do
-  part 120 dn "$n"
+  [ "${DN:-1}" = 1 ] && part 120 dn "$n"
   for g in ${gpus//,/ }; do
     [ "$g" -le "$ngpu" ] || { note "skip $g GPUs: $ngpu here"; continue; }
-    for nb in ${nbs//,/ }; do
-      chk=0
-      [ "$n" -le "$check_max" ] && [ "$nb" = "${nbs%%,*}" ] && chk=1
-      part 180 mg "$g" "$n" "$nb" "$tile" "$chk" "$reps"
+    for path in ${paths//,/ }; do
+      for nb in ${nbs//,/ }; do
+        chk=0
+        [ "$n" -le "$check_max" ] && [ "$nb" = "${nbs%%,*}" ] && chk=1
+        part 180 mg "$g" "$n" "$nb" "$tile" "$chk" "$reps" "$path"
+      done
     done
   done
 done

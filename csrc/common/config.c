@@ -66,4 +66,7 @@ void jmg_config_read(jmg_config *out) {
   copy_name(out->engine, strlen(engine) < JMG_CONFIG_NAME_LEN ? engine : "?");
   const char *syevd = env("JAXMG_SYEVD");
   copy_name(out->syevd, strlen(syevd) < JMG_CONFIG_NAME_LEN ? syevd : "?");
+  const char *path = env("JAXMG_SYEVD_MGPU_PATH");
+  copy_name(out->syevd_mgpu_path,
+            strlen(path) < JMG_CONFIG_NAME_LEN ? path : "?");
 }

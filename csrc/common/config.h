@@ -5,9 +5,10 @@
  * them between calls, as the tests and bench/time_potrs.py do. Nothing else
  * in csrc/ calls getenv. Malformed values fall back to the default, except
  * where a wrong value would silently change what runs (JAXMG_POTRF,
- * JAXMG_ENGINE, JAXMG_SYEVD): those are kept as text and checked by their user,
- * which reports an error naming the variable. The Python layer reads
- * JAXMG_RENDEZVOUS_TIMEOUT too (_mode.py), for MPMD calls.
+ * JAXMG_ENGINE, JAXMG_SYEVD, JAXMG_SYEVD_MGPU_PATH): those are kept as text
+ * and checked by their user, which reports an error naming the variable.
+ * The Python layer reads JAXMG_RENDEZVOUS_TIMEOUT too (_mode.py), for MPMD
+ * calls.
  *
  *   JAXMG_TRACE               "" or "0": off; anything else: one line per call
  *   JAXMG_RENDEZVOUS_TIMEOUT  seconds to wait for the other participants (300;
@@ -40,6 +41,11 @@
  *                             N, "0" never; unset (or anything else): in
  *                             the sizes where it was measured to win
  *                             (engine/eig_mgpu/context.c)
+ *   JAXMG_SYEVD_MGPU_PATH     how that eigensolver's reduction runs a column
+ *                             (engine/eig_mgpu/trd.h jmg_trd_path): unset or
+ *                             "replicated" (every GPU runs its steps: one
+ *                             exchange a column), "owner" (session 19's:
+ *                             the panel's owner does, two exchanges)
  *   JAXMG_CUSOLVERMP_LIB      path of libcusolverMp.so.0 (read by the Python
  *                             layer when it loads the CUDA library, handed
  *                             over by jaxmg_cusolvermp_set_path; not here) */
@@ -69,6 +75,8 @@ typedef struct jmg_config {
   int tf32_nb;                      /* 0 when unset or malformed */
   int tf32_lookahead;               /* JAXMG_TF32_LOOKAHEAD is "1" */
   int syevd_mgpu; /* JAXMG_SYEVD_MGPU: 1 "1", 0 "0", -1 unset/malformed */
+  /* JAXMG_SYEVD_MGPU_PATH: "" when unset; may be malformed. */
+  char syevd_mgpu_path[JMG_CONFIG_NAME_LEN];
   int refine_max_steps;             /* -1 when unset or malformed */
   /* JAXMG_REFINE_NB: the block of the one-GPU refinement's triangular
    * solves (engine/cusolverdn/tri_solve.h), 64 to 8192; "0": cuSOLVER's

@@ -60,4 +60,7 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "1").syevd_mgpu, 1);
   CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "0").syevd_mgpu, 0);
   CHECK_EQ(read_with("JAXMG_SYEVD_MGPU", "yes").syevd_mgpu, -1);
+  const jmg_config owner = read_with("JAXMG_SYEVD_MGPU_PATH", "owner");
+  CHECK_CONTAINS(owner.syevd_mgpu_path, "owner");
+  CHECK_EQ(read_with("JAXMG_SYEVD_MGPU_PATH", NULL).syevd_mgpu_path[0], '\0');
 }

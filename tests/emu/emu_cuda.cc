@@ -56,6 +56,15 @@ static double atomicAdd(double *p, double v) {
   *p = old + v;
   return old;
 }
+static unsigned atomicAdd(unsigned *p, unsigned v) {
+  std::lock_guard<std::mutex> l(g_atomic);
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+// Blocks run one after another: every write is visible to later ones.
+static void __threadfence() {}
+static double __ldcg(const double *p) { return *p; }
 using std::fabs;
 using std::sqrt;
 
@@ -94,6 +103,18 @@ static void k_fix_w(void **a) {
   jmg_trd_fix_w(A(0, double *), A(1, const double *), A(2, long long), A(3, long long),
                 A(4, const double *), A(5, const double *));
 }
+static void k_col_start(void **a) {
+  jmg_trd_col_start(A(0, double *), A(1, const double *), A(2, double *), A(3, long long),
+                    A(4, long long), A(5, long long), A(6, int), A(7, double *), A(8, double *),
+                    A(9, double *), A(10, double *), A(11, const double *), A(12, double *),
+                    A(13, double *), A(14, unsigned *), A(15, double *));
+}
+static void k_col_finish(void **a) {
+  jmg_trd_col_finish(A(0, double *), A(1, const double *), A(2, double *), A(3, long long),
+                     A(4, long long), A(5, long long), A(6, int), A(7, struct ptrs), A(8, int),
+                     A(9, const double *), A(10, const double *), A(11, const double *),
+                     A(12, double *), A(13, double *), A(14, unsigned *));
+}
 static void k_gather_rows(void **a) {
   jmg_trd_gather_rows(A(0, const double *), A(1, const double *), A(2, long long),
                       A(3, double *), A(4, double *), A(5, long long), A(6, int),
@@ -113,6 +134,7 @@ static kernel_entry g_kernels[] = {
     {"jmg_trd_house", k_house, false},       {"jmg_trd_finish_w", k_finish_w, true},
     {"jmg_trd_fix_w", k_fix_w, false},       {"jmg_trd_gather_rows", k_gather_rows, false},
     {"jmg_trd_make_v", k_make_v, false},     {"jmg_trd_larft", k_larft, true},
+    {"jmg_trd_col_start", k_col_start, true}, {"jmg_trd_col_finish", k_col_finish, true},
 };
 
 struct thread_arg {

@@ -2,32 +2,41 @@
 # Runs the multi-GPU eigensolver's GPU code on the CPU (tests/emu/main.c
 # under tests/emu/emu_cuda.cc's emulation of the CUDA calls it makes and of
 # its kernels): needs the CUDA toolkit's headers (CUDA_HOME, default
-# /usr/local/cuda), no GPU, no CUDA library; then the tiled Cholesky and inverse of
-# engine/cusolvermg/ (tests/emu/tiles_main.c). About a minute on 2 cores.
+# /usr/local/cuda), no GPU, no CUDA library. A few minutes on 2 idle cores
+# (much more on a loaded machine: every emulated block's threads are POSIX
+# threads). EMU_PATHS=replicated|owner runs one path of the reduction,
+# EMU_CASES=N the first N cases; EMU_SANITIZE=1 builds with AddressSanitizer
+# and UBSan. Then the tiled Cholesky and inverse of engine/cusolvermg/
+# (tests/emu/tiles_main.c), a few seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-inc=(-I"$root/csrc" -I"$cuda/include")
-g++ -std=c++17 -O1 -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-function "${inc[@]}" \
+# The replicated column's kernels with 2 warps a block instead of 8
+# (kernels.h JMG_TRD_CS): each block's threads are POSIX threads here.
+inc=(-I"$root/csrc" -I"$cuda/include" -DJMG_TRD_CS="${JMG_TRD_CS:-2}")
+san=()
+[ "${EMU_SANITIZE:-0}" = 1 ] && san=("-fsanitize=address,undefined" -fno-sanitize-recover=all -g)
+g++ -std=c++17 -O1 -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-function "${inc[@]}" "${san[@]}" \
   -c "$root/tests/emu/emu_cuda.cc" -o "$out/emu_cuda.o"
-for f in tests/emu/main.c csrc/engine/eig_mgpu/sytrd.c csrc/engine/eig_mgpu/ormtr.c \
-         csrc/engine/eig_mgpu/kernels.c csrc/engine/eig_mgpu/host.c csrc/cuda/check.c \
-         csrc/common/error.c; do
-  gcc -std=c11 -O1 -Wall -Wextra -Werror "${inc[@]}" -c "$root/$f" -o "$out/$(basename "$f").o"
+for f in tests/emu/main.c csrc/engine/eig_mgpu/sytrd.c csrc/engine/eig_mgpu/sytrd_replicated.c \
+         csrc/engine/eig_mgpu/sytrd_owner.c csrc/engine/eig_mgpu/ormtr.c \
+         csrc/engine/eig_mgpu/kernels.c csrc/engine/eig_mgpu/host.c csrc/cuda/ptx.c \
+         csrc/cuda/check.c csrc/common/error.c; do
+  gcc -std=c11 -O1 -Wall -Wextra -Werror "${inc[@]}" "${san[@]}" -c "$root/$f" -o "$out/$(basename "$f").o"
 done
-g++ "$out"/*.o -o "$out/emu" -lpthread -lm
+g++ "${san[@]}" "$out"/*.o -o "$out/emu" -lpthread -lm
 "$out/emu"
 
 # jaxmg's tiled Cholesky and inverse (engine/cusolvermg/cuda_potrf.c,
 # cuda_potri.c) under the same runtime emulation and emu_tiles.cc.
 t="$out/tiles"; mkdir -p "$t"
-g++ -std=c++17 -O1 -Wall -Wextra "${inc[@]}" -c "$root/tests/emu/emu_tiles.cc" -o "$t/emu_tiles.o"
+g++ -std=c++17 -O1 -Wall -Wextra "${inc[@]}" "${san[@]}" -c "$root/tests/emu/emu_tiles.cc" -o "$t/emu_tiles.o"
 for f in tests/emu/tiles_main.c csrc/engine/cusolvermg/cuda_potrf.c \
          csrc/engine/cusolvermg/cuda_potri.c csrc/engine/cusolvermg/tiles.c csrc/cuda/check.c \
          csrc/common/error.c csrc/common/trace.c csrc/common/config.c; do
-  gcc -std=c11 -O1 -Wall -Wextra -Werror "${inc[@]}" -c "$root/$f" -o "$t/$(basename "$f").o"
+  gcc -std=c11 -O1 -Wall -Wextra -Werror "${inc[@]}" "${san[@]}" -c "$root/$f" -o "$t/$(basename "$f").o"
 done
-g++ "$t"/*.o "$out/emu_cuda.o" -o "$t/emu" -lpthread -lm
+g++ "${san[@]}" "$t"/*.o "$out/emu_cuda.o" -o "$t/emu" -lpthread -lm
 "$t/emu"

@@ -3,6 +3,9 @@ csrc/engine/eig_mgpu/): the Householder reduction split over the GPUs by
 columns, T on the host, the eigenvectors back-transformed on every GPU.
 Chosen by default for float64 syevd on 2 to 4 GPUs where measured faster (N
 16384 to 32768), at every N with JAXMG_SYEVD_MGPU=1.
+The reduction runs each column on every GPU (the default path,
+"replicated") or on the panel's owner (session 19's, "owner",
+JAXMG_SYEVD_MGPU_PATH=owner): both are checked, the second on fewer cases.
 
 Checked against NumPy in float64 (eigenvalues, ||A V - V W|| / ||A|| and
 the orthogonality of V), with and without eigenvectors, at sizes and T_A
@@ -56,6 +59,12 @@ def mgpu(monkeypatch):
     monkeypatch.setenv("JAXMG_SYEVD_MGPU", "1")
     monkeypatch.setenv("JAXMG_TRACE", "1")
     monkeypatch.delenv("JAXMG_ENGINE", raising=False)
+    monkeypatch.delenv("JAXMG_SYEVD_MGPU_PATH", raising=False)
+
+
+def _paths(err: str) -> set[str]:
+    """The reduction's paths that the trace names (its profile note)."""
+    return set(re.findall(r"sytrd \[(\w+), \d+ GPUs", err))
 
 
 @pytest.mark.timeout(600)
@@ -74,10 +83,36 @@ def test_mgpu_syevd_against_numpy(t_a, mgpu, capfd):
         _check_eigvals_np(a, w, np.float64, ref)
     err = capfd.readouterr().err
     assert _engines(err) == {ENGINE}, err[-3000:]
+    assert _paths(err) == {"replicated"}, err[-2000:]
     # Its steps: T by cuSOLVERMp's stedc where the wheel is installed, else
     # on the host (stemr with vectors, sterf without).
     assert "sytrd" in err and "ormtr" in err, err[-2000:]
     assert "stedc" in err or ("stemr" in err and "sterf" in err), err[-2000:]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("t_a", [None, 48], ids=lambda t: f"T_A={t}")
+def test_mgpu_owner_path_against_numpy(t_a, mgpu, monkeypatch, capfd):
+    """Session 19's path, kept selectable (JAXMG_SYEVD_MGPU_PATH=owner) so
+    that one GPU run can compare both."""
+    monkeypatch.setenv("JAXMG_SYEVD_MGPU_PATH", "owner")
+    mesh = _mesh(GPUS[:2])
+    rng = np.random.default_rng(38)
+    for n in (4, 130, 1000):
+        a = _hermitian(rng, n)
+        w, v = jaxmg.syevd(_on(mesh, a), T_A=t_a, mesh=mesh, in_specs=ROWS)
+        _check_syevd_np(a, w, v, np.float64)
+    err = capfd.readouterr().err
+    assert _engines(err) == {ENGINE} and _paths(err) == {"owner"}, err[-2000:]
+
+
+@pytest.mark.timeout(300)
+def test_mgpu_path_malformed_is_refused(mgpu, monkeypatch):
+    monkeypatch.setenv("JAXMG_SYEVD_MGPU_PATH", "every")
+    mesh = _mesh(GPUS[:2])
+    a = _hermitian(np.random.default_rng(3), 64)
+    with pytest.raises(Exception, match="JAXMG_SYEVD_MGPU_PATH"):
+        jaxmg.syevd(_on(mesh, a), mesh=mesh, in_specs=ROWS)
 
 
 @pytest.mark.timeout(600)
@@ -103,15 +138,23 @@ def test_mgpu_syevd_clustered_and_diagonal(mgpu, capfd):
 
 
 @pytest.mark.timeout(600)
-def test_mgpu_syevd_larger(mgpu, capfd):
+def test_mgpu_syevd_larger(mgpu, monkeypatch, capfd):
     """N = 4096 with T_A = 256 (the layout the bench times), checked on the
     GPUs (jax.numpy in float64); from N = 2048 on, T goes to cuSOLVERMp's
-    stedc where its wheel is installed."""
+    stedc where its wheel is installed. Both paths of the reduction give
+    the same eigenvalues to rounding."""
     mesh = _mesh(GPUS[:2])
     a = _hermitian(np.random.default_rng(5), 4096)
     w, v = jaxmg.syevd(_on(mesh, a), T_A=256, mesh=mesh, in_specs=ROWS)
     _check_syevd_np(a, w, v, np.float64)
-    assert _engines(capfd.readouterr().err) == {ENGINE}
+    monkeypatch.setenv("JAXMG_SYEVD_MGPU_PATH", "owner")
+    w2 = jaxmg.syevd(_on(mesh, a), T_A=256, mesh=mesh, in_specs=ROWS,
+                     return_eigenvectors=False)
+    w, w2 = np.asarray(w), np.asarray(w2)
+    assert np.max(np.abs(w - w2)) <= 1e-12 * np.max(np.abs(w)), np.max(np.abs(w - w2))
+    err = capfd.readouterr().err
+    assert _engines(err) == {ENGINE}
+    assert _paths(err) == {"replicated", "owner"}, err[-2000:]
 
 
 @pytest.mark.timeout(300)

@@ -1,65 +1,30 @@
 /* Loading the multi-GPU eigensolver's kernels (kernels.h). */
 #include "engine/eig_mgpu/kernels.h"
 
-#include <pthread.h>
-
-#include "cuda/check.h"
 #include "engine/eig_mgpu/kernels_ptx.h"
 
-static struct {
-  pthread_once_t once;
-  cudaError_t status; /* of the load */
-  const char *failed; /* the call that failed */
-  jmg_trd_kernels k;
-} g = {.once = PTHREAD_ONCE_INIT};
+static const char *const g_names[] = {
+    [JMG_TRD_SYMV] = "jmg_trd_symv",
+    [JMG_TRD_UPDATE_COL] = "jmg_trd_update_col",
+    [JMG_TRD_HOUSE] = "jmg_trd_house",
+    [JMG_TRD_FINISH_W] = "jmg_trd_finish_w",
+    [JMG_TRD_FIX_W] = "jmg_trd_fix_w",
+    [JMG_TRD_GATHER_ROWS] = "jmg_trd_gather_rows",
+    [JMG_TRD_MAKE_V] = "jmg_trd_make_v",
+    [JMG_TRD_LARFT] = "jmg_trd_larft",
+    [JMG_TRD_COL_START] = "jmg_trd_col_start",
+    [JMG_TRD_COL_FINISH] = "jmg_trd_col_finish"};
+_Static_assert(sizeof g_names / sizeof g_names[0] == JMG_TRD_KERNELS,
+               "a name for every kernel");
+static cudaKernel_t g_kernels[JMG_TRD_KERNELS];
+static jmg_ptx_set g_set = JMG_PTX_SET(
+    jmg_eig_mgpu_ptx, "jaxmg's eigensolver kernels", g_names, g_kernels);
 
-static int get(cudaLibrary_t lib, cudaKernel_t *k, const char *name,
-               const char *what) {
-  g.failed = what;
-  g.status = cudaLibraryGetKernel(k, lib, name);
-  return g.status == cudaSuccess;
+int jmg_trd_kernels_get(const char *op, jmg_error *err) {
+  return jmg_ptx_get(&g_set, op, err);
 }
 
-static void load(void) {
-  cudaLibrary_t lib;
-  g.failed = "cudaLibraryLoadData (jaxmg's eigensolver kernels)";
-  g.status =
-      cudaLibraryLoadData(&lib, jmg_eig_mgpu_ptx, NULL, NULL, 0, NULL, NULL, 0);
-  if (g.status != cudaSuccess) return;
-  /* The library stays loaded for the process. */
-  (void)(get(lib, &g.k.symv, "jmg_trd_symv",
-             "cudaLibraryGetKernel (jmg_trd_symv)") &&
-         get(lib, &g.k.update_col, "jmg_trd_update_col",
-             "cudaLibraryGetKernel (jmg_trd_update_col)") &&
-         get(lib, &g.k.house, "jmg_trd_house",
-             "cudaLibraryGetKernel (jmg_trd_house)") &&
-         get(lib, &g.k.finish_w, "jmg_trd_finish_w",
-             "cudaLibraryGetKernel (jmg_trd_finish_w)") &&
-         get(lib, &g.k.fix_w, "jmg_trd_fix_w",
-             "cudaLibraryGetKernel (jmg_trd_fix_w)") &&
-         get(lib, &g.k.gather_rows, "jmg_trd_gather_rows",
-             "cudaLibraryGetKernel (jmg_trd_gather_rows)") &&
-         get(lib, &g.k.make_v, "jmg_trd_make_v",
-             "cudaLibraryGetKernel (jmg_trd_make_v)") &&
-         get(lib, &g.k.larft, "jmg_trd_larft",
-             "cudaLibraryGetKernel (jmg_trd_larft)"));
-}
-
-int jmg_trd_kernels_get(const jmg_trd_kernels **out, const char *op,
-                        jmg_error *err) {
-  int rc = pthread_once(&g.once, load);
-  if (rc != 0)
-    return jmg_error_set(err, JMG_EINTERNAL, op, "pthread_once",
-                         "loading the eigensolver kernels failed (%d)", rc);
-  rc = jmg_cuda_check(g.status, op, g.failed, err);
-  if (rc == 0) *out = &g.k;
-  return rc;
-}
-
-int jmg_trd_launch(cudaKernel_t k, dim3 grid, dim3 block, void **args,
-                   cudaStream_t stream, const char *name, const char *op,
-                   jmg_error *err) {
-  return jmg_cuda_check(
-      cudaLaunchKernel((const void *)k, grid, block, args, 0, stream), op,
-      name, err);
+int jmg_trd_launch(jmg_trd_kernel which, dim3 grid, dim3 block, void **args,
+                   cudaStream_t stream, const char *op, jmg_error *err) {
+  return jmg_ptx_launch(&g_set, (int)which, grid, block, args, stream, op, err);
 }

@@ -1,9 +1,9 @@
 // The kernels of the multi-GPU Householder tridiagonal reduction and its
 // back-transformation (engine/eig_mgpu/trd.h), float64, kept as CUDA C++
 // source beside the PTX that the library loads at run time
-// (engine/eig_mgpu/kernels_ptx.h, made from this file by
-// scripts/gen-eig-mgpu-ptx.sh with the toolkit's nvcc). The library itself
-// is C built by the host compiler.
+// (engine/eig_mgpu/kernels_ptx.h, made from this file and the one it
+// includes, kernels_replicated.cuh, by scripts/gen-eig-mgpu-ptx.sh with the
+// toolkit's nvcc). The library itself is C built by the host compiler.
 //
 // A is held 1D block-cyclically by columns (tile columns round-robin over
 // ndev GPUs, each GPU's columns column-major with leading dimension n, rows
@@ -198,24 +198,34 @@ extern "C" __global__ void jmg_trd_update_col(double *acol, const double *vp,
   if (threadIdx.x == 0 && s2 != 0.0) atomicAdd(&sumsq[c], s2);
 }
 
-// The reflector of column c (LAPACK's ?larfg on A(c+1:n, c), from alpha(c)
-// and sumsq(c)): beta = -sign(alpha) |(alpha, x)|, tau = (beta - alpha) /
-// beta, v = (1; x / (alpha - beta)); a column whose norm is below the
-// smallest normal number, or whose x is zero, gets tau 0 (H = I). v into
-// A(c+1:n, c) and into v[d] of every GPU d; y[d] zeroed over the same rows.
+// The reflector of a column (LAPACK's ?larfg) from its alpha and |x|^2:
+// beta = -sign(alpha) |(alpha, x)|, tau = (beta - alpha) / beta, v = (1; x
+// / (alpha - beta)), so scale = 1 / (alpha - beta); a column whose norm is
+// below the smallest normal number, or whose x is zero, gets tau 0 (H = I,
+// beta = alpha, scale 1).
+static __device__ void reflector(double al, double x2, double *beta,
+                                 double *tau, double *scale) {
+  const double norm = sqrt(al * al + x2);
+  *beta = al;
+  *tau = 0.0;
+  *scale = 1.0;
+  if (x2 > 0.0 && norm >= 2.2250738585072014e-308) {
+    *beta = al >= 0.0 ? -norm : norm;
+    *tau = (*beta - al) / *beta;
+    *scale = 1.0 / (al - *beta);
+  }
+}
+
+// The reflector of column c (reflector, on A(c+1:n, c), from alpha(c) and
+// sumsq(c)): v into A(c+1:n, c) and into v[d] of every GPU d; y[d] zeroed
+// over the same rows.
 extern "C" __global__ void jmg_trd_house(double *acol, long long n,
                                          long long c, const double *alpha,
                                          const double *sumsq, double *tau,
                                          double *e, struct ptrs v,
                                          struct ptrs y, int ndev) {
-  const double al = alpha[c], x2 = sumsq[c];
-  const double norm = sqrt(al * al + x2);
-  double beta = al, t = 0.0, scale = 1.0;
-  if (x2 > 0.0 && norm >= 2.2250738585072014e-308) {
-    beta = al >= 0.0 ? -norm : norm;
-    t = (beta - al) / beta;
-    scale = 1.0 / (al - beta);
-  }
+  double beta, t, scale;
+  reflector(alpha[c], sumsq[c], &beta, &t, &scale);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     tau[c] = t;
     e[c] = beta;
@@ -277,6 +287,8 @@ extern "C" __global__ void jmg_trd_fix_w(double *wcol, const double *vcol,
        r < n; r += stride)
     wcol[r] += a2 * vcol[r];
 }
+
+#include "kernels_replicated.cuh"
 
 // The rows of V and W (ld each) at this GPU's local columns lc_first ..
 // nloc-1 (their global indices), nb columns: vg, wg (cnt x nb, ld cnt).

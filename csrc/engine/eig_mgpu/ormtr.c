@@ -58,10 +58,9 @@ int jmg_trd_ormtr(const jmg_trd_gpus *g, const jmg_trd_matrix *a,
                          "as A",
                          ndev, JMG_TRD_MAX_DEV, (long long)tile);
   if (nref <= 0) return 0;
-  const jmg_trd_kernels *k = NULL;
   int saved = -1;
   int rc = jmg_cuda_check(cudaGetDevice(&saved), op, "cudaGetDevice", err);
-  if (rc == 0) rc = jmg_trd_kernels_get(&k, op, err);
+  if (rc == 0) rc = jmg_trd_kernels_get(op, err);
   orm_parts p[JMG_TRD_MAX_DEV];
   double *base[JMG_TRD_MAX_DEV];
   jmg_trd_ptrs ap;
@@ -102,9 +101,8 @@ int jmg_trd_ormtr(const jmg_trd_gpus *g, const jmg_trd_matrix *a,
         int64_t blocks = (mm * kb + 255) / 256;
         if (blocks > 4096) blocks = 4096;
         if (rc == 0)
-          rc = jmg_trd_launch(k->make_v, (dim3){(unsigned)blocks, 1, 1},
-                              (dim3){256, 1, 1}, args, g->stream[q],
-                              "cudaLaunchKernel (jmg_trd_make_v)", op, err);
+          rc = jmg_trd_launch(JMG_TRD_MAKE_V, (dim3){(unsigned)blocks, 1, 1},
+                              (dim3){256, 1, 1}, args, g->stream[q], op, err);
       }
       if (rc == 0)
         rc = JMG_CUBLAS_TRY(cublasDgemm_64(h, CUBLAS_OP_T, CUBLAS_OP_N, kb, kb,
@@ -116,9 +114,8 @@ int jmg_trd_ormtr(const jmg_trd_gpus *g, const jmg_trd_matrix *a,
         int b = (int)kb;
         void *args[] = {&gd, &taud, &jj, &b, &td};
         if (rc == 0)
-          rc = jmg_trd_launch(k->larft, (dim3){1, 1, 1}, (dim3){NB, 1, 1}, args,
-                              g->stream[q], "cudaLaunchKernel (jmg_trd_larft)",
-                              op, err);
+          rc = jmg_trd_launch(JMG_TRD_LARFT, (dim3){1, 1, 1}, (dim3){NB, 1, 1},
+                              args, g->stream[q], op, err);
       }
       double *zs = z->a[q] + j0 + 1;
       if (rc == 0)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/trace.h"
 #include "cuda/call.h"
 #include "cuda/check.h"
@@ -84,6 +85,38 @@ static int sync_all(const jmg_trd_gpus *g, const char *op, jmg_error *err) {
   return rc;
 }
 
+/* The reduction's path that JAXMG_SYEVD_MGPU_PATH names (the replicated
+ * one where unset). A malformed value is JMG_EINVAL naming the variable. */
+static int path_of_config(const char *op, jmg_trd_path *path, jmg_error *err) {
+  jmg_config c;
+  jmg_config_read(&c);
+  if (c.syevd_mgpu_path[0] == '\0' ||
+      strcmp(c.syevd_mgpu_path, "replicated") == 0)
+    *path = JMG_TRD_REPLICATED;
+  else if (strcmp(c.syevd_mgpu_path, "owner") == 0)
+    *path = JMG_TRD_OWNER;
+  else
+    return jmg_error_set(err, JMG_EINVAL, op, "JAXMG_SYEVD_MGPU_PATH",
+                         "\"%s\" is not a path of the multi-GPU reduction: "
+                         "use \"replicated\" (the default) or \"owner\"",
+                         c.syevd_mgpu_path);
+  return 0;
+}
+
+/* The reduction's profile as a trace note: where its time went on GPU 0. */
+static void trace_profile(jmg_trd_path path, int ndev,
+                          const jmg_trd_profile *p) {
+  jmg_trace_note(
+      "sytrd [%s, %d GPUs, panels of %d: columns %.1f ms, trailing updates "
+      "%.1f ms; us a column by eighths of the columns: %.0f %.0f %.0f %.0f "
+      "%.0f %.0f %.0f %.0f]",
+      path == JMG_TRD_REPLICATED ? "replicated" : "owner", ndev,
+      JMG_EIG_MGPU_NB, p->columns_ms, p->trailing_ms, p->us_per_column[0],
+      p->us_per_column[1], p->us_per_column[2], p->us_per_column[3],
+      p->us_per_column[4], p->us_per_column[5], p->us_per_column[6],
+      p->us_per_column[7]);
+}
+
 int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                        int want_vectors, int *info, jmg_error *err) {
   (void)e;
@@ -95,9 +128,12 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
     return jmg_error_set(err, JMG_EUNSUPPORTED, op, "eig-mgpu",
                          "float64 on 1 .. %d GPUs only, not %s on %d",
                          JMG_TRD_MAX_DEV, jmg_dtype_name(a->dtype), ndev);
+  jmg_trd_path path = JMG_TRD_REPLICATED;
+  int rc = path_of_config(op, &path, err);
+  if (rc != 0) return rc;
   jmg_cuda_call c;
-  int rc = jmg_cuda_call_begin(&c, op, "eig-mgpu", ndev, a->device_ctx,
-                               JMG_CUDA_CALL_HANDLES, err);
+  rc = jmg_cuda_call_begin(&c, op, "eig-mgpu", ndev, a->device_ctx,
+                           JMG_CUDA_CALL_HANDLES, err);
   jmg_trd_gpus g;
   jmg_trd_matrix am, zm;
   memset(&g, 0, sizeof g);
@@ -131,9 +167,13 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
   if (rc == 0 && (d == NULL || ev == NULL || tau == NULL || wd == NULL))
     rc = jmg_error_set(err, JMG_ENOMEM, op, "malloc",
                        "cannot allocate T on the host (N=%lld)", (long long)n);
+  jmg_trd_profile prof;
+  const int traced = jmg_trace_on();
   if (rc == 0)
-    rc = jmg_trd_reduce(&g, &am, JMG_EIG_MGPU_NB, work, d, ev, tau, op, err);
+    rc = jmg_trd_reduce(&g, &am, JMG_EIG_MGPU_NB, path, work, d, ev, tau,
+                        traced ? &prof : NULL, op, err);
   jmg_trace_mark("sytrd");
+  if (rc == 0 && traced) trace_profile(path, ndev, &prof);
   /* Z after the reduction's scratch: the same buffers, now free (the
    * reduction waited for its streams). The back-transformation's scratch
    * follows Z. */
