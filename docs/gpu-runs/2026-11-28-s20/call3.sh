@@ -4,7 +4,8 @@
 #    short_of_memory retry, cusolvermp's eigensolver bound), potri on 2 GPUs with JAXMG_ENGINE=
 #    cusolvermg against NumPy for every dtype, then bench/scaling.py potri at 8192-32768 on 2 GPUs
 #    (default = the gathered one GPU, cusolvermg = the tiled inverse) beside JAX's inv;
-#  B (GPUs 2,3): eig-call.sh (the eig-mgpu latency branch), when this tree has it;
+#  B (GPUs 2,3): docs/gpu-runs/2026-11-28-s20/eig-call.sh (eig-mgpu's replicated column against
+#    session 19's owner path and JAX), with its own build;
 #  then all 4 GPUs: potri at 16384 and 32768 (scaling.py) and syevd at 32768 (eig-mgpu, the
 #  default there; vectors and values alone) beside JAX on one.
 set -u
@@ -46,8 +47,11 @@ PY
 }
 laneB() {
   export CUDA_VISIBLE_DEVICES=2,3
-  if [ -f eig-call.sh ]; then
-    OUT=$R/eig JAXMG_DEADLINE=330 timeout $(jaxmg_left 300) bash eig-call.sh > $R/eig-call.txt 2>&1
+  local e=docs/gpu-runs/2026-11-28-s20/eig-call.sh
+  if [ -f $e ]; then
+    # Its own build, in a site of its own (lane A uses /tmp/jaxmg-site meanwhile).
+    OUT=$R/eig JAXMG_SITE=/tmp/jaxmg-site-eig JAXMG_DEADLINE=325 \
+      timeout $(jaxmg_left 330) bash $e > $R/eig-call.txt 2>&1
     echo "eig-call: exit $?" >> $R/summaryB.txt
   else
     echo "eig-call: no eig-call.sh in this tree" >> $R/summaryB.txt
