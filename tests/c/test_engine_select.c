@@ -399,11 +399,14 @@ TEST(gather_thresholds_hold_the_measured_sizes) {
   CHECK_EQ(jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 4)->below, 32768);
   CHECK(jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 4)->measured);
   CHECK(!jmg_gather_row_of(JMG_OP_SYEVD, JMG_F64, 2)->measured);
-  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_C128, 4)->below, 32768);
-  /* potri float64: one GPU wins at 32768 on 2 GPUs (bench/results/
-   * 2026-11-27-s17-h200x4-scaling), not yet known above 16384 on 4. */
-  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 2)->below, 65536);
-  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 4)->below, 32768);
+  /* potri: the tiled inverse wins from 8192 on 2 GPUs and 16384 on 4
+   * (bench/results/2026-11-28-s20-h200x4-scaling); the local model keeps
+   * cuSOLVERMp's crossovers (2026-11-27-s17 and -h200x4-scaling). */
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 2)->below, 8192);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 4)->below, 8192);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 2)->local_below, 65536);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_F64, 4)->local_below, 32768);
+  CHECK_EQ(jmg_gather_row_of(JMG_OP_POTRI, JMG_C128, 4)->local_below, 32768);
   CHECK(jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 4)->measured);
   CHECK_EQ(jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_F64, 2)->below, 32768);
   CHECK(!jmg_gather_row_of(JMG_OP_LU_SOLVE, JMG_C64, 2)->measured);

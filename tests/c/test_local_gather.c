@@ -35,9 +35,11 @@ TEST(local_gather_prefers_below_each_row_of_the_gather_table) {
     for (int parts = r->min_parts; parts <= r->max_parts; ++parts) {
       /* The row that decides (rows may overlap: the first wins). */
       if (jmg_gather_row_of(r->op, t, parts) != r) continue;
-      jmg_problem p = local_problem(r->op, t, parts, r->below - 1);
+      /* The local model's own size where the row has one (potri). */
+      const int64_t below = r->local_below > 0 ? r->local_below : r->below;
+      jmg_problem p = local_problem(r->op, t, parts, below - 1);
       CHECK_EQ(jmg_gather_local_prefers(NULL, &p, why, sizeof why), 1);
-      p.n = r->below;
+      p.n = below;
       CHECK_EQ(jmg_gather_local_prefers(NULL, &p, why, sizeof why), 0);
       CHECK_CONTAINS(why, "several GPUs are faster");
       ++rows;

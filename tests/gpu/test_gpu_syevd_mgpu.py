@@ -112,7 +112,7 @@ def test_mgpu_path_malformed_is_refused(mgpu, monkeypatch):
     mesh = _mesh(GPUS[:2])
     a = _hermitian(np.random.default_rng(3), 64)
     with pytest.raises(Exception, match="JAXMG_SYEVD_MGPU_PATH"):
-        jaxmg.syevd(_on(mesh, a), mesh=mesh, in_specs=ROWS)
+        jax.block_until_ready(jaxmg.syevd(_on(mesh, a), mesh=mesh, in_specs=ROWS))
 
 
 @pytest.mark.timeout(600)
@@ -196,8 +196,8 @@ def test_default_choice_follows_the_measured_sizes(n, setting, chosen, monkeypat
         monkeypatch.delenv("JAXMG_SYEVD_MGPU", raising=False)
     else:
         monkeypatch.setenv("JAXMG_SYEVD_MGPU", setting)
-    ok, engine = _native.engine_check("cuda", "syevd", 2, "float64", n, 256)
+    ok, engine = _native.engine_check("CUDA", "syevd", 2, "float64", n, 256)
     assert ok, engine
     assert (engine == ENGINE) == chosen, engine
-    ok32, engine32 = _native.engine_check("cuda", "syevd", 2, "float32", n, 256)
+    ok32, engine32 = _native.engine_check("CUDA", "syevd", 2, "float32", n, 256)
     assert ok32 and engine32 != ENGINE, engine32

@@ -26,6 +26,9 @@
  *   [s17]      bench/results/2026-11-27-s17-h200x4-scaling (the same on 1
  *              and 2 of 4 H200, N = 16384 and 32768, with JAXMG_TRACE's
  *              per-step times in raw/; 2026-11-27)
+ *   [s20]      bench/results/2026-11-28-s20-h200x4-scaling (potri2/, four/:
+ *              the tiled inverse of engine/cusolvermg/cuda_potri.c on 2
+ *              and 4 H200 beside the gathered one GPU and JAX; 2026-11-28)
  * Rows with measured = 0 are guesses, to be replaced by the table of the
  * multi-GPU measurement issue (issue 20). Groups of more than 4 GPUs have no
  * row: nothing was measured there, and the distributed engine runs them. */
@@ -39,42 +42,53 @@ const jmg_gather_row jmg_gather_rows[] = {
      "0.0101 s; N=16384 0.0458 s vs 0.0417 s (even once the copies are "
      "paid); N=32768 0.1855 s vs 0.2747 s. On 2 GPUs: 0.0150 / 0.0489 / "
      "0.2175 s. float32 alike (N=16384, 4 GPUs: 0.0424 s vs 0.0440 s); "
-     "3 GPUs not measured"},
+     "3 GPUs not measured",
+     0},
     {JMG_OP_POTRS, 1, 2, 4, 8192, 0,
      "guess: complex not measured; 4x the flops of real at the same N, so "
-     "the distributed engine catches up sooner: half the real size"},
-    {JMG_OP_POTRI, 1, 2, 2, 16384, 0,
-     "guess: measured at N=8192 only, 2 GPUs 0.1370 s [h200x4] vs one GPU "
-     "0.1128 s [h100x1]; half the 4-GPU size above that"},
-    {JMG_OP_POTRI, 1, 3, 4, 32768, 1,
-     "complex128 on 4 GPUs [h200x4]: N=8192 0.1434 s, N=16384 0.7259 s, "
-     "N=32768 3.98 s [design]; one GPU [h100x1]: 0.1128 s, 0.5871 s, "
-     "N=32768 not measured (about 8x N=16384's, 4.7 s); 3 GPUs not measured"},
-    {JMG_OP_POTRI, 0, 2, 2, 65536, 1,
-     "[s17] float64 on 2 GPUs: N=16384 cuSOLVERMg 0.306 s vs one GPU "
-     "(jaxmg's cuSOLVERDn) 0.266 s; N=32768 1.674 s vs 1.368 s (the tiled "
-     "potrf takes 0.157 s there, the inverse's slabs 1.485 s); N=65536 not "
-     "measured (the distributed engine keeps it)"},
-    {JMG_OP_POTRI, 0, 3, 4, 32768, 1,
-     "[scaling] float64 on 4 GPUs: N=8192 cuSOLVERMg 0.0736 s vs gathered "
-     "0.0648 s; N=16384 0.316 s vs one GPU 0.266 s [s17]; N=32768 not "
-     "measured on 4 (the distributed engine keeps it); 3 GPUs not measured"},
+     "the distributed engine catches up sooner: half the real size",
+     0},
+    {JMG_OP_POTRI, 1, 2, 4, 8192, 0,
+     "guess: complex not measured since the tiled inverse (session 20); "
+     "it has 4x real's flops at the same N, so several GPUs win no later "
+     "than for real. The local model keeps the measured row of before "
+     "(cuSOLVERMp's potri on 4 GPUs: one GPU faster below 32768)",
+     32768},
+    {JMG_OP_POTRI, 0, 2, 2, 8192, 1,
+     "[s20] float64 on 2 GPUs, the tiled inverse (cusolvermg) against the "
+     "gathered one GPU: N=8192 0.0263 s vs 0.0646 s, N=16384 0.0936 vs "
+     "0.275 s, N=32768 0.492 vs 1.399 s (JAX 0.070 / 0.331 / 2.144 s); "
+     "below 8192 not measured. The local model (cuSOLVERMp's potri) keeps "
+     "[s17]'s 65536: one GPU faster at 32768",
+     65536},
+    {JMG_OP_POTRI, 0, 3, 4, 8192, 1,
+     "[s20] float64 on 4 GPUs, the tiled inverse: N=16384 0.082 s vs the "
+     "gathered one GPU 0.280 s, N=32768 0.340 s (JAX 0.332 / 2.137 s); "
+     "N=8192 not measured on 4 (2 GPUs win there, [s20]: the distributed "
+     "engine keeps the doubt); 3 GPUs not measured. The local model keeps "
+     "[scaling]'s 32768",
+     32768},
     {JMG_OP_SYEVD, 0, 3, 4, 32768, 1,
      "[h200x4] and [design], float64 on 4 GPUs: N=4096 0.797 s, 8192 1.76 s, "
      "16384 5.93 s, 32768 21.4 s vs one GPU 0.111, 0.555, 3.22, 22.5 s "
-     "(about even at 32768); 3 GPUs not measured"},
+     "(about even at 32768); 3 GPUs not measured",
+     0},
     {JMG_OP_SYEVD, 0, 2, 2, 32768, 0,
      "guess: measured at N=4096 only (2 GPUs 0.752 s vs one GPU 0.111 s "
-     "[h200x4]); 2 GPUs catch up no sooner than 4: the 4-GPU size"},
+     "[h200x4]); 2 GPUs catch up no sooner than 4: the 4-GPU size",
+     0},
     {JMG_OP_SYEVD, 1, 2, 4, 16384, 0,
-     "guess: complex not measured; half the real size"},
+     "guess: complex not measured; half the real size",
+     0},
     {JMG_OP_LU_SOLVE, 0, 2, 4, 32768, 1,
      "[scaling] float64, jaxmg's tiled LU on cuSOLVERMg: N=8192 0.0733 s "
      "(2 GPUs), 0.0694 s (4) vs one GPU 0.0419 s (JAX 0.0405 s); N=16384 "
      "0.185 / 0.183 s vs 0.144 s (JAX 0.141 s); N=32768 on 2 GPUs 0.625 s "
-     "vs one GPU 0.715 s [s17]; 3 GPUs not measured"},
-    {JMG_OP_LU_SOLVE, 1, 2, 4, 32768, 0, "guess: not measured; as real"},
-    {JMG_NUM_OPS, 0, 0, 0, 0, 0, NULL},
+     "vs one GPU 0.715 s [s17]; 3 GPUs not measured",
+     0},
+    {JMG_OP_LU_SOLVE, 1, 2, 4, 32768, 0, "guess: not measured; as real",
+     0},
+    {JMG_NUM_OPS, 0, 0, 0, 0, 0, NULL, 0},
 };
 
 const jmg_gather_row *jmg_gather_row_of(jmg_op op, jmg_dtype dtype,
@@ -138,11 +152,12 @@ int jmg_gather_local_prefers(const jmg_engine *e, const jmg_problem *p,
              jmg_op_name(p->op), jmg_dtype_name(p->dtype), p->nparts);
     return 0;
   }
-  if (p->n >= r->below) {
+  const int64_t below = r->local_below > 0 ? r->local_below : r->below;
+  if (p->n >= below) {
     snprintf(why, why_len,
              "N=%lld >= %lld: several GPUs are faster from there "
              "(engine/gather/thresholds.c)",
-             (long long)p->n, (long long)r->below);
+             (long long)p->n, (long long)below);
     return 0;
   }
   return 1;

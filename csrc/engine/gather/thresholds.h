@@ -19,6 +19,9 @@ typedef struct jmg_gather_row {
   int64_t below;            /* gathered by default when N < below */
   int measured;             /* 1: from measurements; 0: a guess (issue 20) */
   const char *source;       /* where the number comes from */
+  /* The local model's (cusolverdn-local against cuSOLVERMp's routine,
+   * jmg_gather_local_prefers) where it differs from below; 0: below. */
+  int64_t local_below;
 } jmg_gather_row;
 
 /* The row for (op, dtype, nparts), or NULL where the table has none (then
