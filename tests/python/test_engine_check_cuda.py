@@ -42,12 +42,33 @@ def test_one_gpu_small_several_and_large_several(cuda):
     assert _engine("potrs", 1, "float64", 8192, 2048) == "cusolverdn"
     assert _engine("potrs", 4, "float64", 8192, 2048) == "cusolverdn-gather"
     assert _engine("potrs", 4, "float64", 16384, 2048) == "cusolvermg"
-    assert _engine("syevd", 4, "float64", 16384, 1024) == "cusolverdn-gather"
-    assert _engine("syevd", 4, "float64", 32768, 1024) == "cusolvermg"
+    assert _engine("syevd", 4, "float64", 8192, 1024) == "cusolverdn-gather"
+    assert _engine("syevd", 4, "float32", 16384, 1024) == "cusolverdn-gather"
+    assert _engine("syevd", 4, "float64", 65536, 1024) == "cusolvermg"
     assert _engine("potri", 2, "complex128", 4096, 1024) == "cusolverdn-gather"
+    # potri: the tiled inverse from N = 8192 (bench/results/2026-11-28-s20-h200x4-scaling).
+    assert _engine("potri", 2, "float64", 4096, 1024) == "cusolverdn-gather"
+    assert _engine("potri", 2, "float64", 8192, 1024) == "cusolvermg"
+    assert _engine("potri", 4, "float64", 16384, 2048) == "cusolvermg"
     assert _engine("lu_solve", 2, "float32", 4096, 1024) == "cusolverdn-gather"
     # No sizes measured for more than 4 GPUs: the distributed engine.
     assert _engine("potrs", 8, "float64", 1024, 128) == "cusolvermg"
+
+
+def test_multi_gpu_eigensolver_where_it_was_measured_faster(cuda, monkeypatch):
+    """float64 syevd on 2 to 4 GPUs from N = 16384 to 32768 runs eig-mgpu by
+    default (engine/eig_mgpu/context.c); JAXMG_SYEVD_MGPU=1 takes it at every
+    N, "0" never."""
+    monkeypatch.delenv("JAXMG_SYEVD_MGPU", raising=False)
+    for nparts in (2, 4):
+        assert _engine("syevd", nparts, "float64", 16384, 1024) == "eig-mgpu"
+        assert _engine("syevd", nparts, "float64", 32768, 256) == "eig-mgpu"
+    assert _engine("syevd", 8, "float64", 16384, 256) == "cusolvermg"
+    monkeypatch.setenv("JAXMG_SYEVD_MGPU", "0")
+    assert _engine("syevd", 2, "float64", 16384, 1024) != "eig-mgpu"
+    monkeypatch.setenv("JAXMG_SYEVD_MGPU", "1")
+    assert _engine("syevd", 2, "float64", 1024, 256) == "eig-mgpu"
+    assert _engine("syevd", 2, "float32", 1024, 256) != "eig-mgpu"
 
 
 def test_jaxmg_engine_forces_either_on_several_gpus(cuda, monkeypatch):
@@ -65,19 +86,21 @@ def test_gather_engine_takes_tiles_its_fall_back_refuses(cuda):
     fit) refuses T_A > 1024: refusing it there sent the default T_A (2048) on
     4 GPUs to cuSOLVERMp wherever that loads, at 0.36x one GPU
     (bench/results/2026-11-27-h200x4-scaling). From the table's size on,
-    cuSOLVERMg runs it, so the default T_A narrows to 1024 there."""
+    cuSOLVERMg runs it (past the multi-GPU eigensolver's sizes), so the
+    default T_A narrows to 1024 there."""
     f64 = np.dtype(np.float64)
     g = _geometry.choose_geometry("syevd", 8192, 4, f64, None, True, "CUDA")
     assert g.tile == 2048 and g.engine == "cusolverdn-gather"
     assert _engine("syevd", 4, "float64", 8192, 2048) == "cusolverdn-gather"
     g = _geometry.choose_geometry("potrs", 8192, 4, f64, None, True, "CUDA")
     assert g.tile == 2048
-    ok, why = _native.engine_check("CUDA", "syevd", 4, "float64", 32768, 2048)
+    # Past the multi-GPU eigensolver's sizes (engine/eig_mgpu/context.c).
+    ok, why = _native.engine_check("CUDA", "syevd", 4, "float64", 65536, 2048)
     if ok:  # cuSOLVERMp loads here: it takes what the leader engines refuse
         assert why == "cusolvermp", why
     else:
-        assert "N=32768 >= 32768" in why and "T_A=2048 > 1024" in why, why
-        g = _geometry.choose_geometry("syevd", 32768, 4, f64, None, True, "CUDA")
+        assert "N=65536 >= 32768" in why and "T_A=2048 > 1024" in why, why
+        g = _geometry.choose_geometry("syevd", 65536, 4, f64, None, True, "CUDA")
         assert g.tile == 1024 and g.engine == "cusolvermg"
 
 

@@ -48,12 +48,8 @@ static int mgpu_prefers(const jmg_engine *e, const jmg_problem *p, char *why,
     return 0;
   }
   if (p->n < MGPU_FROM_N || p->n > MGPU_TO_N || p->nparts > MGPU_MAX_PARTS) {
-    snprintf(why, why_len,
-             "N=%lld on %d GPUs: measured faster than one GPU only for "
-             "N %d..%d on 2 to %d GPUs (engine/eig_mgpu/context.c; "
-             "JAXMG_SYEVD_MGPU=1 runs it at every N)",
-             (long long)p->n, p->nparts, MGPU_FROM_N, MGPU_TO_N,
-             MGPU_MAX_PARTS);
+    snprintf(why, why_len, "by default N %d..%d on 2..%d GPUs only",
+             MGPU_FROM_N, MGPU_TO_N, MGPU_MAX_PARTS);
     return 0;
   }
   return 1;
