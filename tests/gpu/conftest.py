@@ -31,6 +31,20 @@ if _SETS and _WORKER.startswith("gw"):
             f"JAXMG_GPU_WORKER_SETS has {len(_SETS)} GPU sets ({' '.join(_SETS)}) but worker "
             f"{_WORKER} is number {_index + 1}: run with -n {len(_SETS)} at most")
     os.environ["CUDA_VISIBLE_DEVICES"] = _SETS[_index]
+    # And its share of the host's cores: the workers' NumPy references,
+    # XLA's compiles and the processes the tests start otherwise each take
+    # every core (session 21 on 4 x H200: four workers' tests took 3.3x
+    # their time alone, two workers' 1.9x). The affinity bounds XLA's thread
+    # pools (they size themselves from it) and every child process; the
+    # BLAS variables NumPy's, which read the core count, not the mask.
+    # JAXMG_GPU_WORKER_CPUS=0 leaves the cores shared.
+    if os.environ.get("JAXMG_GPU_WORKER_CPUS", "1") != "0" and hasattr(os, "sched_setaffinity"):
+        _cores = sorted(os.sched_getaffinity(0))
+        _share = max(1, len(_cores) // len(_SETS))
+        _mine_cores = _cores[_index * _share:(_index + 1) * _share] or _cores
+        os.sched_setaffinity(0, _mine_cores)
+        for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(_var, str(len(_mine_cores)))
 
 # JAXMG_TEST_PROGRESS=FILE: one line per test as it starts and as it ends
 # (wall time, outcome, seconds; a failure's last lines), written at once, so that a run cut by a
