@@ -16,7 +16,8 @@
 # The runs: 1 GPU first (four pytest-xdist workers, one GPU each, JAXMG_GPU_WORKER_SETS="0 1 2 3"),
 # then 2 GPUs (two workers on GPUs 0,1 and 2,3). Each worker sees its set's GPUs alone
 # (tests/gpu/conftest.py), so every test runs on the GPU count of its run. JAX's persistent
-# compilation cache is on, as in session 20.
+# compilation cache is on, as in session 20. Bounds (seconds, environment of the start call):
+# SUITE_1GPU_BOUND (900), SUITE_2GPU_BOUND (1500); session 21 ran with 600 and 1100.
 #
 # What comes back: $OUT/r.tar.gz (rewritten every 20 s) holding r/: id.txt (the user: the
 # background run survives only as root), build.txt, nvidia-smi.txt, runner.log, for each run
@@ -63,9 +64,10 @@ python3 -c "import jax, jaxmg; print('jax', jax.__version__, 'cusolvermp', jaxmg
   >> "$R/build.txt" 2>&1
 python3 -c "import netket; print('netket', netket.__version__)" >> "$R/build.txt" 2>&1 || echo "no netket" >> "$R/build.txt"
 export JAX_COMPILATION_CACHE_DIR=$S/jax-cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-export -p > "$S/env.sh"
 echo "built at ${SECONDS} s of the first call; commit $(cat "$root/.commit" 2>/dev/null || echo '?')" > "$R/summary.txt"
 
+export SUITE_1GPU_BOUND=${SUITE_1GPU_BOUND:-900} SUITE_2GPU_BOUND=${SUITE_2GPU_BOUND:-1500}
+export -p > "$S/env.sh"
 cat > "$S/runner.sh" <<'EOF'
 #!/usr/bin/env bash
 # The two pytest runs, one after the other (started by suite-bg.sh start under setsid).
@@ -84,8 +86,9 @@ suite() {  # suite LABEL BOUND SETS: the whole of tests/gpu, one worker per GPU 
   python3 tests/gpu/suite_times.py "$R/progress-$label.txt" --top 40 \
     > "$R/times-from-progress-$label.txt" 2>&1
 }
-if [ "$ngpu" -ge 4 ]; then suite 1gpu 600 "0 1 2 3"; suite 2gpu 1100 "0,1 2,3"
-else suite 1gpu 900 "0 1"; suite 2gpu 1500 "0,1"; fi
+b1=${SUITE_1GPU_BOUND:-900} b2=${SUITE_2GPU_BOUND:-1500}
+if [ "$ngpu" -ge 4 ]; then suite 1gpu "$b1" "0 1 2 3"; suite 2gpu "$b2" "0,1 2,3"
+else suite 1gpu "$b1" "0 1"; suite 2gpu "$b2" "0,1"; fi
 touch "$S/runner.done"
 EOF
 setsid nohup bash "$S/runner.sh" > "$R/runner.log" 2>&1 < /dev/null &
