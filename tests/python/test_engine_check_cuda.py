@@ -3,11 +3,14 @@ cusolverdn (one GPU), cusolverdn-gather (several GPUs, N below
 engine/gather/thresholds.c's sizes) and cusolvermg (the rest) is pure
 selection, which runs anywhere libjaxmg_cuda.so loads; and the Python layer's
 pre-trace check (_geometry.choose_geometry) keeps its defaults with it.
+README.md's table of crossovers is checked against the same choice.
 
 Skipped where jaxmg was built without CUDA or its CUDA libraries cannot be
 loaded."""
 
 import ctypes
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -160,3 +163,145 @@ def test_mixed_solves_on_several_gpus_go_to_the_gather_engine(cuda, monkeypatch)
         ok, why = _native.engine_check("CUDA", "lu_solve", 2, "float64", 4096, 1024,
                                        precision="mixed")
         assert not ok and 'precision="mixed"' in why and 'precision="exact"' in why, why
+
+
+# ---- README's crossover table against the library's choice -----------------
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DTYPES = {"real": ("float32", "float64"), "complex": ("complex64", "complex128"),
+          "float32": ("float32",), "float64": ("float64",),
+          "any": ("float32", "float64", "complex64", "complex128")}
+# thresholds.c's rows: {op, complex, min_parts, max_parts, below, measured,
+# "source" ..., local_below}.
+ROW = re.compile(r"\{JMG_OP_(\w+), (\d), (\d+), (\d+), (\d+), ([01]),\s*"
+                 r"(?:\"(?:[^\"\\]|\\.)*\"\s*)+,\s*(\d+)\}")
+
+
+def _readme_crossovers() -> tuple[list[dict], str]:
+    """The rows of README.md's crossover table, and the section's text."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Never slower than one GPU: the crossovers\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head[:4] == ["op", "dtype", "GPUs", "several GPUs from N"], head
+    rows = []
+    for ln in lines[2:]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        rows.append(dict(zip(("ops", "dtype", "gpus", "n", "engine", "status", "local"),
+                             cells)))
+    return rows, section
+
+
+def _gpus(cell: str) -> list[int]:
+    """The GPU counts of a cell ("2", "3-4"; "5 or more": 5 and 8)."""
+    if cell.endswith(" or more"):
+        first = int(cell.split()[0])
+        return [first, first + 3]
+    lo, _, hi = cell.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def _c_rows() -> list[tuple]:
+    src = (ROOT / "csrc/engine/gather/thresholds.c").read_text()
+    rows = [(op.lower(), int(c), int(lo), int(hi), int(below), int(measured), int(local))
+            for op, c, lo, hi, below, measured, local in ROW.findall(src)]
+    assert len(rows) == src.count("{JMG_OP_"), rows
+    return rows
+
+
+def _check_every_n(r: dict, op: str, dtype: str, g: int, engines: list[str],
+                   rows: list[dict]) -> None:
+    """A row with no crossover: the gather engine ("never") or the named
+    engine ("every N") at every N, and the local model's cell (rows: the
+    table's, for syevd's N)."""
+    engine = "cusolverdn-gather" if r["n"] == "never" else engines[0]
+    for n in (1024, 16384, 32768):
+        assert _engine(op, g, dtype, n, 256) == engine, (r, op, dtype, g, n)
+    local = dict(part.strip().split(": ") for part in r["local"].split(";")) \
+        if ":" in r["local"] else {op: r["local"]}
+    ok, name = _native.engine_check("CUDA", op, g, dtype, 1024, 256, nodes=2)
+    if local[op] == "every N":  # cuSOLVERMp, or its refusal where it does not load
+        assert (ok and name == "cusolvermp") or (
+            not ok and "cusolverdn-local: no size" in name), (op, g, name)
+    elif local[op] == "no engine":
+        assert not ok and "cusolverdn-local: it has no" in name, (op, g, name)
+    else:  # "syevd's N": the local model's N of syevd's row
+        assert local[op] == "syevd's N", local
+        syevd = [s for s in rows if s["ops"] == "syevd" and s["n"].isdigit()
+                 and dtype in DTYPES[s["dtype"]] and g in _gpus(s["gpus"])]
+        if not syevd:  # more GPUs than syevd's rows: no crossover
+            return
+        n = int(syevd[0]["local"])
+        assert _native.engine_check("CUDA", op, g, dtype, n - 1, 256, nodes=2) == (
+            True, "cusolverdn-local"), (op, g, n)
+        assert _native.engine_check("CUDA", op, g, dtype, n, 256, nodes=2)[1] != (
+            "cusolverdn-local"), (op, g, n)
+
+
+def test_readme_crossover_table_is_the_library_s_choice(cuda, monkeypatch):
+    """README.md's "Never slower than one GPU" table says, per op, dtype class
+    and GPU count, from which N several GPUs run the call and with which
+    engine (below it: cusolverdn-gather), whether that N was measured, and the
+    local model's N (below it cusolverdn-local, from it cuSOLVERMp): each is
+    asked of the library here, and the measured flag and local_below read from
+    engine/gather/thresholds.c's rows, so that the README cannot drift from
+    the code."""
+    for var in ("JAXMG_SYEVD_MGPU", "JAXMG_LOCAL_GATHER"):
+        monkeypatch.delenv(var, raising=False)
+    rows, section = _readme_crossovers()
+    c_rows = _c_rows()
+    mgpu = (ROOT / "csrc/engine/eig_mgpu/context.c").read_text()
+    window = re.search(r"MGPU_FROM_N = (\d+), MGPU_TO_N = (\d+), MGPU_MAX_PARTS = (\d+)", mgpu)
+    assert window, "eig-mgpu's window not found in engine/eig_mgpu/context.c"
+    covered = set()
+    for r in rows:
+        ops = [o.strip() for o in r["ops"].split(",")]
+        engines = re.findall(r"`([\w-]+)`", r["engine"])
+        for op in ops:
+            for dtype in DTYPES[r["dtype"]]:
+                for g in _gpus(r["gpus"]):
+                    covered.add((op, dtype, g))
+                    if r["n"] in ("never", "every N"):
+                        _check_every_n(r, op, dtype, g, engines, rows)
+                        continue
+                    n = int(r["n"])
+                    where = (op, dtype, g, n)
+                    assert _engine(op, g, dtype, n - 1, 256) == "cusolverdn-gather", where
+                    assert _engine(op, g, dtype, n, 256) == engines[0], where
+                    to = re.search(r"to N = (\d+)", r["engine"])
+                    if to:
+                        last = int(to.group(1))
+                        assert _engine(op, g, dtype, last, 256) == engines[0], where
+                        assert _engine(op, g, dtype, last + 1, 256) == engines[1], where
+                    # The local model: a group across two nodes.
+                    local = int(r["local"])
+                    ok, name = _native.engine_check("CUDA", op, g, dtype, local - 1, 256, nodes=2)
+                    assert ok and name == "cusolverdn-local", (where, local, name)
+                    ok, name = _native.engine_check("CUDA", op, g, dtype, local, 256, nodes=2)
+                    # cuSOLVERMp, or (where it does not load here) no engine,
+                    # cusolverdn-local saying N is past its size (the reasons
+                    # are cut at the message's length: its start is there).
+                    assert (ok and name == "cusolvermp") or (
+                        not ok and "cusolverdn-local: N=" in name), (where, local, name)
+                    # The row of thresholds.c behind it: measured or a guess,
+                    # and local_below.
+                    cplx = int(dtype.startswith("complex"))
+                    (c,) = [c for c in c_rows
+                            if c[0] == op and c[1] == cplx and c[2] <= g <= c[3]]
+                    assert local == (c[6] or c[4]), (where, c)
+                    if engines[0] == "eig-mgpu":  # its window, not the table's
+                        assert (n, last, g <= int(window.group(3))) == (
+                            int(window.group(1)), int(window.group(2)), True), where
+                        continue
+                    assert n == c[4], (where, c)
+                    assert r["status"].startswith("measured" if c[5] else "guess"), (where, c)
+    # Every row of thresholds.c (and so every op, dtype and GPU count the
+    # table decides) has its row in the README.
+    for op, cplx, lo, hi, *_ in c_rows:
+        for dtype in DTYPES["complex" if cplx else "real"]:
+            for g in range(lo, hi + 1):
+                assert (op, dtype, g) in covered, (op, dtype, g)
+    # The results folders the section cites are committed.
+    for path in re.findall(r"`((?:bench/results|docs/gpu-runs)/[^`]+)`", section):
+        assert (ROOT / path).exists(), path

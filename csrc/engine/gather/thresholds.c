@@ -26,7 +26,7 @@
  *   [s17]      bench/results/2026-11-27-s17-h200x4-scaling (the same on 1
  *              and 2 of 4 H200, N = 16384 and 32768, with JAXMG_TRACE's
  *              per-step times in raw/; 2026-11-27)
- *   [s20]      bench/results/2026-11-28-s20-h200x4-scaling (potri2/, four/:
+ *   [s20]      bench/results/2026-11-28-s20-h200x4-scaling (potri2/, potri4/:
  *              the tiled inverse of engine/cusolvermg/cuda_potri.c on 2
  *              and 4 H200 beside the gathered one GPU and JAX; 2026-11-28)
  * Rows with measured = 0 are guesses, to be replaced by the table of the
@@ -52,7 +52,8 @@ const jmg_gather_row jmg_gather_rows[] = {
      "guess: complex not measured since the tiled inverse (session 20); "
      "it has 4x real's flops at the same N, so several GPUs win no later "
      "than for real. The local model keeps the measured row of before "
-     "(cuSOLVERMp's potri on 4 GPUs: one GPU faster below 32768)",
+     "([h200x4]: cuSOLVERMg's potri on 4 GPUs against one GPU [h100x1], "
+     "one GPU faster below 32768)",
      32768},
     {JMG_OP_POTRI, 0, 2, 2, 8192, 1,
      "[s20] float64 on 2 GPUs, the tiled inverse (cusolvermg) against the "
