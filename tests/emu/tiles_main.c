@@ -1,8 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 /* jaxmg's tiled Cholesky and its tiled inverse from the factor
  * (csrc/engine/cusolvermg/cuda_potrf.c, cuda_potri.c) run on the CPU under
- * tests/emu/emu_cuda.cc and emu_tiles.cc, on 1 to 3 emulated GPUs, for the
- * four types: the
+ * tests/emu/emu_cuda.cc and emu_tiles.cc, on 1 to 5 emulated GPUs, for the
+ * four types, the Cholesky's both paths (JAXMG_POTRF_PIPELINE 0 and 1): the
  * columns each device's x receives must be those of A^-1 (||A X - I||
  * small, X's lower triangle taken from the devices, the upper mirrored),
  * zero above each tile's first row, and A's shards must hold L. Each case
@@ -10,8 +10,8 @@
  * under two seeds, so that work the code fails to order by an event runs
  * out of order in one of them. The per-GPU timer's split (JAXMG_TRACE;
  * there each "ms" is a count of emulated operations) must have been read
- * from completed events, and show the panel copies on the compute
- * streams. Run by tests/emu/run.sh; prints one
+ * from completed events, and show the panel copies on the compute streams
+ * without the pipeline and not with it. Run by tests/emu/run.sh; prints one
  * line per case and exits non-zero on a failure. */
 #include <complex.h>
 #include <math.h>
@@ -146,10 +146,10 @@ static int one_case(jmg_dtype dt, int pipeline, int64_t n, int64_t t, int G, uin
   emu_streams_defer(schedule);
   const unsigned long choices = emu_streams_choices();
   jmg_trace_begin("tiles %s pipeline %d", jmg_dtype_name(dt), pipeline);
-  int rc = jmg_cuda_potrf_workspace(&dm, &h, &wbytes, "potri", &err);
+  int rc = jmg_cuda_potrf_workspace(&dm, &h, pipeline, &wbytes, "potri", &err);
   for (int d = 0; rc == 0 && d < G; ++d) work[d] = calloc(wbytes, 1);
   int64_t info = -1;
-  if (rc == 0) rc = jmg_cuda_potrf(&dm, &h, work, &info, "potri", &err);
+  if (rc == 0) rc = jmg_cuda_potrf(&dm, &h, pipeline, work, &info, "potri", &err);
   if (rc == 0 && info == 0) rc = jmg_cuda_potri_from_factor(&dm, &h, x, panels, "potri", &err);
   const unsigned long interleaved = emu_streams_choices() - choices;
   emu_streams_defer(0);
@@ -231,10 +231,15 @@ int main(void) {
   static const int64_t shapes[][3] = {
       {24, 8, 1}, {32, 16, 2}, {16, 8, 2}, {48, 8, 2}, {40, 4, 2}, {12, 1, 2},
       {24, 8, 3}, {60, 4, 3},  {72, 8, 3}, {36, 6, 3}, {9, 1, 3},
+      /* From 4 GPUs a device's panels come 3 in a row: nothing but the
+       * pipeline's 'freed' event keeps a copy from overwriting the buffer
+       * its compute stream still reads (on 2 or 3, the lookahead's chain
+       * of panels passes through the device's own stream). */
+      {64, 4, 4}, {48, 2, 4}, {60, 3, 5},
   };
   const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
   uint64_t seed = 1;
-  for (int pipeline = 0; pipeline <= 0; ++pipeline)
+  for (int pipeline = 0; pipeline <= 1; ++pipeline)
     for (int t = 0; t < JMG_NUM_DTYPES; ++t)
       for (int s = 0; s < nshapes; ++s)
         for (unsigned schedule = 1; schedule <= 2; ++schedule, ++cases)
