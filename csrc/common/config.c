@@ -44,6 +44,7 @@ void jmg_config_read(jmg_config *out) {
   const char *refine_nb = env("JAXMG_REFINE_NB");
   out->refine_nb = strcmp(refine_nb, "0") == 0 ? 0 : (int)int_in(refine_nb, 64, 8192, -1);
   out->tf32_trsm = strcmp(env("JAXMG_TF32_TRSM"), "1") == 0;
+  out->potrf_pipeline = strcmp(env("JAXMG_POTRF_PIPELINE"), "1") == 0;
   const char *residual = env("JAXMG_REFINE_RESIDUAL");
   out->refine_residual = strcmp(residual, "symm") == 0   ? 1
                          : strcmp(residual, "gemv") == 0 ? 2

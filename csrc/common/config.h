@@ -19,6 +19,12 @@
  *                             (0, the default: one per device)
  *   JAXMG_PERMUTE             "inplace", "apart", or unset (auto)
  *   JAXMG_POTRF               "tiles" (default) or "cusolvermg"
+ *   JAXMG_POTRF_PIPELINE      "1": the tiled Cholesky (engine/cusolvermg/
+ *                             cuda_potrf.c) copies its panels on a copy
+ *                             stream of each GPU into two buffers, and
+ *                             updates diagonal tiles by herk; anything
+ *                             else (the default): one buffer, copies on
+ *                             the compute stream, gemm only
  *   JAXMG_ENGINE              the engine to use; unset: chosen per call
  *   JAXMG_SYEVD               one GPU's eigensolver (cuSOLVERDn engine):
  *                             "cusolver" (cusolverDnXsyevd), "tridiagonal"
@@ -90,6 +96,8 @@ typedef struct jmg_config {
   /* JAXMG_TF32_TRSM is "1": the TF32 Cholesky's panels by cuBLAS's trsm
    * (session 18's), not by its inverted diagonal blocks and a TF32 gemm. */
   int tf32_trsm;
+  /* JAXMG_POTRF_PIPELINE is "1" (cuda_potrf.h jmg_cuda_potrf's pipeline). */
+  int potrf_pipeline;
 } jmg_config;
 
 /* Reads every setting from the environment now. */

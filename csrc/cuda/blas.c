@@ -43,6 +43,27 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
   }
 }
 
+cublasStatus_t jmg_cublas_herk_n(cublasHandle_t h, jmg_dtype t,
+                                 cublasFillMode_t uplo, int n, int k,
+                                 double alpha, const void *A, int lda,
+                                 double beta, void *C, int ldc) {
+  const float al_s = (float)alpha, be_s = (float)beta;
+  switch (t) {
+    case JMG_F32:
+      return cublasSsyrk(h, uplo, CUBLAS_OP_N, n, k, &al_s, A, lda, &be_s, C,
+                         ldc);
+    case JMG_F64:
+      return cublasDsyrk(h, uplo, CUBLAS_OP_N, n, k, &alpha, A, lda, &beta, C,
+                         ldc);
+    case JMG_C64:
+      return cublasCherk(h, uplo, CUBLAS_OP_N, n, k, &al_s, A, lda, &be_s, C,
+                         ldc);
+    default:
+      return cublasZherk(h, uplo, CUBLAS_OP_N, n, k, &alpha, A, lda, &beta, C,
+                         ldc);
+  }
+}
+
 cublasStatus_t jmg_cublas_geam(cublasHandle_t h, jmg_dtype t,
                                cublasOperation_t op, int m, int n,
                                const void *A, int lda, void *C, int ldc) {

@@ -23,6 +23,14 @@ cublasStatus_t jmg_cublas_trsm(cublasHandle_t h, jmg_dtype t,
                                int m, int n, const void *A, int lda, void *B,
                                int ldb);
 
+/* C = alpha A A^H + beta C (A A^T for the real types: cublas<t>syrk, for
+ * the complex ones <t>herk, whose alpha and beta are real), C n x n of
+ * which only the triangle uplo is read and written, A n x k. */
+cublasStatus_t jmg_cublas_herk_n(cublasHandle_t h, jmg_dtype t,
+                                 cublasFillMode_t uplo, int n, int k,
+                                 double alpha, const void *A, int lda,
+                                 double beta, void *C, int ldc);
+
 /* C (m x n) = op(A) (op: CUBLAS_OP_N, _T or _C), through cublas<t>geam with
  * beta 0 (C passed as B, as geam allows in place with transb N); C must
  * not overlap A. */

@@ -43,6 +43,10 @@ TEST(config_reads_the_mixed_precision_and_local_gather_settings) {
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", NULL).tf32_lookahead, 0);
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "1").tf32_lookahead, 1);
   CHECK_EQ(read_with("JAXMG_TF32_LOOKAHEAD", "yes").tf32_lookahead, 0);
+  CHECK_EQ(read_with("JAXMG_POTRF_PIPELINE", NULL).potrf_pipeline, 0);
+  CHECK_EQ(read_with("JAXMG_POTRF_PIPELINE", "1").potrf_pipeline, 1);
+  CHECK_EQ(read_with("JAXMG_POTRF_PIPELINE", "0").potrf_pipeline, 0);
+  CHECK_EQ(read_with("JAXMG_POTRF_PIPELINE", "yes").potrf_pipeline, 0);
   CHECK_EQ(read_with("JAXMG_REFINE_NB", NULL).refine_nb, -1);
   CHECK_EQ(read_with("JAXMG_REFINE_NB", "0").refine_nb, 0);
   CHECK_EQ(read_with("JAXMG_REFINE_NB", "512").refine_nb, 512);

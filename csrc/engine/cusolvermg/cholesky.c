@@ -15,11 +15,14 @@
  * MPMD job does to itself; docs/gpu-notes.md), so the default is the tiled
  * one of cuda_potrf.h. JAXMG_POTRF=cusolvermg selects cuSOLVERMg's, for
  * comparison on GPUs that are not shared. */
-static int potrf_choice(const char *op, int *use_mg, jmg_error *err) {
+static int potrf_choice(const char *op, int *use_mg, int *pipeline,
+                        jmg_error *err) {
   jmg_config c;
   jmg_config_read(&c);
   const char *env = c.potrf;
   *use_mg = 0;
+  /* JAXMG_POTRF_PIPELINE, read once for the workspace and the call. */
+  *pipeline = c.potrf_pipeline;
   if (*env == '\0' || strcmp(env, "tiles") == 0) return 0;
   if (strcmp(env, "cusolvermg") == 0) {
     *use_mg = 1;
@@ -36,9 +39,12 @@ static jmg_cuda_potrf_handles potrf_handles(const jmg_cuda_handles *c) {
   return h;
 }
 
-/* The factorization's workspace, in elements of the matrix's type. */
+/* The factorization's workspace, in elements of the matrix's type. With
+ * the pipeline it holds a second panel buffer; where that does not fit the
+ * call fails with JMG_ENOMEM as any other (no fallback to one buffer). */
 static int factor_workspace(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
-                            int use_mg, int64_t *lwork, jmg_error *err) {
+                            int use_mg, int pipeline, int64_t *lwork,
+                            jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
   if (use_mg)
@@ -49,7 +55,8 @@ static int factor_workspace(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
         call->cuda.op, err);
   const jmg_cuda_potrf_handles h = potrf_handles(call->cuda.h);
   size_t bytes = 0;
-  int rc = jmg_cuda_potrf_workspace(a, &h, &bytes, call->cuda.op, err);
+  int rc =
+      jmg_cuda_potrf_workspace(a, &h, pipeline, &bytes, call->cuda.op, err);
   const size_t es = jmg_dtype_size(a->dtype);
   *lwork = (int64_t)((bytes + es - 1) / es);
   return rc;
@@ -59,13 +66,14 @@ static int factor_workspace(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a,
  * h_info > 0 (the failing leading minor). cuSOLVERMg reports it through a
  * failed status with h_info set. */
 static int factor(jmg_mg_call *call, cudaLibMgMatrixDesc_t desc_a, int use_mg,
-                  int *h_info, jmg_error *err) {
+                  int pipeline, int *h_info, jmg_error *err) {
   const jmg_dist_matrix *a = call->a;
   *h_info = 0;
   if (!use_mg) {
     const jmg_cuda_potrf_handles h = potrf_handles(call->cuda.h);
     int64_t info = 0;
-    int rc = jmg_cuda_potrf(a, &h, call->work, &info, call->cuda.op, err);
+    int rc = jmg_cuda_potrf(a, &h, pipeline, call->work, &info,
+                            call->cuda.op, err);
     *h_info = (int)info;
     return rc;
   }
@@ -138,17 +146,18 @@ int jmg_mg_factor_for_solve(jmg_mg_call *call, void *const *b, int64_t nrhs,
   const jmg_dist_matrix *a = call->a;
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
   int64_t lw_potrf = 0, lw_potrs = 0;
-  int use_mg = 0;
+  int use_mg = 0, pipeline = 0;
   *h_info = 0;
-  int rc = potrf_choice(call->cuda.op, &use_mg, err);
+  int rc = potrf_choice(call->cuda.op, &use_mg, &pipeline, err);
   if (rc == 0)
     rc = jmg_mg_descriptor(call, a->n, a->n, a->tile, t, desc_a, err);
-  if (rc == 0) rc = factor_workspace(call, *desc_a, use_mg, &lw_potrf, err);
+  if (rc == 0)
+    rc = factor_workspace(call, *desc_a, use_mg, pipeline, &lw_potrf, err);
   if (rc == 0) rc = solve_workspace(call, *desc_a, nrhs, b, &lw_potrs, err);
   if (rc == 0)
     rc = jmg_mg_take_workspace(call, lw_potrf > lw_potrs ? lw_potrf : lw_potrs,
                                err);
-  if (rc == 0) rc = factor(call, *desc_a, use_mg, h_info, err);
+  if (rc == 0) rc = factor(call, *desc_a, use_mg, pipeline, h_info, err);
   if (rc == 0) rc = jmg_mg_sync_devices(a, call->cuda.op, err);
   jmg_trace_mark("potrf");
   if (rc == 0)

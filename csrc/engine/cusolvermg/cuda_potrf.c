@@ -5,17 +5,26 @@
  *    solves the panel below it (trsm), then records an event;
  *  - update: every device with tiles right of k waits for that event, copies
  *    the panel (rows below tile k) into its own buffer, and subtracts
- *    panel * panel^H from each of its tiles j > k, rows j*t and below (one
- *    gemm per tile; the gemm also writes the strict upper triangle of the
- *    diagonal tile, which nothing reads).
+ *    panel * panel^H from each of its tiles j > k, rows j*t and below.
  * The owner of tile k + 1 updates that tile first and factors it at once,
  * before its other updates (one step of lookahead), so that the next panel
  * is ready while the devices still update with this one.
  *
  * Each device's work runs in order on its own stream; the only dependences
- * between devices are the panel events. The copy into a device's panel
- * buffer comes after that device's previous updates on the same stream, so
- * one buffer per device suffices. */
+ * between devices are the panel events. Two paths (jmg_cuda_potrf's
+ * pipeline, JAXMG_POTRF_PIPELINE):
+ *  - off (the default): the copy into a device's one panel buffer runs on
+ *    its compute stream, after that device's previous updates, and each
+ *    tile's update is one gemm (which also writes the strict upper triangle
+ *    of the diagonal tile, which nothing reads);
+ *  - on: each device copies on a copy stream of its own into one of two
+ *    panel buffers, alternately (potri's pattern, cuda_potri.c): the copy
+ *    waits for the panel's event and for the 'freed' event of the step that
+ *    last read the buffer, the compute stream waits for the copy's 'ready'
+ *    event, so that the copy of the next panel overlaps this step's
+ *    updates (copy engines, not SMs: no compute runs concurrently); and
+ *    each tile's update is herk (syrk) on its diagonal block's lower
+ *    triangle and gemm on the rows below it. */
 #include "engine/cusolvermg/cuda_potrf.h"
 
 #include <stdlib.h>
@@ -28,13 +37,14 @@
 #include "cuda/dtype.h"
 #include "engine/cusolvermg/tiles.h"
 
-/* Sizes of the per-device workspace: [panel | potrf workspace | info]. */
+/* Sizes of the per-device workspace: [panel | panel2 | potrf workspace |
+ * info], panel2 (the pipeline's second buffer) 0 without the pipeline. */
 typedef struct layout {
-  size_t panel, dn, info, host;
+  size_t panel, panel2, dn, info, host;
 } layout;
 
 static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
-                 layout *l, const char *op, jmg_error *err) {
+                 int pipeline, layout *l, const char *op, jmg_error *err) {
   int rc = jmg_tiles_check(a, "potrf", op, err);
   const jmg_cuda_device *d0 = a->device_ctx[0];
   const cudaDataType t = jmg_cuda_data_type(a->dtype);
@@ -46,8 +56,13 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
                               a->tile, t, a->data[0], a->n, t, &dn, &host),
                           op, err);
   if (rc != 0) return rc;
-  l->panel =
-      jmg_cuda_align((size_t)a->n * (size_t)a->tile * jmg_dtype_size(a->dtype));
+  const size_t es = jmg_dtype_size(a->dtype);
+  l->panel = jmg_cuda_align((size_t)a->n * (size_t)a->tile * es);
+  /* A device's i-th copy (from 0) is of a panel k >= i, of n - (k+1) t rows:
+   * buffer 1 takes the odd ones, n - 2t rows at most. */
+  const int64_t rows2 = a->n - 2 * a->tile > 0 ? a->n - 2 * a->tile : 0;
+  l->panel2 =
+      pipeline ? jmg_cuda_align((size_t)rows2 * (size_t)a->tile * es) : 0;
   l->dn = jmg_cuda_align(dn > 0 ? dn : 1);
   l->info = jmg_cuda_align((size_t)(a->n / a->tile / a->ndev) * sizeof(int));
   l->host = host;
@@ -55,11 +70,11 @@ static int sizes(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
 }
 
 int jmg_cuda_potrf_workspace(const jmg_dist_matrix *a,
-                             const jmg_cuda_potrf_handles *h, size_t *bytes,
-                             const char *op, jmg_error *err) {
+                             const jmg_cuda_potrf_handles *h, int pipeline,
+                             size_t *bytes, const char *op, jmg_error *err) {
   layout l;
-  int rc = sizes(a, h, &l, op, err);
-  *bytes = rc == 0 ? l.panel + l.dn + l.info : 0;
+  int rc = sizes(a, h, pipeline != 0, &l, op, err);
+  *bytes = rc == 0 ? l.panel + l.panel2 + l.dn + l.info : 0;
   return rc;
 }
 
@@ -68,8 +83,16 @@ typedef struct run {
   jmg_tiles g;
   const jmg_cuda_potrf_handles *h;
   layout l;
+  int pipeline; /* jmg_cuda_potrf's */
   cudaEvent_t panel_ready[JMG_CUDA_MAX_DEVICES];
   char *panel[JMG_CUDA_MAX_DEVICES];
+  /* The pipeline's: each device's copy stream, its two panel buffers (the
+   * first is panel[d]), their events, and the copies made so far (copy i
+   * goes to buffer i % 2). */
+  cudaStream_t copy[JMG_CUDA_MAX_DEVICES];
+  char *buf[JMG_CUDA_MAX_DEVICES][2];
+  cudaEvent_t ready[JMG_CUDA_MAX_DEVICES][2], freed[JMG_CUDA_MAX_DEVICES][2];
+  int64_t copies[JMG_CUDA_MAX_DEVICES];
   void *dn_work[JMG_CUDA_MAX_DEVICES];
   int *info[JMG_CUDA_MAX_DEVICES];
   void *host_work[JMG_CUDA_MAX_DEVICES];
@@ -103,6 +126,67 @@ static int factor_tile(run *r, int64_t k, jmg_error *err) {
   return rc;
 }
 
+/* The pipeline's copy of step k's panel (m rows at p, ld n, on device
+ * owner) to device d (current), on d's copy stream into buffer *b, which
+ * d's compute stream then waits for. */
+static int fetch_panel(run *r, int d, int owner, const char *p, int64_t m,
+                       int *b, jmg_error *err) {
+  *b = (int)(r->copies[d]++ % 2);
+  const size_t es = r->g.es;
+  int rc = JMG_CUDA_TRY(
+      cudaStreamWaitEvent(r->copy[d], r->panel_ready[owner], 0), r->g.op,
+      err);
+  /* Not yet recorded (the buffer's first use): no wait. */
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->copy[d], r->freed[d][*b], 0),
+                      r->g.op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(
+        cudaMemcpy2DAsync(r->buf[d][*b], (size_t)m * es, p,
+                          (size_t)r->g.n * es, (size_t)m * es,
+                          (size_t)r->g.t, cudaMemcpyDefault, r->copy[d]),
+        r->g.op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaEventRecord(r->ready[d][*b], r->copy[d]), r->g.op,
+                      err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(
+        cudaStreamWaitEvent(r->g.stream[d], r->ready[d][*b], 0), r->g.op,
+        err);
+  return rc;
+}
+
+/* Tile j's update on device d with the panel p (ld ldp, its first row
+ * top): rows j*t and below -= P_j P_jj^H, P_j the panel's rows from j*t.
+ * One gemm, or with the pipeline herk on the diagonal block's lower
+ * triangle and gemm below it. */
+static int update_tile(run *r, int d, const char *p, int64_t ldp,
+                       int64_t top, int64_t j, jmg_error *err) {
+  const int t = r->g.t;
+  const jmg_dtype dt = r->g.a->dtype;
+  const cublasHandle_t blas = r->h->blas[d];
+  const char *pj = p + (size_t)(j * t - top) * r->g.es;
+  char *cj = jmg_tiles_at(&r->g, j, j * t);
+  if (!r->pipeline)
+    return JMG_CUBLAS_TRY(
+        jmg_cublas_gemm(blas, dt, CUBLAS_OP_N, CUBLAS_OP_C,
+                        (int)(r->g.n - j * t), t, t, -1.0, pj, (int)ldp, pj,
+                        (int)ldp, 1.0, cj, (int)r->g.n),
+        r->g.op, err);
+  int rc = JMG_CUBLAS_TRY(
+      jmg_cublas_herk_n(blas, dt, CUBLAS_FILL_MODE_LOWER, t, t, -1.0, pj,
+                        (int)ldp, 1.0, cj, (int)r->g.n),
+      r->g.op, err);
+  const int64_t below = r->g.n - (j + 1) * t;
+  if (rc == 0 && below > 0)
+    rc = JMG_CUBLAS_TRY(
+        jmg_cublas_gemm(blas, dt, CUBLAS_OP_N, CUBLAS_OP_C, (int)below, t, t,
+                        -1.0, pj + (size_t)t * r->g.es, (int)ldp, pj,
+                        (int)ldp, 1.0, cj + (size_t)t * r->g.es, (int)r->g.n),
+        r->g.op, err);
+  return rc;
+}
+
 /* Step k's update on device d (made current here), with the lookahead
  * factor of tile k + 1 when d holds it. */
 static int update_device(run *r, int64_t k, int d, jmg_error *err) {
@@ -117,7 +201,17 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
     rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_IDLE, err);
   const char *p = jmg_tiles_at(&r->g, k, top);
   int64_t ldp = r->g.n;
-  if (rc == 0 && d != owner) {
+  int b = -1; /* the pipeline's buffer this step reads */
+  if (rc == 0 && d != owner && r->pipeline) {
+    /* The copy is on the copy stream: the compute stream's time until it
+     * is done (the panel's factor, then the copy, where the copy did not
+     * finish during the previous step's updates) is a wait. */
+    rc = fetch_panel(r, d, owner, p, m, &b, err);
+    if (rc == 0)
+      rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_WAIT, err);
+    p = r->buf[d][b];
+    ldp = m;
+  } else if (rc == 0 && d != owner) {
     rc = JMG_CUDA_TRY(
         cudaStreamWaitEvent(r->g.stream[d], r->panel_ready[owner], 0), r->g.op,
         err);
@@ -130,13 +224,7 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
     ldp = m;
   }
   for (int64_t j = first; rc == 0 && j < r->g.nt; j += r->g.G) {
-    const char *pj = p + (size_t)(j * r->g.t - top) * r->g.es;
-    rc = JMG_CUBLAS_TRY(
-        jmg_cublas_gemm(r->h->blas[d], r->g.a->dtype, CUBLAS_OP_N, CUBLAS_OP_C,
-                        (int)(r->g.n - j * r->g.t), r->g.t, r->g.t, -1.0, pj,
-                        (int)ldp, pj, (int)ldp, 1.0,
-                        jmg_tiles_at(&r->g, j, j * r->g.t), (int)r->g.n),
-        r->g.op, err);
+    rc = update_tile(r, d, p, ldp, top, j, err);
     if (rc == 0 && j == k + 1) {
       rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
       if (rc == 0) rc = factor_tile(r, j, err);
@@ -144,6 +232,9 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   }
   if (rc == 0)
     rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
+  if (rc == 0 && b >= 0)
+    rc = JMG_CUDA_TRY(cudaEventRecord(r->freed[d][b], r->g.stream[d]),
+                      r->g.op, err);
   return rc;
 }
 
@@ -151,11 +242,27 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
 static int setup(run *r, void *const *work, jmg_error *err) {
   int rc = 0;
   for (int d = 0; rc == 0 && d < r->g.G; ++d) {
+    const size_t panels = r->l.panel + r->l.panel2;
     r->panel[d] = work[d];
-    r->dn_work[d] = (char *)work[d] + r->l.panel;
-    r->info[d] = (int *)((char *)work[d] + r->l.panel + r->l.dn);
+    r->buf[d][0] = work[d];
+    r->buf[d][1] = (char *)work[d] + r->l.panel;
+    r->dn_work[d] = (char *)work[d] + panels;
+    r->info[d] = (int *)((char *)work[d] + panels + r->l.dn);
     rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
                                 &r->panel_ready[d], err);
+    if (rc == 0 && r->pipeline)
+      rc = JMG_CUDA_TRY(
+          cudaStreamCreateWithFlags(&r->copy[d], cudaStreamNonBlocking),
+          r->g.op, err);
+    for (int b = 0; rc == 0 && r->pipeline && b < 2; ++b) {
+      rc = JMG_CUDA_TRY(
+          cudaEventCreateWithFlags(&r->ready[d][b], cudaEventDisableTiming),
+          r->g.op, err);
+      if (rc == 0)
+        rc = JMG_CUDA_TRY(
+            cudaEventCreateWithFlags(&r->freed[d][b], cudaEventDisableTiming),
+            r->g.op, err);
+    }
     if (rc == 0)
       rc = JMG_CUDA_TRY(
           cudaMemsetAsync(r->info[d], 0, r->l.info, r->g.stream[d]), r->g.op,
@@ -184,7 +291,9 @@ static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
   for (int d = 0; d < r->g.G; ++d) {
     jmg_error ignored;
     jmg_error *e = rc == 0 ? err : &ignored;
-    int s = jmg_tiles_sync_device(&r->g, d, e);
+    int s = r->g.stream[d] != NULL ? jmg_tiles_sync_device(&r->g, d, e) : 0;
+    if (s == 0 && r->copy[d] != NULL)
+      s = JMG_CUDA_TRY(cudaStreamSynchronize(r->copy[d]), r->g.op, e);
     if (s == 0 && rc == 0)
       s = JMG_CUDA_TRY(
           cudaMemcpy(host, r->info[d], (size_t)per_dev * sizeof *host,
@@ -205,6 +314,11 @@ static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
     }
     if (rc == 0) rc = s;
     if (r->panel_ready[d] != NULL) cudaEventDestroy(r->panel_ready[d]);
+    if (r->copy[d] != NULL) cudaStreamDestroy(r->copy[d]);
+    for (int b = 0; b < 2; ++b) {
+      if (r->ready[d][b] != NULL) cudaEventDestroy(r->ready[d][b]);
+      if (r->freed[d][b] != NULL) cudaEventDestroy(r->freed[d][b]);
+    }
     free(r->host_work[d]);
   }
   free(host);
@@ -213,13 +327,14 @@ static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
 }
 
 int jmg_cuda_potrf(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
-                   void *const *work, int64_t *info, const char *op,
-                   jmg_error *err) {
+                   int pipeline, void *const *work, int64_t *info,
+                   const char *op, jmg_error *err) {
   run r;
   memset(&r, 0, sizeof r);
   r.h = h;
+  r.pipeline = pipeline != 0;
   *info = 0;
-  int rc = sizes(a, h, &r.l, op, err);
+  int rc = sizes(a, h, r.pipeline, &r.l, op, err);
   if (rc != 0) return rc;
   jmg_tiles_init(&r.g, a, op);
   rc = setup(&r, work, err);

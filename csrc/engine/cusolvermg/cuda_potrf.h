@@ -23,21 +23,28 @@ typedef struct jmg_cuda_potrf_handles {
   cusolverDnParams_t params;
 } jmg_cuda_potrf_handles;
 
-/* The workspace jmg_cuda_potrf needs on every device, in bytes. */
+/* The workspace jmg_cuda_potrf needs on every device, in bytes, with the
+ * same pipeline: one panel of N x T_A elements, a second of (N - 2 T_A) x
+ * T_A with the pipeline, cusolverDnXpotrf's workspace for one tile and the
+ * info words. */
 int jmg_cuda_potrf_workspace(const jmg_dist_matrix *a,
-                             const jmg_cuda_potrf_handles *h, size_t *bytes,
-                             const char *op, jmg_error *err);
+                             const jmg_cuda_potrf_handles *h, int pipeline,
+                             size_t *bytes, const char *op, jmg_error *err);
 
 /* A = L L^H in place: a's tiles (1D block-cyclic, tile t on device t % ndev,
  * n a multiple of tile * ndev) take L in their lower triangle; the strict
  * upper triangles of the diagonal tiles are overwritten, the tiles above the
  * diagonal are not touched. device_ctx entries are jmg_cuda_device: the work
  * runs on their streams. work[d] holds the bytes jmg_cuda_potrf_workspace
- * gave, on device d. Peer access between the devices must be enabled.
+ * gave for the same pipeline, on device d. Peer access between the devices
+ * must be enabled. pipeline (JAXMG_POTRF_PIPELINE, cuda_potrf.c): non-zero
+ * copies the panels on a copy stream of each device into two buffers,
+ * overlapped with the updates, and updates the diagonal tiles by herk; 0
+ * is the one-buffer path with the copies on the compute streams.
  * Returns when done; *info is 0, or the order of the first leading minor that
  * is not positive definite (LAPACK's convention). */
 int jmg_cuda_potrf(const jmg_dist_matrix *a, const jmg_cuda_potrf_handles *h,
-                   void *const *work, int64_t *info, const char *op,
-                   jmg_error *err);
+                   int pipeline, void *const *work, int64_t *info,
+                   const char *op, jmg_error *err);
 
 #endif
