@@ -43,6 +43,20 @@ for variant in plain sanitize; do
   echo "== C unit tests ($variant)"; cat "$root/build/ctest-$variant.out"
   [ "$rc" = 0 ] || status=1
 done
+# The tiled Cholesky and inverse of the CUDA engine (csrc/engine/cusolvermg/cuda_potrf.c,
+# cuda_potri.c) on the CPU, under tests/emu's emulation of the CUDA calls they make, streams
+# run in random orders that their events allow (about 10 s); needs the CUDA toolkit's
+# headers, no GPU. The eigensolver's part of tests/emu takes minutes: run by hand.
+echo "== CUDA engine's tiled factorizations, emulated (tests/emu/run.sh, EMU_PARTS=tiles)"
+if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_runtime.h" ]; then
+  if EMU_PARTS=tiles bash "$root/tests/emu/run.sh" >"$root/build/emu-tiles.log" 2>&1; then
+    tail -n 1 "$root/build/emu-tiles.log"
+  else
+    tail -n 40 "$root/build/emu-tiles.log"; echo "emulated tiled factorizations failed"; status=1
+  fi
+else
+  echo "skipped: no CUDA headers (${CUDA_HOME:-/usr/local/cuda}/include)"
+fi
 # The documentation site, before the Python tests (whose summary closes the
 # output); its Python examples run with them (tests/python/test_docs_examples.py).
 echo "== Documentation site (scripts/docs.sh, warnings are errors)"

@@ -7,7 +7,8 @@
 # threads). EMU_PATHS=replicated|owner runs one path of the reduction,
 # EMU_CASES=N the first N cases; EMU_SANITIZE=1 builds with AddressSanitizer
 # and UBSan. Then the tiled Cholesky and inverse of engine/cusolvermg/
-# (tests/emu/tiles_main.c), a few seconds.
+# (tests/emu/tiles_main.c), a few seconds. EMU_PARTS=tiles runs the tiles part alone (what
+# scripts/test.sh runs where the CUDA headers are), EMU_PARTS=eig the eigensolver's alone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
@@ -18,8 +19,10 @@ trap 'rm -rf "$out"' EXIT
 inc=(-I"$root/csrc" -I"$cuda/include" -DJMG_TRD_CS="${JMG_TRD_CS:-2}")
 san=()
 [ "${EMU_SANITIZE:-0}" = 1 ] && san=("-fsanitize=address,undefined" -fno-sanitize-recover=all -g)
+parts="${EMU_PARTS:-eig tiles}"
 g++ -std=c++17 -O1 -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-function "${inc[@]}" "${san[@]}" \
   -c "$root/tests/emu/emu_cuda.cc" -o "$out/emu_cuda.o"
+if [[ " $parts " == *" eig "* ]]; then
 for f in tests/emu/main.c csrc/engine/eig_mgpu/sytrd.c csrc/engine/eig_mgpu/sytrd_replicated.c \
          csrc/engine/eig_mgpu/sytrd_owner.c csrc/engine/eig_mgpu/ormtr.c \
          csrc/engine/eig_mgpu/kernels.c csrc/engine/eig_mgpu/host.c csrc/cuda/ptx.c \
@@ -28,6 +31,8 @@ for f in tests/emu/main.c csrc/engine/eig_mgpu/sytrd.c csrc/engine/eig_mgpu/sytr
 done
 g++ "${san[@]}" "$out"/*.o -o "$out/emu" -lpthread -lm
 "$out/emu"
+fi
+[[ " $parts " == *" tiles "* ]] || exit 0
 
 # jaxmg's tiled Cholesky and inverse (engine/cusolvermg/cuda_potrf.c,
 # cuda_potri.c) under the same runtime emulation and emu_tiles.cc.
