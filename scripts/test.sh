@@ -24,11 +24,17 @@ mkdir -p "$root/build"
 # socket is left behind, which another worker's job would make.
 workers="$(nproc)"; [ "$workers" -gt 4 ] && workers=4
 # XLA compiles the tests' programs (thousands, each run a few times on tiny
-# matrices) without LLVM's optimizations: the same programs, compiled in
-# much less CPU time, which is most of the suite's. jaxmg's own code is C,
-# built as always; the processes the tests start keep the flag
-# (tests/python/mpmd_launch.py, xla_flags).
+# matrices) cheaply: without LLVM's optimizations, fusions by its older IR
+# emitters rather than its MLIR fusion emitters
+# (xla_cpu_use_fusion_emitters=false; both are XLA's own code generators),
+# and each module in one piece rather than split across threads. The same
+# programs, compiled in much less CPU time, which is most of the suite's
+# (the last two flags take about a third off the suite's, half off its
+# derivative checks'). jaxmg's own code is C, built as always; the
+# processes the tests start keep the flags (tests/python/mpmd_launch.py,
+# xla_flags).
 export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_backend_optimization_level=0"
+XLA_FLAGS+=" --xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
 
 # The oldest jax jaxmg claims (pyproject.toml), in its own environment
 # (.venv-jaxmin), on a subset within a few minutes that covers every op, both

@@ -26,8 +26,8 @@ ROWS_PER_PROCESS = 8
 
 def xla_flags(devices: int | None) -> str:
     """XLA_FLAGS for a process the tests start: this process's own flags
-    (scripts/test.sh's --xla_backend_optimization_level=0 among them: the
-    same code, compiled faster) with the CPU device count replaced by
+    (scripts/test.sh's compile-time flags among them: the same code,
+    compiled faster) with the CPU device count replaced by
     ``devices`` (left out where None: one device)."""
     flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
                    os.environ.get("XLA_FLAGS", "")).split()
