@@ -11,17 +11,24 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 import jaxmg_testing as jt  # noqa: E402
 
-nk = pytest.importorskip("netket")
-# Importing NetKet sets its own mesh (one axis "S" over all devices) as jax's
-# global mesh (its NETKET_SHARDING default); the other tests expect none, and
-# these set NetKet's mesh themselves.
-jax.sharding.set_mesh(None)
-
 jax.config.update("jax_enable_x64", True)
 
 
+@pytest.fixture(scope="module")
+def nk():
+    """NetKet, imported when a test here first needs it rather than when
+    pytest collects this file (the import takes seconds of CPU, in every
+    pytest-xdist worker); the tests skip without it. Importing NetKet sets
+    its own mesh (one axis "S" over all devices) as jax's global mesh (its
+    NETKET_SHARDING default); the other tests expect none, and these set
+    NetKet's mesh themselves."""
+    netket = pytest.importorskip("netket")
+    jax.sharding.set_mesh(None)
+    return netket
+
+
 @pytest.fixture
-def nk_mesh(gpus):
+def nk_mesh(nk, gpus):
     """NetKet's mesh over every GPU (NetKet sizes its process grid by
     jax.device_count(), the default backend's devices)."""
     mesh = jax.make_mesh((len(gpus),), ("S",), devices=gpus, axis_types=(AxisType.Auto,))
@@ -40,7 +47,7 @@ def _problem(mesh, n, definite=True, seed=0):
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", ["cholesky_distributed", "pinv_smooth_distributed"])
-def test_distributed_solvers_on_gpus(nk_mesh, name):
+def test_distributed_solvers_on_gpus(nk, nk_mesh, name):
     n = 256 * len(nk_mesh.devices.flat)
     a, b, A, B = _problem(nk_mesh, n)
     solver = getattr(nk.optimizer.solver, name)
@@ -53,7 +60,7 @@ def test_distributed_solvers_on_gpus(nk_mesh, name):
 
 
 @pytest.mark.timeout(300)
-def test_nan_fallback_on_gpus(nk_mesh):
+def test_nan_fallback_on_gpus(nk, nk_mesh):
     n = 64 * len(nk_mesh.devices.flat)
     a, b, A, B = _problem(nk_mesh, n, definite=False, seed=1)
     solver = nk.optimizer.solver.nan_fallback(
@@ -65,6 +72,6 @@ def test_nan_fallback_on_gpus(nk_mesh):
 
 
 @pytest.mark.timeout(300)
-def test_vmc_sr_with_the_distributed_cholesky_on_gpus(nk_mesh):
+def test_vmc_sr_with_the_distributed_cholesky_on_gpus(nk, nk_mesh):
     energy, exact = jt.minsr_ising_chain(nk)
     assert abs(energy - exact) < 0.05 * abs(exact), (energy, exact)

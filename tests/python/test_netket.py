@@ -12,12 +12,6 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 import jaxmg_testing as jt
 from mpmd_launch import assert_all_passed, run_job
 
-nk = pytest.importorskip("netket")
-# Importing NetKet sets its own mesh (one axis "S" over all devices) as jax's
-# global mesh (its NETKET_SHARDING default); the other tests expect none, and
-# these set NetKet's mesh themselves.
-jax.sharding.set_mesh(None)
-
 # The tests that start processes run one after another on one pytest-xdist
 # worker (scripts/test.sh: --dist loadgroup): they look for shared memory
 # segments and sockets left behind, which another worker's job would make.
@@ -29,8 +23,21 @@ pytestmark = [pytest.mark.skipif(
 N = 16
 
 
+@pytest.fixture(scope="module")
+def nk():
+    """NetKet, imported when a test here first needs it rather than when
+    pytest collects this file (in every pytest-xdist worker: the import
+    takes seconds of CPU); the tests skip without it. Importing NetKet sets
+    its own mesh (one axis "S" over all devices) as jax's global mesh (its
+    NETKET_SHARDING default); the other tests expect none, and these set
+    NetKet's mesh themselves."""
+    netket = pytest.importorskip("netket")
+    jax.sharding.set_mesh(None)
+    return netket
+
+
 @pytest.fixture
-def nk_mesh(cpu_devices):
+def nk_mesh(nk, cpu_devices):
     """NetKet's mesh, set as the context mesh for the test."""
     mesh = jax.make_mesh((4,), ("S",), devices=cpu_devices, axis_types=(AxisType.Auto,))
     with jax.sharding.set_mesh(mesh):
@@ -52,7 +59,7 @@ SOLVERS = ("cholesky_distributed", "pinv_smooth_distributed")
 @pytest.mark.parametrize("grid", [None, (2, 2)], ids=["default-grid", "grid-2x2"])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["f64", "c128"])
 @pytest.mark.parametrize("name", SOLVERS)
-def test_distributed_solvers_eager_and_jit(nk_mesh, rng, monkeypatch, name, dtype, grid,
+def test_distributed_solvers_eager_and_jit(nk, nk_mesh, rng, monkeypatch, name, dtype, grid,
                                            engine):
     """Also in the local model (lapack-local on CPU devices, as cuSOLVERMp
     runs it on GPUs), where process_grid=(2, 2) runs on a 2 x 2 grid."""
@@ -70,7 +77,7 @@ def test_distributed_solvers_eager_and_jit(nk_mesh, rng, monkeypatch, name, dtyp
     np.testing.assert_array_equal(np.asarray(A), a)  # A is not consumed
 
 
-def test_nan_fallback_on_a_matrix_that_is_not_positive_definite(nk_mesh, rng):
+def test_nan_fallback_on_a_matrix_that_is_not_positive_definite(nk, nk_mesh, rng):
     a, b, A, B = _problem(rng, nk_mesh, np.float64, definite=False)
     solver = nk.optimizer.solver.nan_fallback(
         nk.optimizer.solver.cholesky_distributed,
@@ -83,7 +90,7 @@ def test_nan_fallback_on_a_matrix_that_is_not_positive_definite(nk_mesh, rng):
     assert not bool(info["solver_fallback"]) and np.isfinite(np.asarray(x)).all()
 
 
-def test_vmc_sr_with_the_distributed_cholesky_converges(nk_mesh):
+def test_vmc_sr_with_the_distributed_cholesky_converges(nk, nk_mesh):
     """minSR (use_ntk=True) on an 8-site transverse-field Ising chain: within
     5% of the exact ground-state energy in 30 steps, as with NetKet's plain
     cholesky solver (measured: both end at -10.24437 of -10.25166)."""
@@ -91,7 +98,7 @@ def test_vmc_sr_with_the_distributed_cholesky_converges(nk_mesh):
     assert abs(energy - exact) < 0.05 * abs(exact), (energy, exact)
 
 
-def test_distributed_solvers_with_four_processes():
+def test_distributed_solvers_with_four_processes(nk):
     """One CPU device per process (jax.distributed): eager and jit, both
     solvers, against NumPy in every process."""
     assert_all_passed(run_job("netket", 4, timeout_s=60.0), 4, expect=4)
