@@ -86,12 +86,10 @@ typedef struct run {
   int pipeline; /* jmg_cuda_potrf's */
   cudaEvent_t panel_ready[JMG_CUDA_MAX_DEVICES];
   char *panel[JMG_CUDA_MAX_DEVICES];
-  /* The pipeline's: each device's copy stream, its two panel buffers (the
-   * first is panel[d]), their events, and the copies made so far (copy i
-   * goes to buffer i % 2). */
-  cudaStream_t copy[JMG_CUDA_MAX_DEVICES];
-  char *buf[JMG_CUDA_MAX_DEVICES][2];
-  cudaEvent_t ready[JMG_CUDA_MAX_DEVICES][2], freed[JMG_CUDA_MAX_DEVICES][2];
+  /* The pipeline's: each device's copy lane (its two panel buffers, the
+   * first is panel[d]) and the copies made so far (copy i goes to buffer
+   * i % 2). */
+  jmg_tiles_lane lane[JMG_CUDA_MAX_DEVICES];
   int64_t copies[JMG_CUDA_MAX_DEVICES];
   void *dn_work[JMG_CUDA_MAX_DEVICES];
   int *info[JMG_CUDA_MAX_DEVICES];
@@ -132,28 +130,8 @@ static int factor_tile(run *r, int64_t k, jmg_error *err) {
 static int fetch_panel(run *r, int d, int owner, const char *p, int64_t m,
                        int *b, jmg_error *err) {
   *b = (int)(r->copies[d]++ % 2);
-  const size_t es = r->g.es;
-  int rc = JMG_CUDA_TRY(
-      cudaStreamWaitEvent(r->copy[d], r->panel_ready[owner], 0), r->g.op,
-      err);
-  /* Not yet recorded (the buffer's first use): no wait. */
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->copy[d], r->freed[d][*b], 0),
-                      r->g.op, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(
-        cudaMemcpy2DAsync(r->buf[d][*b], (size_t)m * es, p,
-                          (size_t)r->g.n * es, (size_t)m * es,
-                          (size_t)r->g.t, cudaMemcpyDefault, r->copy[d]),
-        r->g.op, err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaEventRecord(r->ready[d][*b], r->copy[d]), r->g.op,
-                      err);
-  if (rc == 0)
-    rc = JMG_CUDA_TRY(
-        cudaStreamWaitEvent(r->g.stream[d], r->ready[d][*b], 0), r->g.op,
-        err);
-  return rc;
+  return jmg_tiles_lane_fetch(&r->g, d, &r->lane[d], *b, r->panel_ready[owner],
+                              p, m, err);
 }
 
 /* Tile j's update on device d with the panel p (ld ldp, its first row
@@ -209,7 +187,7 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
     rc = fetch_panel(r, d, owner, p, m, &b, err);
     if (rc == 0)
       rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_WAIT, err);
-    p = r->buf[d][b];
+    p = r->lane[d].buf[b];
     ldp = m;
   } else if (rc == 0 && d != owner) {
     rc = JMG_CUDA_TRY(
@@ -233,8 +211,7 @@ static int update_device(run *r, int64_t k, int d, jmg_error *err) {
   if (rc == 0)
     rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_UPDATE, err);
   if (rc == 0 && b >= 0)
-    rc = JMG_CUDA_TRY(cudaEventRecord(r->freed[d][b], r->g.stream[d]),
-                      r->g.op, err);
+    rc = jmg_tiles_lane_release(&r->g, d, &r->lane[d], b, err);
   return rc;
 }
 
@@ -244,25 +221,14 @@ static int setup(run *r, void *const *work, jmg_error *err) {
   for (int d = 0; rc == 0 && d < r->g.G; ++d) {
     const size_t panels = r->l.panel + r->l.panel2;
     r->panel[d] = work[d];
-    r->buf[d][0] = work[d];
-    r->buf[d][1] = (char *)work[d] + r->l.panel;
+    r->lane[d].buf[0] = work[d];
+    r->lane[d].buf[1] = (char *)work[d] + r->l.panel;
     r->dn_work[d] = (char *)work[d] + panels;
     r->info[d] = (int *)((char *)work[d] + panels + r->l.dn);
     rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
                                 &r->panel_ready[d], err);
     if (rc == 0 && r->pipeline)
-      rc = JMG_CUDA_TRY(
-          cudaStreamCreateWithFlags(&r->copy[d], cudaStreamNonBlocking),
-          r->g.op, err);
-    for (int b = 0; rc == 0 && r->pipeline && b < 2; ++b) {
-      rc = JMG_CUDA_TRY(
-          cudaEventCreateWithFlags(&r->ready[d][b], cudaEventDisableTiming),
-          r->g.op, err);
-      if (rc == 0)
-        rc = JMG_CUDA_TRY(
-            cudaEventCreateWithFlags(&r->freed[d][b], cudaEventDisableTiming),
-            r->g.op, err);
-    }
+      rc = jmg_tiles_lane_start(&r->g, d, &r->lane[d], err);
     if (rc == 0)
       rc = JMG_CUDA_TRY(
           cudaMemsetAsync(r->info[d], 0, r->l.info, r->g.stream[d]), r->g.op,
@@ -292,8 +258,7 @@ static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
     jmg_error ignored;
     jmg_error *e = rc == 0 ? err : &ignored;
     int s = r->g.stream[d] != NULL ? jmg_tiles_sync_device(&r->g, d, e) : 0;
-    if (s == 0 && r->copy[d] != NULL)
-      s = JMG_CUDA_TRY(cudaStreamSynchronize(r->copy[d]), r->g.op, e);
+    s = jmg_tiles_lane_end(&r->g, d, &r->lane[d], s, e);
     if (s == 0 && rc == 0)
       s = JMG_CUDA_TRY(
           cudaMemcpy(host, r->info[d], (size_t)per_dev * sizeof *host,
@@ -314,11 +279,6 @@ static int finish(run *r, int rc, int64_t *info, jmg_error *err) {
     }
     if (rc == 0) rc = s;
     if (r->panel_ready[d] != NULL) cudaEventDestroy(r->panel_ready[d]);
-    if (r->copy[d] != NULL) cudaStreamDestroy(r->copy[d]);
-    for (int b = 0; b < 2; ++b) {
-      if (r->ready[d][b] != NULL) cudaEventDestroy(r->ready[d][b]);
-      if (r->freed[d][b] != NULL) cudaEventDestroy(r->freed[d][b]);
-    }
     free(r->host_work[d]);
   }
   free(host);

@@ -40,10 +40,8 @@ typedef struct run {
   jmg_tiles g;
   const jmg_cuda_potrf_handles *h;
   char *x[JMG_CUDA_MAX_DEVICES];
-  char *buf[JMG_CUDA_MAX_DEVICES][2];
-  cudaStream_t copy[JMG_CUDA_MAX_DEVICES];
+  jmg_tiles_lane lane[JMG_CUDA_MAX_DEVICES];
   cudaEvent_t start[JMG_CUDA_MAX_DEVICES]; /* jmg_tiles_start_device's */
-  cudaEvent_t ready[JMG_CUDA_MAX_DEVICES][2], freed[JMG_CUDA_MAX_DEVICES][2];
   jmg_tiles_timer tm;
 } run;
 
@@ -95,23 +93,10 @@ static int step(run *r, int64_t i, int d, jmg_error *err) {
   const char *p = jmg_tiles_at(&r->g, k, top);
   int64_t ldp = r->g.n;
   if (rc == 0 && (int)(k % r->g.G) != d) {
-    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->copy[d], r->freed[d][b], 0),
-                      r->g.op, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(
-          cudaMemcpy2DAsync(r->buf[d][b], (size_t)m * r->g.es, p,
-                            (size_t)r->g.n * r->g.es, (size_t)m * r->g.es,
-                            (size_t)t, cudaMemcpyDefault, r->copy[d]),
-          r->g.op, err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaEventRecord(r->ready[d][b], r->copy[d]), r->g.op,
-                        err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(cudaStreamWaitEvent(r->g.stream[d], r->ready[d][b], 0),
-                        r->g.op, err);
+    rc = jmg_tiles_lane_fetch(&r->g, d, &r->lane[d], b, NULL, p, m, err);
     if (rc == 0)
       rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_WAIT, err);
-    p = r->buf[d][b];
+    p = r->lane[d].buf[b];
     ldp = m;
   }
   const char *below_p = p + (size_t)t * r->g.es;
@@ -146,8 +131,7 @@ static int step(run *r, int64_t i, int d, jmg_error *err) {
   if (rc == 0 && backward)
     rc = jmg_tiles_timer_mark(&r->tm, &r->g, d, JMG_TILES_FACTOR, err);
   if (rc == 0)
-    rc = JMG_CUDA_TRY(cudaEventRecord(r->freed[d][b], r->g.stream[d]),
-                      r->g.op, err);
+    rc = jmg_tiles_lane_release(&r->g, d, &r->lane[d], b, err);
   return rc;
 }
 
@@ -161,23 +145,11 @@ static int setup(run *r, void *const *x, void *const *work, jmg_error *err) {
     jmg_dtype_set_one(r->g.a->dtype, ones + (size_t)i * r->g.es);
   for (int d = 0; rc == 0 && d < r->g.G; ++d) {
     r->x[d] = x[d];
-    r->buf[d][0] = work[d];
-    r->buf[d][1] = (char *)work[d] + half;
+    r->lane[d].buf[0] = work[d];
+    r->lane[d].buf[1] = (char *)work[d] + half;
     rc = jmg_tiles_start_device(&r->g, d, r->h->blas[d], r->h->dn[d],
                                 &r->start[d], err);
-    if (rc == 0)
-      rc = JMG_CUDA_TRY(
-          cudaStreamCreateWithFlags(&r->copy[d], cudaStreamNonBlocking),
-          r->g.op, err);
-    for (int b = 0; rc == 0 && b < 2; ++b) {
-      rc = JMG_CUDA_TRY(
-          cudaEventCreateWithFlags(&r->ready[d][b], cudaEventDisableTiming),
-          r->g.op, err);
-      if (rc == 0)
-        rc = JMG_CUDA_TRY(
-            cudaEventCreateWithFlags(&r->freed[d][b], cudaEventDisableTiming),
-            r->g.op, err);
-    }
+    if (rc == 0) rc = jmg_tiles_lane_start(&r->g, d, &r->lane[d], err);
     char *dev_ones = (char *)work[d] + 2 * half;
     if (rc == 0)
       rc = JMG_CUDA_TRY(cudaMemcpy(dev_ones, ones, (size_t)r->g.t * r->g.es,
@@ -199,14 +171,8 @@ static int finish(run *r, int rc, jmg_error *err) {
     jmg_error ignored;
     jmg_error *e = rc == 0 ? err : &ignored;
     int s = r->g.stream[d] != NULL ? jmg_tiles_sync_device(&r->g, d, e) : 0;
-    if (s == 0 && r->copy[d] != NULL)
-      s = JMG_CUDA_TRY(cudaStreamSynchronize(r->copy[d]), r->g.op, e);
+    s = jmg_tiles_lane_end(&r->g, d, &r->lane[d], s, e);
     if (rc == 0) rc = s;
-    if (r->copy[d] != NULL) cudaStreamDestroy(r->copy[d]);
-    for (int b = 0; b < 2; ++b) {
-      if (r->ready[d][b] != NULL) cudaEventDestroy(r->ready[d][b]);
-      if (r->freed[d][b] != NULL) cudaEventDestroy(r->freed[d][b]);
-    }
     if (r->start[d] != NULL) cudaEventDestroy(r->start[d]);
   }
   jmg_tiles_timer_end(&r->tm, &r->g, "tiled potri");

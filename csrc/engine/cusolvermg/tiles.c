@@ -92,6 +92,72 @@ int jmg_tiles_sync_device(const jmg_tiles *g, int d, jmg_error *err) {
   return rc;
 }
 
+int jmg_tiles_lane_start(const jmg_tiles *g, int d, jmg_tiles_lane *lane,
+                         jmg_error *err) {
+  int rc = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(g, d)), g->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(
+        cudaStreamCreateWithFlags(&lane->copy, cudaStreamNonBlocking), g->op,
+        err);
+  for (int b = 0; rc == 0 && b < 2; ++b) {
+    rc = JMG_CUDA_TRY(
+        cudaEventCreateWithFlags(&lane->ready[b], cudaEventDisableTiming),
+        g->op, err);
+    if (rc == 0)
+      rc = JMG_CUDA_TRY(
+          cudaEventCreateWithFlags(&lane->freed[b], cudaEventDisableTiming),
+          g->op, err);
+  }
+  return rc;
+}
+
+int jmg_tiles_lane_fetch(const jmg_tiles *g, int d, jmg_tiles_lane *lane,
+                         int b, cudaEvent_t after, const void *src, int64_t m,
+                         jmg_error *err) {
+  int rc = 0;
+  if (after != NULL)
+    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(lane->copy, after, 0), g->op, err);
+  /* Not yet recorded (the buffer's first use): no wait. */
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(lane->copy, lane->freed[b], 0),
+                      g->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(
+        cudaMemcpy2DAsync(lane->buf[b], (size_t)m * g->es, src,
+                          (size_t)g->n * g->es, (size_t)m * g->es,
+                          (size_t)g->t, cudaMemcpyDefault, lane->copy),
+        g->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaEventRecord(lane->ready[b], lane->copy), g->op, err);
+  if (rc == 0)
+    rc = JMG_CUDA_TRY(cudaStreamWaitEvent(g->stream[d], lane->ready[b], 0),
+                      g->op, err);
+  return rc;
+}
+
+int jmg_tiles_lane_release(const jmg_tiles *g, int d, jmg_tiles_lane *lane,
+                           int b, jmg_error *err) {
+  return JMG_CUDA_TRY(cudaEventRecord(lane->freed[b], g->stream[d]), g->op,
+                      err);
+}
+
+int jmg_tiles_lane_end(const jmg_tiles *g, int d, jmg_tiles_lane *lane, int rc,
+                       jmg_error *err) {
+  jmg_error ignored;
+  jmg_error *e = rc == 0 ? err : &ignored;
+  int s = 0;
+  if (lane->copy != NULL) {
+    s = JMG_CUDA_TRY(cudaSetDevice(jmg_tiles_device(g, d)), g->op, e);
+    if (s == 0) s = JMG_CUDA_TRY(cudaStreamSynchronize(lane->copy), g->op, e);
+    cudaStreamDestroy(lane->copy);
+  }
+  for (int b = 0; b < 2; ++b) {
+    if (lane->ready[b] != NULL) cudaEventDestroy(lane->ready[b]);
+    if (lane->freed[b] != NULL) cudaEventDestroy(lane->freed[b]);
+  }
+  return rc != 0 ? rc : s;
+}
+
 int jmg_tiles_timer_start(jmg_tiles_timer *tm, const jmg_tiles *g,
                           int64_t marks_per_device, jmg_error *err) {
   memset(tm, 0, sizeof *tm);

@@ -63,6 +63,43 @@ int jmg_tiles_copy_panel(const jmg_tiles *g, int d, void *dst, const void *src,
 /* Makes device d current and waits for its stream. */
 int jmg_tiles_sync_device(const jmg_tiles *g, int d, jmg_error *err);
 
+/* ---- a device's copy lane (the tiled inverse; the Cholesky's pipeline) ----
+ *
+ * Panels from other devices come by peer copy on a copy stream of the
+ * device's own, beside its compute stream (copy engines take no SMs), into
+ * one of two buffers: buffer b's `ready` is recorded on the copy stream
+ * after its copy, its `freed` on the compute stream after the last step
+ * that read it; the copy into b waits for `freed`, the compute stream for
+ * `ready`. A zeroed lane holds nothing (jmg_tiles_lane_end leaves it). */
+typedef struct jmg_tiles_lane {
+  cudaStream_t copy;
+  char *buf[2]; /* set by the caller: each an n x t panel (ld n) at most */
+  cudaEvent_t ready[2], freed[2];
+} jmg_tiles_lane;
+
+/* Creates the lane's copy stream and events on device d (made current). */
+int jmg_tiles_lane_start(const jmg_tiles *g, int d, jmg_tiles_lane *lane,
+                         jmg_error *err);
+
+/* Copies the m x t panel at src (ld n) into buffer b (ld m) on device d's
+ * copy stream (d current), after `after` (an event of the panel's owner, or
+ * NULL) and after buffer b's last reader; d's compute stream then waits for
+ * the copy. */
+int jmg_tiles_lane_fetch(const jmg_tiles *g, int d, jmg_tiles_lane *lane,
+                         int b, cudaEvent_t after, const void *src, int64_t m,
+                         jmg_error *err);
+
+/* Records on device d's compute stream (d current) that the steps reading
+ * buffer b are all issued: the next copy into b waits for them. */
+int jmg_tiles_lane_release(const jmg_tiles *g, int d, jmg_tiles_lane *lane,
+                           int b, jmg_error *err);
+
+/* Waits for the lane's copy stream (its error into err, unless rc already
+ * holds one) and destroys the stream and events; returns rc or that error.
+ * Device d is made current. */
+int jmg_tiles_lane_end(const jmg_tiles *g, int d, jmg_tiles_lane *lane, int rc,
+                       jmg_error *err);
+
 /* ---- where the time goes (JAXMG_TRACE) ----
  *
  * With JAXMG_TRACE on, and not at all without it, a factorization marks
