@@ -2,23 +2,35 @@
 // multi-GPU eigensolver makes (csrc/engine/eig_mgpu/sytrd.c, ormtr.c,
 // kernels.c), and of its kernels (kernels.cu compiled as C++ here), so that
 // its host logic and its kernels' index arithmetic run without a GPU
-// (tests/emu/run.sh). Every "device" pointer is host memory; every call
-// runs at once, in the order the host issues it: a valid order for work
-// that streams and events order, since an event is always recorded before
-// it is waited for. Each kernel block runs its threads as POSIX threads
-// (__syncthreads a barrier, shuffles a barrier per warp), blocks one
-// after another, so __shared__ (made static) is the block's. What this
-// cannot show: races between GPUs, speed.
+// (tests/emu/run.sh). Every "device" pointer is host memory. By default
+// every call runs at once, in the order the host issues it (a valid order
+// for work that streams and events order, since an event is always
+// recorded before it is waited for); with emu_set_async (main.c's
+// EMU_ASYNC) work is queued on its stream and run in a random order that
+// keeps each stream's order and the event waits (below: streams and
+// events), which shows a missing wait between GPUs. Each kernel block runs
+// its threads as coroutines on one thread (POSIX threads with EMU_PTHREADS,
+// the sanitizers' build), __syncthreads a barrier and shuffles a barrier
+// per warp, blocks one after another, so __shared__ (made static) is the
+// block's. What this cannot show: races between the blocks of one kernel,
+// finer interleavings than whole kernels and copies, speed.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <ucontext.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 // ---- the kernels ------------------------------------------------------------
@@ -35,19 +47,26 @@
 
 static thread_local uint3 threadIdx, blockIdx;
 static thread_local dim3 blockDim, gridDim;
-static pthread_barrier_t g_bar;
-static pthread_barrier_t g_warp_bar[32]; // one a warp: shuffles are per warp
 static double g_xchg[1024];
 static std::mutex g_atomic;
 
-static void __syncthreads() { pthread_barrier_wait(&g_bar); }
 static unsigned lin() { return threadIdx.x + threadIdx.y * blockDim.x; }
+#ifdef EMU_PTHREADS
+static pthread_barrier_t g_bar;
+static pthread_barrier_t g_warp_bar[32]; // one a warp: shuffles are per warp
+static void block_barrier() { pthread_barrier_wait(&g_bar); }
+static void warp_barrier(unsigned w) { pthread_barrier_wait(&g_warp_bar[w]); }
+#else
+static void block_barrier();
+static void warp_barrier(unsigned w);
+#endif
+static void __syncthreads() { block_barrier(); }
 static double __shfl_down_sync(unsigned, double v, int off) {
   const unsigned t = lin();
   g_xchg[t] = v;
-  pthread_barrier_wait(&g_warp_bar[t / 32]);
+  warp_barrier(t / 32);
   const double r = (t % 32) + (unsigned)off < 32 ? g_xchg[t + off] : v;
-  pthread_barrier_wait(&g_warp_bar[t / 32]);
+  warp_barrier(t / 32);
   return r;
 }
 static double atomicAdd(double *p, double v) {
@@ -71,120 +90,276 @@ using std::sqrt;
 #include "engine/eig_mgpu/kernels.cu"
 
 // ---- launching ------------------------------------------------------------
-typedef void (*invoker)(void **a);
+// A launch's arguments are read when it is issued (as cudaLaunchKernel does):
+// each kernel's parameters, by its signature, into a closure run later.
+typedef std::function<void()> closure;
+template <typename... T, size_t... I>
+static closure bind_impl(void (*fn)(T...), void **a, std::index_sequence<I...>) {
+  std::tuple<std::decay_t<T>...> v{*(std::decay_t<T> *)a[I]...};
+  return [fn, v] { std::apply(fn, v); };
+}
+template <typename... T> static closure bind(void (*fn)(T...), void **a) {
+  return bind_impl(fn, a, std::index_sequence_for<T...>{});
+}
 struct kernel_entry {
   const char *name;
-  invoker run;
+  closure (*capture)(void **a);
   bool sync; /* has __syncthreads or shuffles: its threads run at once */
 };
-#define A(i, T) (*(T *)a[i])
-static void k_symv(void **a) {
-  jmg_trd_symv(A(0, const double *), A(1, long long), A(2, long long), A(3, long long),
-               A(4, long long), A(5, int), A(6, int), A(7, long long), A(8, long long),
-               A(9, int), A(10, const double *), A(11, double *));
-}
-static void k_update_col(void **a) {
-  jmg_trd_update_col(A(0, double *), A(1, const double *), A(2, double *), A(3, long long),
-                     A(4, long long), A(5, long long), A(6, int), A(7, const double *),
-                     A(8, const double *), A(9, double *), A(10, double *), A(11, double *));
-}
-static void k_house(void **a) {
-  jmg_trd_house(A(0, double *), A(1, long long), A(2, long long), A(3, const double *),
-                A(4, const double *), A(5, double *), A(6, double *), A(7, struct ptrs),
-                A(8, struct ptrs), A(9, int));
-}
-static void k_finish_w(void **a) {
-  jmg_trd_finish_w(A(0, const double *), A(1, struct ptrs), A(2, int), A(3, const double *),
-                   A(4, double *), A(5, long long), A(6, long long), A(7, long long), A(8, int),
-                   A(9, const double *), A(10, const double *), A(11, const double *),
-                   A(12, const double *), A(13, long long), A(14, double *));
-}
-static void k_fix_w(void **a) {
-  jmg_trd_fix_w(A(0, double *), A(1, const double *), A(2, long long), A(3, long long),
-                A(4, const double *), A(5, const double *));
-}
-static void k_col_start(void **a) {
-  jmg_trd_col_start(A(0, double *), A(1, const double *), A(2, double *), A(3, long long),
-                    A(4, long long), A(5, long long), A(6, int), A(7, double *), A(8, double *),
-                    A(9, double *), A(10, double *), A(11, const double *), A(12, double *),
-                    A(13, double *), A(14, unsigned *), A(15, double *));
-}
-static void k_col_finish(void **a) {
-  jmg_trd_col_finish(A(0, double *), A(1, const double *), A(2, double *), A(3, long long),
-                     A(4, long long), A(5, long long), A(6, int), A(7, struct ptrs), A(8, int),
-                     A(9, const double *), A(10, const double *), A(11, const double *),
-                     A(12, double *), A(13, double *), A(14, unsigned *));
-}
-static void k_gather_rows(void **a) {
-  jmg_trd_gather_rows(A(0, const double *), A(1, const double *), A(2, long long),
-                      A(3, double *), A(4, double *), A(5, long long), A(6, int),
-                      A(7, long long), A(8, long long), A(9, int), A(10, int));
-}
-static void k_make_v(void **a) {
-  jmg_trd_make_v(A(0, double *), A(1, long long), A(2, int), A(3, long long), A(4, long long),
-                 A(5, struct ptrs), A(6, long long), A(7, int));
-}
-static void k_larft(void **a) {
-  jmg_trd_larft(A(0, const double *), A(1, const double *), A(2, long long), A(3, int),
-                A(4, double *));
-}
-#undef A
+#define K(f, sync) {#f, [](void **a) { return bind(f, a); }, sync}
 static kernel_entry g_kernels[] = {
-    {"jmg_trd_symv", k_symv, true},          {"jmg_trd_update_col", k_update_col, true},
-    {"jmg_trd_house", k_house, false},       {"jmg_trd_finish_w", k_finish_w, true},
-    {"jmg_trd_fix_w", k_fix_w, false},       {"jmg_trd_gather_rows", k_gather_rows, false},
-    {"jmg_trd_make_v", k_make_v, false},     {"jmg_trd_larft", k_larft, true},
-    {"jmg_trd_col_start", k_col_start, true}, {"jmg_trd_col_finish", k_col_finish, true},
+    K(jmg_trd_symv, true),       K(jmg_trd_update_col, true),  K(jmg_trd_house, false),
+    K(jmg_trd_finish_w, true),   K(jmg_trd_fix_w, false),      K(jmg_trd_gather_rows, false),
+    K(jmg_trd_make_v, false),    K(jmg_trd_larft, true),       K(jmg_trd_col_start, true),
+    K(jmg_trd_col_finish, true),
 };
+#undef K
 
 struct thread_arg {
-  invoker run;
-  void **args;
+  const closure *run;
   uint3 t, b;
   dim3 bd, gd;
 };
-static void *thread_main(void *p) {
-  thread_arg *x = (thread_arg *)p;
+static void set_thread(const thread_arg *x) {
   threadIdx = x->t;
   blockIdx = x->b;
   blockDim = x->bd;
   gridDim = x->gd;
-  x->run(x->args);
+}
+static void *thread_main(void *p) {
+  thread_arg *x = (thread_arg *)p;
+  set_thread(x);
+  (*x->run)();
   return nullptr;
+}
+
+#ifdef EMU_PTHREADS
+// A block's threads as POSIX threads (the sanitizers' build: they follow
+// threads, not switched stacks).
+static void run_block(unsigned nt, thread_arg *xs) {
+  std::vector<pthread_t> th(nt);
+  pthread_barrier_init(&g_bar, nullptr, nt);
+  for (unsigned w = 0; w < nt / 32; ++w) pthread_barrier_init(&g_warp_bar[w], nullptr, 32);
+  for (unsigned i = 0; i < nt; ++i) pthread_create(&th[i], nullptr, thread_main, &xs[i]);
+  for (unsigned i = 0; i < nt; ++i) pthread_join(th[i], nullptr);
+  pthread_barrier_destroy(&g_bar);
+  for (unsigned w = 0; w < nt / 32; ++w) pthread_barrier_destroy(&g_warp_bar[w]);
+}
+#else
+// A block's threads as coroutines on this thread (ucontext), switched at
+// the barriers: a thread waiting at __syncthreads runs on when every thread
+// of the block has reached one, a thread waiting at a shuffle's barrier when
+// its warp has. Much faster than a POSIX thread per CUDA thread (the
+// kernel's threads then wait on futexes, most of the run's time).
+enum { RUNNABLE, AT_BLOCK, AT_WARP, DONE };
+struct coro {
+  ucontext_t ctx;
+  int state;
+  thread_arg *arg;
+};
+static ucontext_t g_sched;
+static std::vector<coro> g_co;
+static std::vector<char> g_stacks;
+static const size_t STACK = 256 << 10;
+static unsigned g_nt, g_at_block, g_at_warp[32], g_cur;
+
+static void coro_entry() {
+  coro &c = g_co[g_cur];
+  (*c.arg->run)();
+  c.state = DONE;
+} // returns to uc_link: the scheduler
+static void block_barrier() {
+  g_co[g_cur].state = AT_BLOCK;
+  if (++g_at_block == g_nt) {
+    g_at_block = 0;
+    for (unsigned i = 0; i < g_nt; ++i)
+      if (g_co[i].state == AT_BLOCK) g_co[i].state = RUNNABLE;
+  }
+  swapcontext(&g_co[g_cur].ctx, &g_sched);
+}
+static void warp_barrier(unsigned w) {
+  g_co[g_cur].state = AT_WARP;
+  if (++g_at_warp[w] == 32) {
+    g_at_warp[w] = 0;
+    for (unsigned i = w * 32; i < w * 32 + 32; ++i)
+      if (g_co[i].state == AT_WARP) g_co[i].state = RUNNABLE;
+  }
+  swapcontext(&g_co[g_cur].ctx, &g_sched);
+}
+static void run_block(unsigned nt, thread_arg *xs) {
+  if (g_co.size() < nt) {
+    g_co.resize(nt);
+    g_stacks.resize((size_t)nt * STACK);
+  }
+  g_nt = nt;
+  g_at_block = 0;
+  for (unsigned w = 0; w < 32; ++w) g_at_warp[w] = 0;
+  for (unsigned i = 0; i < nt; ++i) {
+    coro &c = g_co[i];
+    c.state = RUNNABLE;
+    c.arg = &xs[i];
+    getcontext(&c.ctx);
+    c.ctx.uc_stack.ss_sp = &g_stacks[(size_t)i * STACK];
+    c.ctx.uc_stack.ss_size = STACK;
+    c.ctx.uc_link = &g_sched;
+    makecontext(&c.ctx, coro_entry, 0);
+  }
+  for (unsigned done = 0; done < nt;) {
+    bool ran = false;
+    done = 0;
+    for (unsigned i = 0; i < nt; ++i) {
+      if (g_co[i].state == DONE) {
+        ++done;
+        continue;
+      }
+      if (g_co[i].state != RUNNABLE) continue;
+      g_cur = i;
+      set_thread(&xs[i]);
+      swapcontext(&g_sched, &g_co[i].ctx);
+      ran = true;
+    }
+    if (!ran && done < nt) {
+      std::fprintf(stderr, "emu: a block's threads wait at different barriers\n");
+      std::abort();
+    }
+  }
+}
+#endif
+
+// ---- streams and events ----------------------------------------------------
+// By default every call runs when it is issued (a valid order: an event is
+// always recorded before it is waited for). With emu_async set (main.c:
+// EMU_ASYNC=seed) work issued on a stream is queued there instead, and runs
+// when the host waits for it (cudaStreamSynchronize, a copy to the host),
+// the streams' queues drained in a random order that keeps each stream's
+// order and every event wait: any order a GPU may run them in, one GPU far
+// ahead of another included. A missing event between GPUs then shows as a
+// wrong or non-finite result. Each queued item (a kernel, a copy, a gemm)
+// runs whole: finer interleavings are not tried.
+unsigned long emu_async = 0; // 0: synchronous; else the order's seed
+static unsigned long g_rng = 1;
+static unsigned rnd_below(unsigned n) {
+  g_rng = g_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (unsigned)((g_rng >> 33) % n);
+}
+
+struct emu_event {
+  int device;
+  unsigned recorded = 0;      // records issued
+  std::vector<bool> done;     // done[g]: record g (1-based) has run
+};
+struct item {
+  closure run;                // work, or a record (ev, gen)
+  emu_event *ev = nullptr;
+  unsigned gen = 0;
+  bool wait = false;          // a wait for record gen of ev
+};
+struct emu_stream {
+  int device; // -1: a stream not made by cudaStreamCreateWithFlags (any GPU's)
+  std::deque<item> q;
+};
+static std::map<cudaStream_t, emu_stream> g_streams;
+static int g_device = 0;
+
+static emu_stream &stream_of(cudaStream_t s) {
+  auto it = g_streams.find(s);
+  if (it == g_streams.end()) it = g_streams.emplace(s, emu_stream{-1, {}}).first;
+  return it->second;
+}
+static bool runnable(const item &x) {
+  return !x.wait || x.gen == 0 || (x.gen <= x.ev->done.size() && x.ev->done[x.gen - 1]);
+}
+static void run_item(item &x) {
+  if (x.wait) return;
+  if (x.ev != nullptr) {
+    if (x.ev->done.size() < x.gen) x.ev->done.resize(x.gen, false);
+    x.ev->done[x.gen - 1] = true;
+    return;
+  }
+  x.run();
+}
+// Runs queued items, a runnable head of a random stream at a time, until
+// stream s's queue is empty (every stream's with s NULL and all set).
+static void drain(const emu_stream *s, bool all = false) {
+  for (;;) {
+    if (!all && s->q.empty()) return;
+    std::vector<emu_stream *> ready;
+    bool any = false;
+    for (auto &kv : g_streams) {
+      if (kv.second.q.empty()) continue;
+      any = true;
+      if (runnable(kv.second.q.front())) ready.push_back(&kv.second);
+    }
+    if (!any) return;
+    if (ready.empty()) {
+      std::fprintf(stderr, "emu: every queued stream waits for an event never run\n");
+      std::abort();
+    }
+    emu_stream *t = ready[rnd_below((unsigned)ready.size())];
+    item x = std::move(t->q.front());
+    t->q.pop_front();
+    run_item(x);
+  }
+}
+static void issue(cudaStream_t s, item x) {
+  emu_stream &t = stream_of(s);
+  if (emu_async == 0) {
+    if (!runnable(x)) {
+      std::fprintf(stderr, "emu: a wait for an event not yet run\n");
+      std::abort();
+    }
+    run_item(x);
+    return;
+  }
+  t.q.push_back(std::move(x));
+}
+static void work(cudaStream_t s, closure f) {
+  item x;
+  x.run = std::move(f);
+  issue(s, std::move(x));
 }
 
 long emu_launches = 0;
 
 extern "C" {
 
+void emu_set_async(unsigned long seed) {
+  drain(nullptr, true);
+  emu_async = seed;
+  g_rng = seed * 2654435761UL + 1;
+}
+
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t,
-                             cudaStream_t) {
+                             cudaStream_t stream) {
   const kernel_entry *k = (const kernel_entry *)func;
   const unsigned nt = block.x * block.y * block.z;
   if (nt == 0 || nt > 1024 || nt % 32 != 0 || block.z != 1)
     return cudaErrorInvalidConfiguration;
+  // A stream of another GPU than the current one is refused.
+  if (stream_of(stream).device >= 0 && stream_of(stream).device != g_device)
+    return cudaErrorInvalidResourceHandle;
   ++emu_launches;
-  std::vector<pthread_t> th(nt);
-  std::vector<thread_arg> xs(nt);
-  for (unsigned by = 0; by < grid.y; ++by)
-    for (unsigned bx = 0; bx < grid.x; ++bx) {
-      if (!k->sync) { /* no barrier: its threads one after another */
-        for (unsigned i = 0; i < nt; ++i) {
-          xs[i] = {k->run, args, {i % block.x, i / block.x, 0}, {bx, by, 0}, block, grid};
-          thread_main(&xs[i]);
-        }
+  closure f = k->capture(args);
+  const bool sync = k->sync;
+  work(stream, [f, grid, block, nt, sync] {
+    // The blocks one after another: in index order, or (EMU_ASYNC) in a
+    // random one, as a GPU may schedule them.
+    std::vector<dim3> order;
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) order.push_back(dim3(bx, by, 0));
+    if (emu_async != 0)
+      for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rnd_below((unsigned)i)]);
+    std::vector<thread_arg> xs(nt);
+    for (const dim3 &b : order) {
+      for (unsigned i = 0; i < nt; ++i)
+        xs[i] = {&f, {i % block.x, i / block.x, 0}, {b.x, b.y, 0}, block, grid};
+      if (!sync) { /* no barrier: its threads one after another */
+        for (unsigned i = 0; i < nt; ++i) thread_main(&xs[i]);
         continue;
       }
-      pthread_barrier_init(&g_bar, nullptr, nt);
-      for (unsigned w = 0; w < nt / 32; ++w) pthread_barrier_init(&g_warp_bar[w], nullptr, 32);
-      for (unsigned i = 0; i < nt; ++i) {
-        xs[i] = {k->run, args, {i % block.x, i / block.x, 0}, {bx, by, 0}, block, grid};
-        pthread_create(&th[i], nullptr, thread_main, &xs[i]);
-      }
-      for (unsigned i = 0; i < nt; ++i) pthread_join(th[i], nullptr);
-      pthread_barrier_destroy(&g_bar);
-      for (unsigned w = 0; w < nt / 32; ++w) pthread_barrier_destroy(&g_warp_bar[w]);
+      run_block(nt, xs.data());
     }
+  });
   return cudaSuccess;
 }
 
@@ -202,7 +377,6 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t, const char *nam
   return cudaErrorSymbolNotFound;
 }
 
-static int g_device = 0;
 cudaError_t cudaSetDevice(int d) {
   g_device = d;
   return cudaSuccess;
@@ -211,39 +385,74 @@ cudaError_t cudaGetDevice(int *d) {
   *d = g_device;
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t) {
-  std::memmove(dst, src, n);
+// To the host (pageable memory): returns when the copy is done, so after
+// the stream's earlier work. From the host: the source is read at once
+// (staged), the copy to the device queued. Between devices: queued.
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+                            cudaStream_t s) {
+  if (kind == cudaMemcpyHostToDevice) {
+    auto staged = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
+    work(s, [dst, staged, n] { std::memcpy(dst, staged->data(), n); });
+    return cudaSuccess;
+  }
+  work(s, [dst, src, n] { std::memmove(dst, src, n); });
+  if (kind == cudaMemcpyDeviceToHost) drain(&stream_of(s));
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyPeerAsync(void *dst, int, const void *src, int, size_t n, cudaStream_t) {
-  std::memmove(dst, src, n);
+cudaError_t cudaMemcpyPeerAsync(void *dst, int, const void *src, int, size_t n,
+                                cudaStream_t s) {
+  work(s, [dst, src, n] { std::memmove(dst, src, n); });
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
-  std::memset(p, v, n);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+  work(s, [p, v, n] { std::memset(p, v, n); });
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int) {
-  *e = (cudaEvent_t)std::malloc(1);
+  emu_event *x = new emu_event;
+  x->device = g_device;
+  *e = (cudaEvent_t)x;
   return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  std::free((void *)e);
+// Kept: a queued record or wait may still name it (CUDA defers the release).
+cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  emu_event *x = (emu_event *)e;
+  const int sd = stream_of(s).device;
+  if (x->device != g_device || (sd >= 0 && sd != g_device)) return cudaErrorInvalidResourceHandle;
+  item it;
+  it.ev = x;
+  it.gen = ++x->recorded;
+  issue(s, std::move(it));
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
   *ms = 0.0f;
   return cudaSuccess;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// Waits for the event's latest record as of this call (none: no wait).
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+  emu_event *x = (emu_event *)e;
+  item it;
+  it.ev = x;
+  it.gen = x->recorded;
+  it.wait = true;
+  issue(s, std::move(it));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  drain(&stream_of(s));
+  return cudaSuccess;
+}
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int) {
   *s = (cudaStream_t)std::malloc(1);
+  g_streams.emplace(*s, emu_stream{g_device, {}});
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  drain(&stream_of(s)); // its work completes (CUDA lets it finish)
+  g_streams.erase(s);
   std::free((void *)s);
   return cudaSuccess;
 }
@@ -251,7 +460,13 @@ cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t) { return "emulated error"; }
 const char *cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
 
-cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+// cuBLAS: each handle's stream (cublasSetStream); alpha and beta read when
+// the call is issued (pointer mode host), the product queued there.
+static std::map<cublasHandle_t, cudaStream_t> g_handle_stream;
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+  g_handle_stream[h] = s;
+  return CUBLAS_STATUS_SUCCESS;
+}
 cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t, cublasPointerMode_t m) {
   return m == CUBLAS_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
 }
@@ -260,34 +475,40 @@ const char *cublasGetStatusString(cublasStatus_t) { return "emulated cuBLAS stat
 static double at(const double *a, int64_t lda, cublasOperation_t op, int64_t i, int64_t j) {
   return op == CUBLAS_OP_N ? a[i + j * lda] : a[j + i * lda];
 }
-cublasStatus_t cublasDgemv_v2_64(cublasHandle_t, cublasOperation_t op, int64_t m, int64_t n,
-                                 const double *alpha, const double *a, int64_t lda,
-                                 const double *x, int64_t incx, const double *beta, double *y,
+cublasStatus_t cublasDgemv_v2_64(cublasHandle_t h, cublasOperation_t op, int64_t m, int64_t n,
+                                 const double *alpha_p, const double *a, int64_t lda,
+                                 const double *x, int64_t incx, const double *beta_p, double *y,
                                  int64_t incy) {
-  const int64_t ylen = op == CUBLAS_OP_N ? m : n, xlen = op == CUBLAS_OP_N ? n : m;
-  std::vector<double> out((size_t)ylen);
-  for (int64_t i = 0; i < ylen; ++i) {
-    double s = 0.0;
-    for (int64_t k = 0; k < xlen; ++k)
-      s += (op == CUBLAS_OP_N ? a[i + k * lda] : a[k + i * lda]) * x[k * incx];
-    out[(size_t)i] = *alpha * s + (*beta == 0.0 ? 0.0 : *beta * y[i * incy]);
-  }
-  for (int64_t i = 0; i < ylen; ++i) y[i * incy] = out[(size_t)i];
+  const double alpha = *alpha_p, beta = *beta_p;
+  work(g_handle_stream[h], [=] {
+    const int64_t ylen = op == CUBLAS_OP_N ? m : n, xlen = op == CUBLAS_OP_N ? n : m;
+    std::vector<double> out((size_t)ylen);
+    for (int64_t i = 0; i < ylen; ++i) {
+      double s = 0.0;
+      for (int64_t k = 0; k < xlen; ++k)
+        s += (op == CUBLAS_OP_N ? a[i + k * lda] : a[k + i * lda]) * x[k * incx];
+      out[(size_t)i] = alpha * s + (beta == 0.0 ? 0.0 : beta * y[i * incy]);
+    }
+    for (int64_t i = 0; i < ylen; ++i) y[i * incy] = out[(size_t)i];
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasDgemm_v2_64(cublasHandle_t, cublasOperation_t oa, cublasOperation_t ob,
-                                 int64_t m, int64_t n, int64_t k, const double *alpha,
+cublasStatus_t cublasDgemm_v2_64(cublasHandle_t h, cublasOperation_t oa, cublasOperation_t ob,
+                                 int64_t m, int64_t n, int64_t k, const double *alpha_p,
                                  const double *a, int64_t lda, const double *b, int64_t ldb,
-                                 const double *beta, double *c, int64_t ldc) {
-  std::vector<double> out((size_t)(m * n));
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) {
-      double s = 0.0;
-      for (int64_t l = 0; l < k; ++l) s += at(a, lda, oa, i, l) * at(b, ldb, ob, l, j);
-      out[(size_t)(i + j * m)] = *alpha * s + (*beta == 0.0 ? 0.0 : *beta * c[i + j * ldc]);
-    }
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) c[i + j * ldc] = out[(size_t)(i + j * m)];
+                                 const double *beta_p, double *c, int64_t ldc) {
+  const double alpha = *alpha_p, beta = *beta_p;
+  work(g_handle_stream[h], [=] {
+    std::vector<double> out((size_t)(m * n));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        double s = 0.0;
+        for (int64_t l = 0; l < k; ++l) s += at(a, lda, oa, i, l) * at(b, ldb, ob, l, j);
+        out[(size_t)(i + j * m)] = alpha * s + (beta == 0.0 ? 0.0 : beta * c[i + j * ldc]);
+      }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) c[i + j * ldc] = out[(size_t)(i + j * m)];
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 }
