@@ -203,6 +203,68 @@ TEST(eig_mgpu_reduction_on_host_arrays_is_an_orthogonal_similarity) {
   }
 }
 
+/* syevd's padded layout (python/jaxmg/_src/_geometry.py pad_shard): each
+ * of ndev shards of n / ndev rows ends with pad rows and columns of the
+ * identity times a value above the spectrum, so A splits and columns
+ * reduce to rounding errors (or to exact zeros: tau 0, H = I). N = 300 on
+ * 2 GPUs at T_A = 100 runs as such an A of N = 400 (2 GPU run, session
+ * 21: its eigenvalues alone came back NaN once; the same reduction on the
+ * GPU code is tests/emu/main.c's case 400, 100, 2, 64, pad 50). T must be
+ * finite and A = Q T Q^T. */
+TEST(eig_mgpu_reduction_of_a_padded_matrix_is_an_orthogonal_similarity) {
+  const struct {
+    int64_t n, tile;
+    int ndev, nb;
+    int64_t pad;
+  } cases[] = {{80, 20, 2, 16, 10}, {60, 10, 3, 6, 5}, {48, 12, 2, 8, 12}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const int64_t n = cases[i].n, rp = n / cases[i].ndev, pad = cases[i].pad;
+    const int ndev = cases[i].ndev;
+    double *dense = NULL;
+    jmg_trd_matrix m;
+    memset(&m, 0, sizeof m);
+    CHECK(make(n, cases[i].tile, ndev, 200 + i, &dense, &m) == 0);
+    double big = 0.0;
+    for (int64_t r = 0; r < n; ++r) {
+      double s = 0.0;
+      for (int64_t c = 0; c < n; ++c) s += fabs(dense[r + c * n]);
+      if (s > big) big = s;
+    }
+    for (int64_t g = 0; g < n; ++g)
+      if (g % rp >= rp - pad)
+        for (int64_t k = 0; k < n; ++k)
+          dense[g + k * n] = dense[k + g * n] = k == g ? 1.0 + 2.0 * big : 0.0;
+    for (int d = 0; d < ndev; ++d)
+      for (int64_t lc = 0; lc < jmg_bc_count(n, cases[i].tile, ndev, d); ++lc)
+        memcpy(m.a[d] + lc * n,
+               dense + jmg_bc_global(lc, cases[i].tile, ndev, d) * n,
+               (size_t)n * sizeof(double));
+    double *d = calloc((size_t)n, sizeof(double));
+    double *e = calloc((size_t)n, sizeof(double));
+    double *tau = calloc((size_t)n, sizeof(double));
+    CHECK(d != NULL && e != NULL && tau != NULL);
+    CHECK_EQ(jmg_trd_reduce_host(&m, ndev, cases[i].nb, d, e, tau), 0);
+    int finite = 1;
+    for (int64_t r = 0; r < n; ++r)
+      finite = finite && isfinite(d[r]) && (r + 1 == n || isfinite(e[r]));
+    double err_a = 0.0, err_q = 0.0;
+    check_qtq(&m, ndev, dense, d, e, tau, &err_a, &err_q);
+    free(d);
+    free(e);
+    free(tau);
+    drop(dense, &m, ndev);
+    if (!finite || !(err_a <= 1e-13 * (double)n * big) ||
+        !(err_q <= 1e-13 * (double)n)) {
+      TEST_FAIL_AT("case %zu (n %lld tile %lld ndev %d nb %d pad %lld): T %s, "
+                   "|QTQ^T - A| %.3g, |Q^TQ - I| %.3g",
+                   i, (long long)n, (long long)cases[i].tile, ndev,
+                   cases[i].nb, (long long)pad, finite ? "finite" : "not finite",
+                   err_a, err_q);
+      return;
+    }
+  }
+}
+
 TEST(eig_mgpu_reduction_refuses_a_panel_out_of_range) {
   jmg_trd_matrix m;
   memset(&m, 0, sizeof m);
