@@ -17,6 +17,7 @@
  * (cuda/call.h); on participant 0 also Stedc's Q (N x N) and workspace
  * (3 to 5 times Q, session 13), which jmg_eig_mgpu_syevd_bytes does not
  * count. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,19 @@ static void trace_profile(jmg_trd_path path, int ndev,
       p->us_per_column[7]);
 }
 
+/* With JAXMG_TRACE, where T stops being finite (a non-finite T from a
+ * finite A is a fault of the reduction; T's solver then does not converge,
+ * and the op's outputs are NaN with status > 0), so that a trace line says
+ * which step made a NaN. */
+static void trace_t(const double *d, const double *e, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
+    if (!isfinite(d[c]) || (c + 1 < n && !isfinite(e[c]))) {
+      jmg_trace_note("sytrd: T not finite from column %lld (d %g, e %g)",
+                     (long long)c, d[c], c + 1 < n ? e[c] : 0.0);
+      return;
+    }
+}
+
 int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
                        int want_vectors, int *info, jmg_error *err) {
   (void)e;
@@ -173,7 +187,10 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
     rc = jmg_trd_reduce(&g, &am, JMG_EIG_MGPU_NB, path, work, d, ev, tau,
                         traced ? &prof : NULL, op, err);
   jmg_trace_mark("sytrd");
-  if (rc == 0 && traced) trace_profile(path, ndev, &prof);
+  if (rc == 0 && traced) {
+    trace_profile(path, ndev, &prof);
+    trace_t(d, ev, n);
+  }
   /* Z after the reduction's scratch: the same buffers, now free (the
    * reduction waited for its streams). The back-transformation's scratch
    * follows Z. */
@@ -208,6 +225,8 @@ int jmg_eig_mgpu_syevd(const jmg_engine *e, const jmg_dist_matrix *a, void *w,
     rc = jmg_tridiagonal_eigenvectors(op, n, d, ev, wd, JMG_F64, 0, to_z, &sink,
                                       info, err);
   if (!ran) jmg_trace_mark(want_vectors ? "stemr" : "sterf");
+  if (rc == 0 && *info != 0)
+    jmg_trace_note("T's eigenproblem did not converge (info %d)", *info);
   if (rc == 0 && *info == 0 && want_vectors) {
     rc = jmg_trd_ormtr(&g, &am, tau, &zm, orm, op, err);
     /* Every GPU read the others' reflectors: all done before A is
