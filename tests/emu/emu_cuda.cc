@@ -247,6 +247,8 @@ struct emu_event {
   int device;
   unsigned recorded = 0;      // records issued
   std::vector<bool> done;     // done[g]: record g (1-based) has run
+  unsigned queued = 0;        // records and waits of it still queued
+  bool destroyed = false;     // cudaEventDestroy'd: freed when none is
 };
 struct item {
   closure run;                // work, or a record (ev, gen)
@@ -270,13 +272,16 @@ static bool runnable(const item &x) {
   return !x.wait || x.gen == 0 || (x.gen <= x.ev->done.size() && x.ev->done[x.gen - 1]);
 }
 static void run_item(item &x) {
-  if (x.wait) return;
-  if (x.ev != nullptr) {
-    if (x.ev->done.size() < x.gen) x.ev->done.resize(x.gen, false);
-    x.ev->done[x.gen - 1] = true;
+  emu_event *ev = x.ev;
+  if (ev == nullptr) {
+    x.run();
     return;
   }
-  x.run();
+  if (!x.wait) {
+    if (ev->done.size() < x.gen) ev->done.resize(x.gen, false);
+    ev->done[x.gen - 1] = true;
+  }
+  if (--ev->queued == 0 && ev->destroyed) delete ev;
 }
 // Runs queued items, a runnable head of a random stream at a time, until
 // stream s's queue is empty (every stream's with s NULL and all set).
@@ -303,6 +308,7 @@ static void drain(const emu_stream *s, bool all = false) {
 }
 static void issue(cudaStream_t s, item x) {
   emu_stream &t = stream_of(s);
+  if (x.ev != nullptr) ++x.ev->queued;
   if (emu_async == 0) {
     if (!runnable(x)) {
       std::fprintf(stderr, "emu: a wait for an event not yet run\n");
@@ -415,8 +421,15 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int) {
   return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
-// Kept: a queued record or wait may still name it (CUDA defers the release).
-cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+// Freed when no queued record or wait names it (CUDA defers the release).
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  emu_event *x = (emu_event *)e;
+  if (x->queued == 0)
+    delete x;
+  else
+    x->destroyed = true;
+  return cudaSuccess;
+}
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   emu_event *x = (emu_event *)e;
   const int sd = stream_of(s).device;
