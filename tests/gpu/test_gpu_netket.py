@@ -14,19 +14,6 @@ import jaxmg_testing as jt  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 
-@pytest.fixture(scope="module")
-def nk():
-    """NetKet, imported when a test here first needs it rather than when
-    pytest collects this file (the import takes seconds of CPU, in every
-    pytest-xdist worker); the tests skip without it. Importing NetKet sets
-    its own mesh (one axis "S" over all devices) as jax's global mesh (its
-    NETKET_SHARDING default); the other tests expect none, and these set
-    NetKet's mesh themselves."""
-    netket = pytest.importorskip("netket")
-    jax.sharding.set_mesh(None)
-    return netket
-
-
 @pytest.fixture
 def nk_mesh(nk, gpus):
     """NetKet's mesh over every GPU (NetKet sizes its process grid by

@@ -23,19 +23,6 @@ pytestmark = [pytest.mark.skipif(
 N = 16
 
 
-@pytest.fixture(scope="module")
-def nk():
-    """NetKet, imported when a test here first needs it rather than when
-    pytest collects this file (in every pytest-xdist worker: the import
-    takes seconds of CPU); the tests skip without it. Importing NetKet sets
-    its own mesh (one axis "S" over all devices) as jax's global mesh (its
-    NETKET_SHARDING default); the other tests expect none, and these set
-    NetKet's mesh themselves."""
-    netket = pytest.importorskip("netket")
-    jax.sharding.set_mesh(None)
-    return netket
-
-
 @pytest.fixture
 def nk_mesh(nk, cpu_devices):
     """NetKet's mesh, set as the context mesh for the test."""
