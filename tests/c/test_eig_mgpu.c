@@ -168,6 +168,33 @@ static void check_qtq(const jmg_trd_matrix *m, int ndev, const double *dense,
   free(v);
 }
 
+/* Reduces m (nb's panels) on the host and measures it against dense:
+ * *finite (where finite is not NULL) whether T came out finite, err_a
+ * and err_q as check_qtq's.
+ * Returns the reduction's code (0: done). */
+static int reduce_and_check(const jmg_trd_matrix *m, int ndev, int nb,
+                            const double *dense, int *finite, double *err_a,
+                            double *err_q) {
+  const int64_t n = m->n;
+  double *d = calloc((size_t)n, sizeof(double));
+  double *e = calloc((size_t)n, sizeof(double));
+  double *tau = calloc((size_t)n, sizeof(double));
+  int rc = d != NULL && e != NULL && tau != NULL ? 0 : -1;
+  if (rc == 0) rc = jmg_trd_reduce_host(m, ndev, nb, d, e, tau);
+  int ok = 1;
+  *err_a = *err_q = 0.0;
+  if (rc == 0) {
+    for (int64_t r = 0; r < n; ++r)
+      ok = ok && isfinite(d[r]) && (r + 1 == n || isfinite(e[r]));
+    if (finite != NULL) *finite = ok;
+    check_qtq(m, ndev, dense, d, e, tau, err_a, err_q);
+  }
+  free(d);
+  free(e);
+  free(tau);
+  return rc;
+}
+
 TEST(eig_mgpu_reduction_on_host_arrays_is_an_orthogonal_similarity) {
   const struct {
     int64_t n, tile;
@@ -182,16 +209,10 @@ TEST(eig_mgpu_reduction_on_host_arrays_is_an_orthogonal_similarity) {
     jmg_trd_matrix m;
     memset(&m, 0, sizeof m);
     CHECK(make(n, cases[i].tile, ndev, 100 + i, &dense, &m) == 0);
-    double *d = calloc((size_t)n, sizeof(double));
-    double *e = calloc((size_t)n, sizeof(double));
-    double *tau = calloc((size_t)n, sizeof(double));
-    CHECK(d != NULL && e != NULL && tau != NULL);
-    CHECK_EQ(jmg_trd_reduce_host(&m, ndev, cases[i].nb, d, e, tau), 0);
     double err_a = 0.0, err_q = 0.0;
-    check_qtq(&m, ndev, dense, d, e, tau, &err_a, &err_q);
-    free(d);
-    free(e);
-    free(tau);
+    CHECK_EQ(reduce_and_check(&m, ndev, cases[i].nb, dense, NULL, &err_a,
+                              &err_q),
+             0);
     drop(dense, &m, ndev);
     if (err_a > 1e-13 * (double)n || err_q > 1e-13 * (double)n) {
       TEST_FAIL_AT("case %zu (n %lld tile %lld ndev %d nb %d): |QTQ^T - A| "
@@ -239,19 +260,11 @@ TEST(eig_mgpu_reduction_of_a_padded_matrix_is_an_orthogonal_similarity) {
         memcpy(m.a[d] + lc * n,
                dense + jmg_bc_global(lc, cases[i].tile, ndev, d) * n,
                (size_t)n * sizeof(double));
-    double *d = calloc((size_t)n, sizeof(double));
-    double *e = calloc((size_t)n, sizeof(double));
-    double *tau = calloc((size_t)n, sizeof(double));
-    CHECK(d != NULL && e != NULL && tau != NULL);
-    CHECK_EQ(jmg_trd_reduce_host(&m, ndev, cases[i].nb, d, e, tau), 0);
     int finite = 1;
-    for (int64_t r = 0; r < n; ++r)
-      finite = finite && isfinite(d[r]) && (r + 1 == n || isfinite(e[r]));
     double err_a = 0.0, err_q = 0.0;
-    check_qtq(&m, ndev, dense, d, e, tau, &err_a, &err_q);
-    free(d);
-    free(e);
-    free(tau);
+    CHECK_EQ(reduce_and_check(&m, ndev, cases[i].nb, dense, &finite, &err_a,
+                              &err_q),
+             0);
     drop(dense, &m, ndev);
     if (!finite || !(err_a <= 1e-13 * (double)n * big) ||
         !(err_q <= 1e-13 * (double)n)) {
